@@ -1,0 +1,27 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include "clairfs/config/mount_options.hpp"
+
+#include <string>
+#include <vector>
+
+namespace clairfs::config {
+
+struct MountArgs {
+    MountOptions options;
+    bool help = false;
+};
+
+// Parses `clairfs mount` arguments (after the subcommand). Precedence, low
+// to high: built-in defaults, --config FILE, then the command line in order.
+// Returns "" or a one-line usage error.
+std::string parse_mount_args(const std::vector<std::string>& args, MountArgs& out);
+
+// Applies every key of a JSON object text; `origin` names it in errors.
+std::string apply_json_options(MountOptions& out, const std::string& json_text,
+                               const std::string& origin);
+
+void print_mount_help(const char* prog);
+
+} // namespace clairfs::config

@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include "clairfs/index/scanner.hpp"
+#include "clairfs/log.hpp"
+
+#include <cstdint>
+#include <string>
+
+namespace clairfs::config {
+
+// Every tunable of a mount. Defaults live here and only here; the registry
+// in option_registry.cpp names, parses and documents each field.
+struct MountOptions {
+    std::string backing;
+    std::string mountpoint;
+    bool foreground = false;
+    unsigned threads = 16;        // FUSE worker threads (latency-bound: more than cores)
+    unsigned scan_threads = 16;   // directory readers during the mount-time scan
+    uint64_t max_read = 1 << 20;  // bytes per FUSE read request
+    uint64_t blksize = 0;         // st_blksize reported; 0 = max_read
+    double cache_timeout = 86400; // kernel entry/attr cache lifetime, seconds
+    bool allow_other = false;
+    log::Level log_level = log::Level::info;
+    std::string log_file; // empty: stderr in the foreground, syslog otherwise
+    index::Progress progress = index::Progress::auto_;
+    bool fuse_debug = false;
+
+    uint64_t effective_blksize() const { return blksize ? blksize : max_read; }
+};
+
+} // namespace clairfs::config

@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: MIT
+// State shared by every FUSE operation of one mount. Read-mostly: the index
+// and the options never change after mount; counters are relaxed atomics.
+#pragma once
+
+#include "clairfs/config/mount_options.hpp"
+#include "clairfs/index/index.hpp"
+
+#include <atomic>
+#include <cstdint>
+#include <fuse_lowlevel.h>
+
+namespace clairfs::fuse {
+
+struct Counters {
+    std::atomic<uint64_t> opens{0};
+    std::atomic<uint64_t> reads{0};
+    std::atomic<uint64_t> read_bytes{0};
+    std::atomic<uint64_t> backing_errors{0}; // opens or reads the backing store refused
+    std::atomic<uint64_t> stale_files{0};    // changed on the backing store since the scan
+};
+
+struct Filesystem {
+    const index::Index& index;
+    int backing_fd; // O_DIRECTORY, opened before the mount hides the path
+    const config::MountOptions& options;
+    Counters counters;
+    int ready_fd = -1; // background start-up: told once the kernel handshake reaches us
+};
+
+inline Filesystem& filesystem_of(fuse_req_t req) {
+    return *static_cast<Filesystem*>(fuse_req_userdata(req));
+}
+
+inline fuse_ino_t ino_of(index::NodeId id) {
+    return static_cast<fuse_ino_t>(id) + 1;
+}
+
+// The node behind a kernel inode number, or nullptr for one we never issued.
+inline const index::Node* node_of(const Filesystem& fs, fuse_ino_t ino) {
+    if (ino == 0 || !fs.index.contains(static_cast<index::NodeId>(ino - 1))) return nullptr;
+    return &fs.index.node(static_cast<index::NodeId>(ino - 1));
+}
+
+// One place where our -errno convention meets FUSE's positive errno.
+inline void reply_error(fuse_req_t req, int neg_err) {
+    fuse_reply_err(req, -neg_err);
+}
+
+void fill_stat(const Filesystem& fs, const index::Node& n, struct stat& st);
+void fill_entry(const Filesystem& fs, const index::Node& n, fuse_entry_param& e);
+
+// The operation table handed to fuse_session_new().
+const fuse_lowlevel_ops& operations();
+
+} // namespace clairfs::fuse

@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: MIT
+#include "mount_checks.hpp"
+
+#include "clairfs/sys/syscalls.hpp"
+
+#include <climits>
+#include <cstdlib>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace clairfs::cli {
+namespace {
+
+std::string failed(const std::string& what, const std::string& path, int neg_err) {
+    return what + " '" + path + "': " + sys::error_text(neg_err);
+}
+
+} // namespace
+
+std::string check_fuse_device() {
+    struct stat st;
+    if (::stat("/dev/fuse", &st) == 0 && S_ISCHR(st.st_mode)) return "";
+    return "/dev/fuse is missing: load the fuse kernel module (modprobe fuse) or give the "
+           "container the device (--device /dev/fuse)";
+}
+
+std::string open_backing(const std::string& path, Backing& out) {
+    int fd = sys::openat(AT_FDCWD, path.c_str(), O_RDONLY | O_DIRECTORY);
+    if (fd == -ENOTDIR) return "backing directory '" + path + "' is not a directory";
+    if (fd < 0) return failed("cannot open backing directory", path, fd);
+    char real[PATH_MAX];
+    if (!::realpath(path.c_str(), real)) {
+        int err = -errno;
+        sys::close(fd);
+        return failed("cannot resolve backing directory", path, err);
+    }
+    out.fd = fd;
+    out.real = real;
+    return "";
+}
+
+std::string check_mountpoint(const std::string& path) {
+    struct statx stx;
+    if (::statx(AT_FDCWD, path.c_str(), 0, STATX_TYPE, &stx) < 0)
+        return failed("cannot use mount point", path, -errno);
+    if (!S_ISDIR(stx.stx_mode)) return "mount point '" + path + "' is not a directory";
+#if HAVE_STATX_MOUNT_ROOT
+    if ((stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) &&
+        (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT))
+        return "mount point '" + path + "' is already a mount point (unmount it first)";
+#endif
+    // fusermount3 would refuse too, but with a less direct message.
+    if (geteuid() != 0 && ::access(path.c_str(), W_OK) < 0)
+        return failed("no write permission on mount point", path, -errno);
+    return "";
+}
+
+} // namespace clairfs::cli

@@ -1,0 +1,90 @@
+// SPDX-License-Identifier: MIT
+// `clairfs mount BACKING MOUNTPOINT`: check, scan, index, then serve.
+#include "clairfs/cli/commands.hpp"
+#include "clairfs/config/mount_args.hpp"
+#include "clairfs/fuse/session.hpp"
+#include "clairfs/index/index.hpp"
+#include "clairfs/index/scanner.hpp"
+#include "clairfs/log.hpp"
+#include "clairfs/sys/syscalls.hpp"
+#include "mount_checks.hpp"
+
+#include <cstdio>
+#include <stdexcept>
+
+namespace clairfs::cli {
+namespace {
+
+int fail(const std::string& why) {
+    LOG_ERROR("%s", why.c_str());
+    return exit_failure;
+}
+
+void report_scan(const index::ScanReport& r, const index::Index& idx, const std::string& root) {
+    const auto& t = idx.totals();
+    LOG_INFO("indexed %s: %llu files, %llu directories, %llu symlinks, %.2f GB in %.2f s "
+             "(index %.1f MB)",
+             root.c_str(), static_cast<unsigned long long>(t.files),
+             static_cast<unsigned long long>(t.dirs), static_cast<unsigned long long>(t.symlinks),
+             static_cast<double>(t.bytes) / 1e9, r.seconds,
+             static_cast<double>(idx.memory_bytes()) / 1e6);
+    if (r.hidden_symlinks)
+        LOG_WARN("hid %llu symlinks that lead outside %s (first: %s)",
+                 static_cast<unsigned long long>(r.hidden_symlinks), root.c_str(),
+                 r.first_hidden_symlink.c_str());
+    if (r.hidden_special)
+        LOG_WARN("hid %llu fifos, sockets or device nodes",
+                 static_cast<unsigned long long>(r.hidden_special));
+    if (r.unreadable_dirs)
+        LOG_WARN("%llu directories could not be read and answer with their error (first: %s)",
+                 static_cast<unsigned long long>(r.unreadable_dirs),
+                 r.first_unreadable_dir.c_str());
+    if (r.vanished)
+        LOG_WARN("%llu entries vanished during the scan and are not shown",
+                 static_cast<unsigned long long>(r.vanished));
+}
+
+std::string build_index(const Backing& b, const config::MountOptions& o, index::Index& out) {
+    index::RawTree tree;
+    index::ScanReport report;
+    index::ScanOptions so{o.scan_threads, o.progress};
+    if (int rv = index::scan(b.fd, b.real, so, tree, report); rv < 0)
+        return "cannot read backing directory '" + o.backing + "': " + sys::error_text(rv);
+    try {
+        out = index::Index::build(std::move(tree));
+    } catch (const std::length_error& e) {
+        return std::string("cannot index '") + o.backing + "': " + e.what();
+    }
+    report_scan(report, out, b.real);
+    return "";
+}
+
+} // namespace
+
+int mount_command(const std::vector<std::string>& args) {
+    config::MountArgs parsed;
+    if (auto why = config::parse_mount_args(args, parsed); !why.empty()) {
+        fprintf(stderr, "clairfs: %s (see clairfs mount --help)\n", why.c_str());
+        return exit_usage;
+    }
+    if (parsed.help) {
+        config::print_mount_help("clairfs");
+        return exit_ok;
+    }
+    const config::MountOptions& o = parsed.options;
+    log::set_level(o.log_level);
+
+    Backing backing;
+    if (auto why = check_fuse_device(); !why.empty()) return fail(why);
+    if (auto why = open_backing(o.backing, backing); !why.empty()) return fail(why);
+    if (auto why = check_mountpoint(o.mountpoint); !why.empty()) return fail(why);
+
+    index::Index idx;
+    if (auto why = build_index(backing, o, idx); !why.empty()) return fail(why);
+
+    fuse::Filesystem fs{idx, backing.fd, o, {}};
+    if (auto why = fuse::serve(fs); !why.empty()) return fail(why);
+    return exit_ok;
+}
+
+} // namespace clairfs::cli

@@ -1,0 +1,15 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <string>
+
+namespace clairfs::cli {
+
+// Absolute, lexically normal form of `path`, without touching it (a dead
+// FUSE mount answers ENOTCONN to everything, realpath() included).
+std::string absolute_path(const std::string& path);
+
+// True if /proc/self/mountinfo lists a clairfs mount at `abs_path`.
+bool is_clairfs_mount(const std::string& abs_path);
+
+} // namespace clairfs::cli

@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: MIT
+// `clairfs umount MOUNTPOINT [--lazy]`.
+#include "clairfs/cli/commands.hpp"
+#include "clairfs/log.hpp"
+#include "mount_table.hpp"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <sys/mount.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
+
+namespace clairfs::cli {
+namespace {
+
+// Unprivileged users unmount through the setuid helper, as libfuse does.
+int run_fusermount(const std::string& mountpoint, bool lazy) {
+    pid_t pid = fork();
+    if (pid < 0) return -errno;
+    if (pid == 0) {
+        std::vector<const char*> argv = {"fusermount3", "-u"};
+        if (lazy) argv.push_back("-z");
+        argv.push_back("--");
+        argv.push_back(mountpoint.c_str());
+        argv.push_back(nullptr);
+        execvp("fusermount3", const_cast<char**>(argv.data()));
+        _exit(127);
+    }
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return 0;
+    return -EBUSY; // fusermount3 has printed why
+}
+
+int unmount(const std::string& mountpoint, bool lazy) {
+    if (geteuid() != 0) return run_fusermount(mountpoint, lazy);
+    return ::umount2(mountpoint.c_str(), lazy ? MNT_DETACH : 0) == 0 ? 0 : -errno;
+}
+
+} // namespace
+
+int umount_command(const std::vector<std::string>& args) {
+    bool lazy = false;
+    std::string target;
+    for (const auto& a : args) {
+        if (a == "--lazy" || a == "-z")
+            lazy = true;
+        else if (a == "--help" || a == "-h") {
+            printf(
+                "usage: clairfs umount MOUNTPOINT [--lazy]\n\n"
+                "Unmounts a clairfs mount; the daemon exits once the kernel lets go of it.\n"
+                "  -z, --lazy   detach now even if files are open; the daemon serves them until\n"
+                "               they are closed, then exits\n");
+            return exit_ok;
+        } else if (!a.empty() && a[0] == '-') {
+            fprintf(stderr, "clairfs: unknown option '%s' (see clairfs umount --help)\n",
+                    a.c_str());
+            return exit_usage;
+        } else if (target.empty())
+            target = a;
+        else {
+            fprintf(stderr, "clairfs: unexpected argument '%s'\n", a.c_str());
+            return exit_usage;
+        }
+    }
+    if (target.empty()) {
+        fprintf(stderr, "clairfs: expected MOUNTPOINT (see clairfs umount --help)\n");
+        return exit_usage;
+    }
+    std::string abs = absolute_path(target);
+    if (!is_clairfs_mount(abs)) {
+        LOG_ERROR("'%s' is not a clairfs mount point", target.c_str());
+        return exit_failure;
+    }
+    int rv = unmount(abs, lazy);
+    if (rv == -EBUSY) {
+        LOG_ERROR("cannot unmount '%s': files are open on it (close them, or use --lazy)",
+                  target.c_str());
+        return exit_failure;
+    }
+    if (rv < 0) {
+        LOG_ERROR("cannot unmount '%s': %s", target.c_str(), strerror(-rv));
+        return exit_failure;
+    }
+    return exit_ok;
+}
+
+} // namespace clairfs::cli

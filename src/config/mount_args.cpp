@@ -1,0 +1,162 @@
+// SPDX-License-Identifier: MIT
+#include "clairfs/config/mount_args.hpp"
+
+#include "clairfs/config/option_registry.hpp"
+
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace clairfs::config {
+namespace {
+
+std::string apply_list(MountOptions& out, std::string_view list) {
+    while (!list.empty()) {
+        size_t comma = list.find(',');
+        std::string_view item = list.substr(0, comma);
+        list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
+        if (item.empty() || item == "ro") continue; // the mount is read-only anyway
+        size_t eq = item.find('=');
+        std::string why = eq == std::string_view::npos
+                              ? apply_option(out, item, "true")
+                              : apply_option(out, item.substr(0, eq), item.substr(eq + 1));
+        if (!why.empty()) return why;
+    }
+    return "";
+}
+
+std::string read_file(const std::string& path, std::string& text) {
+    std::ifstream in(path);
+    if (!in) return "cannot read config file '" + path + "'";
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    text = ss.str();
+    return "";
+}
+
+// Splits "--name=value" / "--name value" / "-x value" into name and value.
+struct Cursor {
+    const std::vector<std::string>& args;
+    size_t i = 0;
+
+    std::string option(std::string_view arg, std::string_view name, MountOptions& out) {
+        const OptionSpec* spec = find_option(name);
+        bool negated = false;
+        if (!spec && name.starts_with("no-")) {
+            spec = find_option(name.substr(3));
+            negated = spec && spec->type == OptionType::flag;
+            if (!negated) spec = nullptr;
+        }
+        if (!spec) return "unknown option '" + std::string(arg) + "'";
+        if (spec->type == OptionType::flag)
+            return apply_option(out, spec->name, negated ? "false" : "true");
+        if (i + 1 >= args.size()) return "option '" + std::string(arg) + "' needs a value";
+        return apply_option(out, spec->name, args[++i]);
+    }
+};
+
+} // namespace
+
+std::string apply_json_options(MountOptions& out, const std::string& text,
+                               const std::string& origin) {
+    nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+    if (j.is_discarded()) return origin + ": not valid JSON";
+    if (!j.is_object()) return origin + ": expected a JSON object";
+    for (auto& [key, value] : j.items()) {
+        std::string v;
+        if (value.is_string())
+            v = value.get<std::string>();
+        else if (value.is_boolean())
+            v = value.get<bool>() ? "true" : "false";
+        else if (value.is_number_unsigned())
+            v = std::to_string(value.get<uint64_t>());
+        else if (value.is_number())
+            v = value.dump();
+        else
+            return origin + ": key '" + key + "' must be a string, number or boolean";
+        std::string why = apply_option(out, key, v);
+        if (!why.empty()) return origin + ": " + why;
+    }
+    return "";
+}
+
+std::string parse_mount_args(const std::vector<std::string>& args, MountArgs& out) {
+    // Config files first, so that the command line overrides them.
+    for (size_t i = 0; i < args.size(); ++i) {
+        std::string path;
+        if (args[i] == "--config" && i + 1 < args.size())
+            path = args[++i];
+        else if (args[i].starts_with("--config="))
+            path = args[i].substr(9);
+        else
+            continue;
+        std::string text;
+        if (auto why = read_file(path, text); !why.empty()) return why;
+        if (auto why = apply_json_options(out.options, text, path); !why.empty()) return why;
+    }
+
+    std::vector<std::string> positional;
+    Cursor c{args};
+    bool options_done = false;
+    for (; c.i < args.size(); ++c.i) {
+        const std::string& a = args[c.i];
+        std::string why;
+        if (options_done || a.size() < 2 || a[0] != '-') {
+            positional.push_back(a);
+        } else if (a == "--") {
+            options_done = true;
+        } else if (a == "--help" || a == "-h") {
+            out.help = true;
+        } else if (a == "--config") {
+            ++c.i;
+        } else if (a.starts_with("--config=")) {
+        } else if (a == "-o") {
+            if (c.i + 1 >= args.size()) return "option '-o' needs a value";
+            why = apply_list(out.options, args[++c.i]);
+        } else if (a.starts_with("-o")) {
+            why = apply_list(out.options, std::string_view(a).substr(2));
+        } else if (a.starts_with("--") && a.find('=') != std::string::npos) {
+            size_t eq = a.find('=');
+            const OptionSpec* spec = find_option(std::string_view(a).substr(2, eq - 2));
+            why = spec ? apply_option(out.options, spec->name, std::string_view(a).substr(eq + 1))
+                       : "unknown option '" + a.substr(0, eq) + "'";
+        } else if (a.starts_with("--")) {
+            why = c.option(a, std::string_view(a).substr(2), out.options);
+        } else if (a.size() == 2) {
+            why = c.option(a, std::string_view(a).substr(1), out.options);
+        } else {
+            why = "unknown option '" + a + "'";
+        }
+        if (!why.empty()) return why;
+    }
+    if (out.help) return "";
+    if (positional.size() < 2) return "expected BACKING and MOUNTPOINT";
+    if (positional.size() > 2) return "unexpected argument '" + positional[2] + "'";
+    out.options.backing = positional[0];
+    out.options.mountpoint = positional[1];
+    return "";
+}
+
+void print_mount_help(const char* prog) {
+    printf("usage: %s mount BACKING MOUNTPOINT [options]\n\n"
+           "Mounts a read-only view of the directory BACKING at MOUNTPOINT (which may be\n"
+           "BACKING itself). The tree is scanned once; metadata is then served from memory.\n\n"
+           "options (also as -o name=value,... or keys of a JSON object in --config FILE):\n",
+           prog);
+    for (const auto& s : mount_option_specs()) {
+        std::string flag = "--" + std::string(s.name);
+        for (char& ch : flag)
+            if (ch == '_') ch = '-';
+        if (s.short_name) flag = std::string("-") + s.short_name + ", " + flag;
+        if (!s.value_name.empty()) flag += " " + std::string(s.value_name);
+        printf("  %-28s %.*s", flag.c_str(), static_cast<int>(s.help.size()), s.help.data());
+        if (s.type != OptionType::flag)
+            printf(" [%.*s]", static_cast<int>(s.default_text.size()), s.default_text.data());
+        printf("\n");
+    }
+    printf("  %-28s %s\n", "--config FILE", "read options from a JSON object");
+    printf("  %-28s %s\n", "-h, --help", "show this help");
+}
+
+} // namespace clairfs::config

@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: MIT
+#include "clairfs/config/option_registry.hpp"
+
+#include <bit>
+
+namespace clairfs::config {
+namespace {
+
+std::string bad(std::string_view name, std::string_view why) {
+    return "invalid value for " + std::string(name) + ": " + std::string(why);
+}
+
+template <auto Field> std::string set_flag(MountOptions& o, std::string_view v) {
+    return parse_bool(v, o.*Field) ? "" : "expected true or false";
+}
+
+template <auto Field, uint64_t Lo, uint64_t Hi>
+std::string set_count(MountOptions& o, std::string_view v) {
+    uint64_t n;
+    if (!parse_count(v, n) || n < Lo || n > Hi)
+        return "expected an integer from " + std::to_string(Lo) + " to " + std::to_string(Hi);
+    o.*Field = static_cast<unsigned>(n);
+    return "";
+}
+
+std::string set_max_read(MountOptions& o, std::string_view v) {
+    uint64_t n;
+    // The kernel caps one FUSE request at 256 pages.
+    if (!parse_size(v, n) || n < 4096 || n > (1u << 20) || n % 4096)
+        return "expected a multiple of 4K from 4K to 1M";
+    o.max_read = n;
+    return "";
+}
+
+std::string set_blksize(MountOptions& o, std::string_view v) {
+    uint64_t n;
+    // The kernel keeps only log2(st_blksize), so anything else would be
+    // silently rounded down.
+    if (!parse_size(v, n) || (n != 0 && (!std::has_single_bit(n) || n < 512 || n > (64u << 20))))
+        return "expected 0 or a power of two from 512 to 64M";
+    o.blksize = n;
+    return "";
+}
+
+std::string set_cache_timeout(MountOptions& o, std::string_view v) {
+    return parse_seconds(v, o.cache_timeout) ? "" : "expected a non-negative number of seconds";
+}
+
+std::string set_log_level(MountOptions& o, std::string_view v) {
+    return log::parse_level(v, o.log_level) ? "" : "expected error, warn, info or debug";
+}
+
+std::string set_log_file(MountOptions& o, std::string_view v) {
+    o.log_file = v;
+    return "";
+}
+
+std::string set_progress(MountOptions& o, std::string_view v) {
+    if (v == "auto")
+        o.progress = index::Progress::auto_;
+    else if (v == "always")
+        o.progress = index::Progress::always;
+    else if (v == "never")
+        o.progress = index::Progress::never;
+    else
+        return "expected auto, always or never";
+    return "";
+}
+
+constexpr uint64_t max_threads = 1024;
+
+constexpr OptionSpec specs[] = {
+    {"foreground", 'f', OptionType::flag, "", "false", "stay in the foreground and log to stderr",
+     set_flag<&MountOptions::foreground>},
+    {"threads", 't', OptionType::count, "N", "16",
+     "most FUSE worker threads serving requests at once",
+     set_count<&MountOptions::threads, 1, max_threads>},
+    {"scan_threads", 0, OptionType::count, "N", "16",
+     "threads reading directories during the mount-time scan",
+     set_count<&MountOptions::scan_threads, 1, max_threads>},
+    {"max_read", 0, OptionType::size, "SIZE", "1M",
+     "largest FUSE read request (4K..1M, multiple of 4K); also the kernel readahead", set_max_read},
+    {"blksize", 0, OptionType::size, "SIZE", "0",
+     "st_blksize reported for files (0 = max_read), which sets the read() size of "
+     "buffered readers such as PIL",
+     set_blksize},
+    {"cache_timeout", 0, OptionType::seconds, "SECONDS", "86400",
+     "how long the kernel may cache names and attributes", set_cache_timeout},
+    {"allow_other", 0, OptionType::flag, "", "false",
+     "let other users use the mount (needs user_allow_other in /etc/fuse.conf unless root); "
+     "permissions are still checked against the backing files' modes",
+     set_flag<&MountOptions::allow_other>},
+    {"log_level", 0, OptionType::choice, "LEVEL", "info", "error, warn, info or debug",
+     set_log_level},
+    {"log_file", 0, OptionType::text, "FILE", "",
+     "append the daemon's log here (default: stderr in the foreground, syslog otherwise)",
+     set_log_file},
+    {"progress", 0, OptionType::choice, "WHEN", "auto",
+     "scan progress on stderr: auto (scans over 1 s), always or never", set_progress},
+    {"fuse_debug", 0, OptionType::flag, "", "false", "print every FUSE request (libfuse -d)",
+     set_flag<&MountOptions::fuse_debug>},
+};
+
+std::string canonical(std::string_view name) {
+    std::string out(name);
+    for (char& c : out)
+        if (c == '-') c = '_';
+    return out;
+}
+
+} // namespace
+
+std::span<const OptionSpec> mount_option_specs() {
+    return specs;
+}
+
+const OptionSpec* find_option(std::string_view name) {
+    std::string key = canonical(name);
+    for (const auto& s : specs)
+        if (s.name == key || (key.size() == 1 && s.short_name == key[0])) return &s;
+    return nullptr;
+}
+
+std::string apply_option(MountOptions& out, std::string_view name, std::string_view value) {
+    const OptionSpec* spec = find_option(name);
+    if (!spec) return "unknown option '" + std::string(name) + "'";
+    std::string why = spec->set(out, value);
+    return why.empty() ? "" : bad(spec->name, std::string(value) + " (" + why + ")");
+}
+
+} // namespace clairfs::config

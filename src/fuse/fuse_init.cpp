@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: MIT
+#include "clairfs/fuse/daemon.hpp"
+#include "clairfs/log.hpp"
+#include "fuse_ops.hpp"
+
+namespace clairfs::fuse {
+
+void fuse_init(void* userdata, fuse_conn_info* conn) {
+    auto& fs = *static_cast<Filesystem*>(userdata);
+    auto max = static_cast<unsigned>(fs.options.max_read);
+    // Readahead requests carry most of a sample in one round trip; the
+    // kernel sizes max_pages from max_write, so raise it too even though
+    // nothing is ever written.
+    conn->max_read = max; // must repeat the max_read mount option
+    conn->max_readahead = max;
+    conn->max_write = max;
+    // Background (readahead) requests in flight; the default of 12 starves
+    // many concurrent readers of a latency-bound backing store.
+    conn->max_background = 64;
+    conn->congestion_threshold = 48;
+
+    auto want = [conn](unsigned cap) {
+        if (conn->capable & cap) conn->want |= cap;
+    };
+    want(FUSE_CAP_ASYNC_READ);
+    want(FUSE_CAP_PARALLEL_DIROPS);
+    want(FUSE_CAP_CACHE_SYMLINKS);
+    // readdirplus on every listing: dataset loaders list a directory and then
+    // open every file in it, so priming the dentries saves one lookup each.
+    want(FUSE_CAP_READDIRPLUS);
+    conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
+    // Nothing changes under the mount, so mtime checks would only cost.
+    conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
+    conn->time_gran = 1;
+
+    if (fs.ready_fd >= 0) {
+        // From here on the daemon has no terminal: later lines go to syslog
+        // or --log-file.
+        if (log::redirect(fs.options.log_file) < 0) log::redirect("");
+        notify_ready(fs.ready_fd);
+    }
+}
+
+} // namespace clairfs::fuse

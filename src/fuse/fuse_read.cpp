@@ -1,0 +1,40 @@
+// SPDX-License-Identifier: MIT
+#include "clairfs/log.hpp"
+#include "clairfs/sys/syscalls.hpp"
+#include "fuse_ops.hpp"
+
+#include <memory>
+
+namespace clairfs::fuse {
+namespace {
+
+// One buffer per FUSE worker thread, grown to the largest request seen
+// (bounded by max_read), so the hot path never allocates.
+char* read_buffer(size_t size) {
+    thread_local std::unique_ptr<char[]> buf;
+    thread_local size_t capacity = 0;
+    if (size > capacity) {
+        buf = std::make_unique_for_overwrite<char[]>(size);
+        capacity = size;
+    }
+    return buf.get();
+}
+
+} // namespace
+
+void fuse_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi) {
+    Filesystem& fs = filesystem_of(req);
+    char* buf = read_buffer(size);
+    ssize_t got = sys::pread_full(static_cast<int>(fi->fh), buf, size, off);
+    if (got < 0) {
+        fs.counters.backing_errors.fetch_add(1, std::memory_order_relaxed);
+        LOG_WARN("read ino %llu at %lld: %s", static_cast<unsigned long long>(ino),
+                 static_cast<long long>(off), sys::error_text(static_cast<int>(got)));
+        return reply_error(req, static_cast<int>(got));
+    }
+    fs.counters.reads.fetch_add(1, std::memory_order_relaxed);
+    fs.counters.read_bytes.fetch_add(static_cast<uint64_t>(got), std::memory_order_relaxed);
+    fuse_reply_buf(req, buf, static_cast<size_t>(got));
+}
+
+} // namespace clairfs::fuse

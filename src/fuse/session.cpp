@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: MIT
+#include "clairfs/fuse/session.hpp"
+
+#include "clairfs/fuse/daemon.hpp"
+#include "clairfs/log.hpp"
+
+#include <csignal>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+namespace clairfs::fuse {
+namespace {
+
+// fuse_opt splits -o values at commas; a backslash protects them.
+std::string escape_option(const std::string& value) {
+    std::string out;
+    for (char c : value) {
+        if (c == ',' || c == '\\') out += '\\';
+        out += c;
+    }
+    return out;
+}
+
+std::string mount_options(const Filesystem& fs) {
+    const auto& o = fs.options;
+    // ro: the kernel itself refuses writes. default_permissions: the kernel
+    // checks the backing modes we report, since the daemon may run as root.
+    std::string opts =
+        "ro,default_permissions,subtype=clairfs,fsname=" + escape_option("clairfs:" + o.backing) +
+        ",max_read=" + std::to_string(o.max_read);
+    if (o.allow_other) opts += ",allow_other";
+    return opts;
+}
+
+struct SessionDeleter {
+    void operator()(fuse_session* se) const { fuse_session_destroy(se); }
+};
+struct LoopConfigDeleter {
+    void operator()(fuse_loop_config* c) const { fuse_loop_cfg_destroy(c); }
+};
+
+int run_loop(fuse_session* se, const config::MountOptions& o) {
+    std::unique_ptr<fuse_loop_config, LoopConfigDeleter> cfg(fuse_loop_cfg_create());
+    fuse_loop_cfg_set_max_threads(cfg.get(), o.threads);
+    fuse_loop_cfg_set_idle_threads(cfg.get(), std::max(1u, o.threads / 2));
+    // One /dev/fuse descriptor per worker avoids every thread contending
+    // for the same device read queue.
+    fuse_loop_cfg_set_clone_fd(cfg.get(), 1);
+    return fuse_session_loop_mt(se, cfg.get());
+}
+
+// libfuse's own messages (and libfuse -d traces) join our log, so they
+// reach syslog once the daemon has no terminal.
+void libfuse_log(enum fuse_log_level level, const char* fmt, va_list ap) {
+    char msg[1024];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    size_t len = strlen(msg);
+    while (len && msg[len - 1] == '\n') msg[--len] = '\0';
+    auto lvl = level <= FUSE_LOG_ERR       ? log::Level::error
+               : level <= FUSE_LOG_WARNING ? log::Level::warn
+               : level <= FUSE_LOG_INFO    ? log::Level::info
+                                           : log::Level::debug;
+    if (lvl == log::Level::debug && log::level() < log::Level::debug) lvl = log::Level::info;
+    log::write(lvl, "%s", msg);
+}
+
+} // namespace
+
+std::string serve(Filesystem& fs) {
+    const auto& o = fs.options;
+    fuse_set_log_func(libfuse_log);
+    std::string opts = mount_options(fs);
+    std::vector<const char*> argv = {"clairfs", "-o", opts.c_str()};
+    if (o.fuse_debug) argv.push_back("-d");
+    fuse_args args = FUSE_ARGS_INIT(static_cast<int>(argv.size()), const_cast<char**>(argv.data()));
+
+    std::unique_ptr<fuse_session, SessionDeleter> se(
+        fuse_session_new(&args, &operations(), sizeof(fuse_lowlevel_ops), &fs));
+    if (!se) return "cannot create the FUSE session (see the libfuse message above)";
+    if (fuse_set_signal_handlers(se.get()) != 0) return "cannot install signal handlers";
+    if (fuse_session_mount(se.get(), o.mountpoint.c_str()) != 0) {
+        fuse_remove_signal_handlers(se.get());
+        return "mount on '" + o.mountpoint + "' failed (see the libfuse message above)";
+    }
+    LOG_INFO("mounted %s on %s", o.backing.c_str(), o.mountpoint.c_str());
+    if (!o.foreground) {
+        Detached d;
+        if (auto why = detach(d); !why.empty()) {
+            fuse_session_unmount(se.get());
+            return why;
+        }
+        if (d.is_parent) {
+            // The child owns the mount now; the parent only reports.
+            std::string why = wait_ready(d.ready_fd, o.mountpoint);
+            if (!why.empty()) LOG_ERROR("%s", why.c_str());
+            _exit(why.empty() ? 0 : 1);
+        }
+        fs.ready_fd = d.ready_fd;
+    } else if (!o.log_file.empty() && log::redirect(o.log_file) < 0) {
+        LOG_WARN("cannot open log file %s, logging to stderr", o.log_file.c_str());
+    }
+
+    int rv = run_loop(se.get(), o);
+    fuse_session_unmount(se.get());
+    fuse_remove_signal_handlers(se.get());
+    LOG_INFO("unmounted %s (%llu opens, %llu reads, %llu bytes, %llu backing errors)",
+             o.mountpoint.c_str(), static_cast<unsigned long long>(fs.counters.opens.load()),
+             static_cast<unsigned long long>(fs.counters.reads.load()),
+             static_cast<unsigned long long>(fs.counters.read_bytes.load()),
+             static_cast<unsigned long long>(fs.counters.backing_errors.load()));
+    // A signal ends the loop with its number: that is the clean way out.
+    bool clean = rv == 0 || rv == SIGINT || rv == SIGTERM || rv == SIGHUP;
+    return clean ? "" : "FUSE session ended with an error";
+}
+
+} // namespace clairfs::fuse

@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: MIT
+#include "clairfs/cli/commands.hpp"
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace {
+
+void usage(FILE* out) {
+    fprintf(out,
+            "usage: clairfs COMMAND [ARGS]\n\n"
+            "commands:\n"
+            "  mount BACKING MOUNTPOINT [options]   serve a read-only view of a dataset\n"
+            "  umount MOUNTPOINT [--lazy]           unmount it\n\n"
+            "clairfs COMMAND --help shows a command's options; man clairfs has the details.\n");
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    using namespace clairfs::cli;
+    if (argc < 2) {
+        usage(stderr);
+        return exit_usage;
+    }
+    std::string cmd = argv[1];
+    std::vector<std::string> args(argv + 2, argv + argc);
+    if (cmd == "mount") return mount_command(args);
+    if (cmd == "umount" || cmd == "unmount") return umount_command(args);
+    if (cmd == "--help" || cmd == "-h" || cmd == "help") {
+        usage(stdout);
+        return exit_ok;
+    }
+    if (cmd == "--version" || cmd == "-V") {
+        printf("clairfs %s\n", CLAIRFS_VERSION);
+        return exit_ok;
+    }
+    fprintf(stderr, "clairfs: unknown command '%s'\n", cmd.c_str());
+    usage(stderr);
+    return exit_usage;
+}
