@@ -10,6 +10,7 @@
 #include "mount_checks.hpp"
 
 #include <cstdio>
+#include <malloc.h>
 #include <stdexcept>
 
 namespace clairfs::cli {
@@ -56,6 +57,10 @@ std::string build_index(const Backing& b, const config::MountOptions& o, index::
         return std::string("cannot index '") + o.backing + "': " + e.what();
     }
     report_scan(report, out, b.real);
+    // The raw tree was several times the index's size and was spread over
+    // the scan threads' malloc arenas; give it back before the daemon runs
+    // for days.
+    malloc_trim(0);
     return "";
 }
 
