@@ -8,6 +8,7 @@
 #include "clairfs/log.hpp"
 #include "clairfs/sys/syscalls.hpp"
 #include "mount_checks.hpp"
+#include "mount_table.hpp"
 
 #include <cstdio>
 #include <malloc.h>
@@ -76,13 +77,18 @@ int mount_command(const std::vector<std::string>& args) {
         config::print_mount_help("clairfs");
         return exit_ok;
     }
-    const config::MountOptions& o = parsed.options;
+    config::MountOptions& o = parsed.options;
     log::set_level(o.log_level);
 
     Backing backing;
     if (auto why = check_fuse_device(); !why.empty()) return fail(why);
     if (auto why = open_backing(o.backing, backing); !why.empty()) return fail(why);
     if (auto why = check_mountpoint(o.mountpoint); !why.empty()) return fail(why);
+    // The daemon works from "/", so every path it keeps must be absolute:
+    // the unmount at exit, the log file, and the source shown in df.
+    o.backing = backing.real;
+    o.mountpoint = resolved_path(o.mountpoint);
+    if (!o.log_file.empty()) o.log_file = absolute_path(o.log_file);
 
     index::Index idx;
     if (auto why = build_index(backing, o, idx); !why.empty()) return fail(why);

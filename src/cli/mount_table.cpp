@@ -3,6 +3,8 @@
 
 #include "clairfs/index/symlink_policy.hpp"
 
+#include <climits>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <unistd.h>
@@ -32,6 +34,17 @@ std::string absolute_path(const std::string& path) {
     std::vector<char> cwd(4096);
     if (!getcwd(cwd.data(), cwd.size())) return index::lexically_normal(path);
     return index::lexically_normal(std::string(cwd.data()) + "/" + path);
+}
+
+std::string resolved_path(const std::string& path) {
+    char buf[PATH_MAX];
+    if (::realpath(path.c_str(), buf)) return buf;
+    std::string abs = absolute_path(path);
+    size_t slash = abs.rfind('/');
+    if (slash == std::string::npos || slash == 0) return abs;
+    if (::realpath(abs.substr(0, slash).c_str(), buf))
+        return index::lexically_normal(std::string(buf) + abs.substr(slash));
+    return abs;
 }
 
 bool is_clairfs_mount(const std::string& abs_path) {

@@ -9,6 +9,11 @@ namespace clairfs::cli {
 // FUSE mount answers ENOTCONN to everything, realpath() included).
 std::string absolute_path(const std::string& path);
 
+// The mount point as mountinfo will spell it: realpath() where the path
+// answers, else its parent's realpath plus the last component (a dead FUSE
+// mount answers ENOTCONN), else absolute_path().
+std::string resolved_path(const std::string& path);
+
 // True if /proc/self/mountinfo lists a clairfs mount at `abs_path`.
 bool is_clairfs_mount(const std::string& abs_path);
 

@@ -70,7 +70,7 @@ int umount_command(const std::vector<std::string>& args) {
         fprintf(stderr, "clairfs: expected MOUNTPOINT (see clairfs umount --help)\n");
         return exit_usage;
     }
-    std::string abs = absolute_path(target);
+    std::string abs = resolved_path(target);
     if (!is_clairfs_mount(abs)) {
         LOG_ERROR("'%s' is not a clairfs mount point", target.c_str());
         return exit_failure;

@@ -3,6 +3,7 @@
 #include "clairfs/sys/syscalls.hpp"
 #include "fuse_ops.hpp"
 
+#include <algorithm>
 #include <memory>
 
 namespace clairfs::fuse {
@@ -24,6 +25,13 @@ char* read_buffer(size_t size) {
 
 void fuse_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi) {
     Filesystem& fs = filesystem_of(req);
+    const index::Node* n = node_of(fs, ino);
+    if (!n) return reply_error(req, -EBADF);
+    // The kernel rounds requests up to whole pages; clamping to the size
+    // the open verified saves the extra pread that would only find EOF.
+    auto off_u = static_cast<uint64_t>(off);
+    size = off_u >= n->size ? 0 : static_cast<size_t>(std::min<uint64_t>(size, n->size - off_u));
+    if (size == 0) return static_cast<void>(fuse_reply_buf(req, nullptr, 0));
     char* buf = read_buffer(size);
     ssize_t got = sys::pread_full(static_cast<int>(fi->fh), buf, size, off);
     if (got < 0) {

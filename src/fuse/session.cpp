@@ -47,7 +47,8 @@ struct LoopConfigDeleter {
 int run_loop(fuse_session* se, const config::MountOptions& o) {
     std::unique_ptr<fuse_loop_config, LoopConfigDeleter> cfg(fuse_loop_cfg_create());
     fuse_loop_cfg_set_max_threads(cfg.get(), o.threads);
-    fuse_loop_cfg_set_idle_threads(cfg.get(), std::max(1u, o.threads / 2));
+    // Idle workers are kept (libfuse's default): capping them made libfuse
+    // create and destroy a thread for nearly every request at low counts.
     // One /dev/fuse descriptor per worker avoids every thread contending
     // for the same device read queue.
     fuse_loop_cfg_set_clone_fd(cfg.get(), 1);

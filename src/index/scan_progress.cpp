@@ -28,8 +28,8 @@ ScanProgress::~ScanProgress() {
 }
 
 void ScanProgress::run() {
-    auto quiet = mode_ == Progress::always ? 0s : 1s;
     auto period = tty_ ? std::chrono::milliseconds(250) : std::chrono::milliseconds(3000);
+    std::chrono::milliseconds quiet = mode_ == Progress::always ? period : 1000ms;
     std::unique_lock lock(mutex_);
     if (wake_.wait_for(lock, quiet, [this] { return stop_; })) return;
     for (;;) {
