@@ -1,0 +1,192 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""Bad input is refused before anything is mounted, with exactly one
+"clairfs: " line on stderr and exit 1 (runtime) or 2 (usage). Then the
+backing store changing under a live mount: a deleted file is ENOENT, a
+changed file ESTALE, a swapped-in symlink never leads outside, an
+unreadable directory answers with its errno; the mount keeps serving the
+rest after each of these."""
+import errno
+import json
+import os
+
+from mountlib import (AS_NOBODY, CLAIRFS, NO_DAC_CAPS, check, daemon_pids,
+                      expect_errno, is_mounted, log, main, make_files, mounted, run, run_cases,
+                      temp_dir)
+
+
+def expect_refusal(label, cmd, rc, mp, contains=None):
+    """Runs cmd; checks exit rc, one 'clairfs: ' line, nothing mounted."""
+    r = run(cmd, timeout=60)
+    lines = [l for l in r.stderr.splitlines() if l.strip()]
+    check(r.returncode == rc, f"{label}: exit {r.returncode}, expected {rc}; stderr {r.stderr!r}")
+    check(len(lines) == 1, f"{label}: expected exactly one stderr line, got {lines!r}")
+    check(lines[0].startswith("clairfs: "), f"{label}: line lacks 'clairfs: ': {lines[0]!r}")
+    if contains:
+        check(contains.lower() in lines[0].lower(), f"{label}: {lines[0]!r} lacks {contains!r}")
+    check(not is_mounted(mp), f"{label}: {mp} was mounted anyway")
+    check(not daemon_pids(mp), f"{label}: a daemon was left running")
+    log(f"{label}: exit {rc}: {lines[0]}")
+
+
+def runtime_cases(tmp):
+    """(label, fn) for each pre-mount runtime error: exit 1."""
+    backing, mp = os.path.join(tmp, "public"), os.path.join(tmp, "mnt")
+    private = os.path.join(tmp, "private")
+    afile = os.path.join(tmp, "regular-file")
+    for d in (backing, mp, private):
+        os.makedirs(d)
+    open(os.path.join(private, "x"), "w").close()
+    open(afile, "w").close()
+    # nobody must be able to reach the test directories, but not private/.
+    os.chmod(tmp, 0o755)
+    os.chmod(backing, 0o755)
+    os.chmod(private, 0o700)
+    missing = os.path.join(tmp, "missing")
+    mount = lambda b, m: [CLAIRFS, "mount", b, m]
+    refuse = lambda label, cmd, m, text=None: (label, lambda: expect_refusal(label, cmd, 1, m,
+                                                                              text))
+
+    def already_mounted():
+        check(run(["mount", "-t", "tmpfs", "none", mp]).returncode == 0, "cannot mount tmpfs")
+        try:
+            expect_refusal("MOUNTPOINT already a mount point", mount(backing, mp), 1, mp,
+                           "already a mount point")
+            check(is_mounted(mp, "tmpfs"), "the tmpfs on MOUNTPOINT disappeared")
+        finally:
+            run(["umount", "-l", mp])
+
+    # A private mount namespace whose /dev is an empty tmpfs: no /dev/fuse.
+    no_fuse = ["unshare", "-m", "sh", "-c",
+               'mount -t tmpfs none /dev && exec "$0" mount "$1" "$2"', CLAIRFS, backing, mp]
+    return [
+        refuse("BACKING missing", mount(missing, mp), mp, "No such file"),
+        refuse("BACKING is a regular file", mount(afile, mp), mp, "not a directory"),
+        refuse("MOUNTPOINT missing", mount(backing, missing), missing, "No such file"),
+        refuse("MOUNTPOINT is a regular file", mount(backing, afile), afile),
+        ("MOUNTPOINT already a mount point", already_mounted),
+        refuse("/dev/fuse absent", no_fuse, mp, "/dev/fuse"),
+        refuse("nobody, BACKING root-only (700)", AS_NOBODY + mount(private, mp), mp,
+               "Permission denied"),
+        refuse("nobody, MOUNTPOINT not writable", AS_NOBODY + mount(backing, mp), mp,
+               "Permission denied"),
+    ]
+
+
+def usage_cases(tmp):
+    """(label, fn) for each usage error: exit 2."""
+    backing, mp = os.path.join(tmp, "public"), os.path.join(tmp, "mnt")
+
+    def config(name, text):
+        path = os.path.join(tmp, name)
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+    options = [
+        ("unknown option", ["--bogus"]),
+        ("--max-read 3000", ["--max-read", "3000"]),
+        ("--max-read 2M", ["--max-read", "2M"]),
+        ("--max-read without value", ["--max-read"]),
+        ("--blksize 3000", ["--blksize", "3000"]),
+        ("--threads 0", ["--threads", "0"]),
+        ("--cache-timeout -1", ["--cache-timeout", "-1"]),
+        ("--log-level loud", ["--log-level", "loud"]),
+        ("--progress sometimes", ["--progress", "sometimes"]),
+        ("-o max_read=3000", ["-o", "max_read=3000"]),
+        ("-o bogus=1", ["-o", "bogus=1"]),
+        ("--config missing file", ["--config", os.path.join(tmp, "missing.json")]),
+        ("--config not JSON", ["--config", config("bad.json", "{max_read: 64K")]),
+        ("--config JSON array", ["--config", config("array.json", "[1]")]),
+        ("--config bad max_read", ["--config", config("v.json", json.dumps({"max_read": "3000"}))]),
+        ("--config unknown key", ["--config", config("k.json", json.dumps({"bogus": 1}))]),
+    ]
+    commands = [(label, [CLAIRFS, "mount", backing, mp, *opts]) for label, opts in options]
+    commands += [("one positional argument", [CLAIRFS, "mount", backing]),
+                 ("three positional arguments", [CLAIRFS, "mount", backing, mp, mp])]
+    return [(label, lambda label=label, cmd=cmd: expect_refusal(label, cmd, 2, mp))
+            for label, cmd in commands]
+
+
+def read_ok(mp, name, data):
+    with open(os.path.join(mp, name), "rb") as f:
+        check(f.read() == data[name], f"{name} no longer reads correctly")
+
+
+def backing_changes(tmp):
+    backing, mp = os.path.join(tmp, "changing"), os.path.join(tmp, "mnt2")
+    os.makedirs(os.path.join(backing, "sub"))
+    os.makedirs(mp)
+    data = make_files(backing, [10, 100, 1000, 5000, 70000, 300000])
+    with open(os.path.join(backing, "sub", "passwd"), "w") as f:
+        f.write("not the real one\n")
+    with mounted(backing, mp):
+        m = lambda *p: os.path.join(mp, *p)
+        b = lambda *p: os.path.join(backing, *p)
+        read_ok(mp, "f-10", data)  # cached pages must not make a deleted file readable
+        os.unlink(b("f-10"))
+        expect_errno(errno.ENOENT, open, m("f-10"), "rb",
+                     what="open of a file deleted from BACKING")
+        read_ok(mp, "f-100", data)
+
+        with open(b("f-1000"), "ab") as f:
+            f.write(b"grown")
+        expect_errno(errno.ESTALE, open, m("f-1000"), "rb", what="open of a file that grew")
+        read_ok(mp, "f-5000", data)
+
+        st = os.stat(b("f-5000"))
+        os.utime(b("f-5000"), ns=(st.st_atime_ns, st.st_mtime_ns + 1000))
+        expect_errno(errno.ESTALE, open, m("f-5000"), "rb", what="open after an mtime-only change")
+        read_ok(mp, "f-70000", data)
+
+        # Swapped-in symlinks must never lead the daemon outside BACKING.
+        os.rename(b("f-70000"), b("f-70000.orig"))
+        os.symlink("/etc/passwd", b("f-70000"))
+        try:
+            with open(m("f-70000"), "rb") as f:
+                check(False, f"a file swapped for a symlink to /etc/passwd opened: {f.read(60)!r}")
+        except OSError as e:
+            log(f"file swapped for a symlink: {errno.errorcode.get(e.errno)}")
+        os.rename(b("sub"), b("sub.orig"))
+        os.symlink("/etc", b("sub"))
+        try:
+            with open(m("sub", "passwd"), "rb") as f:
+                got = f.read()
+                check(got == b"not the real one\n", f"served {got[:40]!r} through a swapped dir")
+        except OSError as e:
+            log(f"directory swapped for a symlink: {errno.errorcode.get(e.errno)}")
+        read_ok(mp, "f-300000", data)
+    log("backing changes after the mount: ok")
+
+
+def unreadable_dir(tmp):
+    """A directory the scan cannot read answers with EACCES. The daemon runs
+    as root without CAP_DAC_OVERRIDE/CAP_DAC_READ_SEARCH (so mode 000 stops
+    it) while this test keeps them, so the kernel's own permission check
+    lets the request through to the daemon."""
+    backing, mp = os.path.join(tmp, "locked-tree"), os.path.join(tmp, "mnt3")
+    os.makedirs(os.path.join(backing, "locked"))
+    os.makedirs(mp)
+    data = make_files(backing, [10, 20000])
+    open(os.path.join(backing, "locked", "secret"), "w").close()
+    os.chmod(os.path.join(backing, "locked"), 0)
+    with mounted(backing, mp, prefix=NO_DAC_CAPS) as mnt:
+        check("could not be read" in mnt.stderr, f"no unreadable-dir warning: {mnt.stderr!r}")
+        locked = os.path.join(mp, "locked")
+        check(os.lstat(locked).st_mode & 0o777 == 0, "locked/ should show mode 000")
+        expect_errno(errno.EACCES, os.listdir, locked, what="listdir of an unreadable dir")
+        expect_errno(errno.EACCES, os.stat, os.path.join(locked, "secret"),
+                     what="lookup inside an unreadable dir")
+        read_ok(mp, "f-20000", data)
+    log("unreadable directory: ok")
+
+
+def test():
+    with temp_dir() as tmp:
+        run_cases(*runtime_cases(tmp), *usage_cases(tmp),
+                  ("files changed after the mount", lambda: backing_changes(tmp)),
+                  ("unreadable directory", lambda: unreadable_dir(tmp)))
+
+
+if __name__ == "__main__":
+    main(test)

@@ -1,0 +1,40 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""`clairfs mount --help` succeeds, and every long option it lists is
+documented in man/clairfs.1, so the two cannot drift apart silently."""
+import os
+import re
+
+from mountlib import SOURCE_ROOT, check, clairfs, log, main
+
+
+def man_text(path):
+    """The page with roff escapes for '-' undone (\\- and \\(hy)."""
+    with open(path, errors="replace") as f:
+        text = f.read()
+    return text.replace("\\-", "-").replace("\\(hy", "-").replace("\\(mi", "-")
+
+
+def test():
+    r = clairfs("mount", "--help", timeout=30)
+    check(r.returncode == 0, f"clairfs mount --help exit {r.returncode}: {r.stderr}")
+    options = sorted(set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", r.stdout)))
+    check(len(options) >= 10, f"--help lists only {options}")
+    log(f"--help lists {len(options)} long options: {' '.join(options)}")
+
+    r = clairfs("umount", "--help", timeout=30)
+    check(r.returncode == 0, f"clairfs umount --help exit {r.returncode}: {r.stderr}")
+    options += ["--lazy"] if "--lazy" in r.stdout else []
+
+    man = os.path.join(SOURCE_ROOT, "man", "clairfs.1")
+    check(os.path.isfile(man), f"{man} is missing")
+    text = man_text(man)
+    check(text.strip(), f"{man} is empty")
+    missing = [o for o in options
+               if not re.search(r"(?<![\w-])" + re.escape(o) + r"(?![\w-])", text)]
+    check(not missing, f"options in --help but not in {man}: {' '.join(missing)}")
+    log(f"all {len(options)} options are documented in {man}")
+
+
+if __name__ == "__main__":
+    main(test)
