@@ -90,6 +90,10 @@ constexpr OptionSpec specs[] = {
      "let other users use the mount (needs user_allow_other in /etc/fuse.conf unless root); "
      "permissions are still checked against the backing files' modes",
      set_flag<&MountOptions::allow_other>},
+    {"kernel_opens", 0, OptionType::flag, "", "false",
+     "let the kernel open and close files without asking the daemon: a cached re-read costs "
+     "no round trip, but clairfs no longer sees which files are opened",
+     set_flag<&MountOptions::kernel_opens>},
     {"log_level", 0, OptionType::choice, "LEVEL", "info", "error, warn, info or debug",
      set_log_level},
     {"log_file", 0, OptionType::text, "FILE", "",

@@ -25,6 +25,7 @@ void fuse_init(void* userdata, fuse_conn_info* conn) {
     want(FUSE_CAP_ASYNC_READ);
     want(FUSE_CAP_PARALLEL_DIROPS);
     want(FUSE_CAP_CACHE_SYMLINKS);
+    if (fs.options.kernel_opens) want(FUSE_CAP_NO_OPEN_SUPPORT);
     // readdirplus on every listing: dataset loaders list a directory and then
     // open every file in it, so priming the dentries saves one lookup each.
     want(FUSE_CAP_READDIRPLUS);

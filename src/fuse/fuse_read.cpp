@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+#include "backing_file.hpp"
 #include "clairfs/log.hpp"
 #include "clairfs/sys/syscalls.hpp"
 #include "fuse_ops.hpp"
@@ -32,8 +33,13 @@ void fuse_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file
     auto off_u = static_cast<uint64_t>(off);
     size = off_u >= n->size ? 0 : static_cast<size_t>(std::min<uint64_t>(size, n->size - off_u));
     if (size == 0) return static_cast<void>(fuse_reply_buf(req, nullptr, 0));
+    // With --kernel-opens there is no OpenFile: each READ opens for itself.
+    auto* of = reinterpret_cast<OpenFile*>(fi->fh);
+    int fd = of ? backing_fd(fs, *of, *n) : open_verified(fs, *n);
+    if (fd < 0) return reply_error(req, fd);
     char* buf = read_buffer(size);
-    ssize_t got = sys::pread_full(static_cast<int>(fi->fh), buf, size, off);
+    ssize_t got = sys::pread_full(fd, buf, size, off);
+    if (!of) sys::close(fd);
     if (got < 0) {
         fs.counters.backing_errors.fetch_add(1, std::memory_order_relaxed);
         LOG_WARN("read ino %llu at %lld: %s", static_cast<unsigned long long>(ino),

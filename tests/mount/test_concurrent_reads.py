@@ -188,6 +188,19 @@ def many_readers(backing, mp, tmp, data):
     check(served >= 1000, f"the daemon served only {served} read requests")
 
 
+def kernel_opens(backing, mp, tmp, data):
+    """--kernel-opens: the kernel stops asking the daemon about opens, and
+    every READ opens the backing file for itself; bytes must not change."""
+    logfile = os.path.join(tmp, "kernel-opens.log")
+    with mounted(backing, mp, "--kernel-opens", "--log-file", logfile):
+        run_threads(mp, data)
+    with open(logfile) as f:
+        closing = [l for l in f if "unmounted" in l][-1]
+    log(closing.strip())
+    check("(0 opens" in closing, f"--kernel-opens still sent opens to the daemon: {closing}")
+    check(int(re.search(r"(\d+) reads", closing).group(1)) > 0, "no read reached the daemon")
+
+
 def test():
     with temp_dir() as tmp:
         backing, mp = os.path.join(tmp, "backing"), os.path.join(tmp, "mnt")
@@ -198,7 +211,8 @@ def test():
         run_cases(("threads and processes", lambda: many_readers(backing, mp, tmp, data)),
                   ("--max-read 64K --blksize 4K", lambda: small_requests(backing, mp, data)),
                   ("option sources", lambda: option_sources(backing, mp, tmp)),
-                  ("offsets past 4 GiB", lambda: beyond_4g(tmp, mp)))
+                  ("offsets past 4 GiB", lambda: beyond_4g(tmp, mp)),
+                  ("--kernel-opens", lambda: kernel_opens(backing, mp, tmp, data)))
 
 if __name__ == "__main__":
     if len(sys.argv) == 5 and sys.argv[1] == "--worker":

@@ -21,6 +21,7 @@ struct MountOptions {
     uint64_t blksize = 0;         // st_blksize reported; 0 = max_read
     double cache_timeout = 86400; // kernel entry/attr cache lifetime, seconds
     bool allow_other = false;
+    bool kernel_opens = false; // FUSE no_open: faster cached opens, but unseen by the daemon
     log::Level log_level = log::Level::info;
     std::string log_file; // empty: stderr in the foreground, syslog otherwise
     index::Progress progress = index::Progress::auto_;
