@@ -159,6 +159,42 @@ def report(failures, label):
     check(not failures, f"{label}: {len(failures)} mismatches")
 
 
+def metadata_from_memory(tmp):
+    """After the scan, names, attributes and listings come from clairfs's
+    index: moving everything out of BACKING and adding a file there must
+    change nothing that lookup, stat or readdir show through the mount."""
+    backing, mp = os.path.join(tmp, "frozen"), os.path.join(tmp, "frozen-mnt")
+    away = os.path.join(tmp, "moved-away")
+    os.makedirs(os.path.join(backing, "cls", "sub"))
+    os.makedirs(mp)
+    for rel, size in (("cls/a.jpg", 10), ("cls/sub/b.jpg", 5000), ("top.txt", 3)):
+        with open(os.path.join(backing, rel), "wb") as f:
+            f.write(b"x" * size)
+
+    def view(root):
+        out = {}
+        for d, dirs, files in os.walk(root):
+            for name in sorted(dirs + files):
+                st = os.lstat(os.path.join(d, name))
+                out[os.path.relpath(os.path.join(d, name), root)] = (
+                    st.st_mode, st.st_size, st.st_mtime_ns)
+        return out
+
+    before = view(backing)
+    with mounted(backing, mp):
+        check(view(mp) == before, "the mount does not match BACKING at mount time")
+        os.rename(os.path.join(backing, "cls"), away)
+        os.remove(os.path.join(backing, "top.txt"))
+        with open(os.path.join(backing, "new.jpg"), "wb") as f:
+            f.write(b"new")
+        try:
+            check(view(mp) == before, "stat/readdir through the mount changed with BACKING")
+            check(not os.path.exists(os.path.join(mp, "new.jpg")), "a file added later appeared")
+        finally:
+            os.rename(away, os.path.join(backing, "cls"))
+    log("metadata served from memory after the scan: ok")
+
+
 def test():
     with temp_dir() as tmp:
         backing, mp = os.path.join(tmp, "backing"), os.path.join(tmp, "mnt")
@@ -177,7 +213,8 @@ def test():
         # Overlay: the mount hides the backing path itself, so that view must
         # come from the descriptor clairfs opened before mounting.
         run_cases(("separate mountpoint", lambda: one_view(mp, "separate mountpoint")),
-                  ("BACKING == MOUNTPOINT", lambda: one_view(backing, "BACKING == MOUNTPOINT")))
+                  ("BACKING == MOUNTPOINT", lambda: one_view(backing, "BACKING == MOUNTPOINT")),
+                  ("metadata from memory", lambda: metadata_from_memory(tmp)))
 
 
 if __name__ == "__main__":
