@@ -4,6 +4,7 @@
 #include "clairfs/sys/syscalls.hpp"
 
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -20,9 +21,19 @@ std::string failed(const std::string& what, const std::string& path, int neg_err
 
 std::string check_fuse_device() {
     struct stat st;
-    if (::stat("/dev/fuse", &st) == 0 && S_ISCHR(st.st_mode)) return "";
-    return "/dev/fuse is missing: load the fuse kernel module (modprobe fuse) or give the "
-           "container the device (--device /dev/fuse)";
+    if (::stat("/dev/fuse", &st) != 0 || !S_ISCHR(st.st_mode))
+        return "/dev/fuse is missing: load the fuse kernel module (modprobe fuse) or give the "
+               "container the device (--device /dev/fuse)";
+    // libfuse opens the device itself before trying fusermount3, and gives
+    // up on EACCES; say so now rather than after scanning the whole tree.
+    if (geteuid() != 0 && ::access("/dev/fuse", R_OK | W_OK) != 0) {
+        char mode[8];
+        snprintf(mode, sizeof mode, "%04o", st.st_mode & 07777);
+        return std::string("/dev/fuse (mode ") + mode +
+               ") is not readable and writable by this user: run as root, or give it mode "
+               "0666 as Debian's udev rule does";
+    }
+    return "";
 }
 
 std::string open_backing(const std::string& path, Backing& out) {

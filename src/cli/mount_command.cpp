@@ -81,9 +81,10 @@ int mount_command(const std::vector<std::string>& args) {
     log::set_level(o.log_level);
 
     Backing backing;
-    if (auto why = check_fuse_device(); !why.empty()) return fail(why);
+    // The most specific complaint first; all of them before the scan.
     if (auto why = open_backing(o.backing, backing); !why.empty()) return fail(why);
     if (auto why = check_mountpoint(o.mountpoint); !why.empty()) return fail(why);
+    if (auto why = check_fuse_device(); !why.empty()) return fail(why);
     // The daemon works from "/", so every path it keeps must be absolute:
     // the unmount at exit, the log file, and the source shown in df.
     o.backing = backing.real;

@@ -70,7 +70,21 @@ def runtime_cases(tmp):
                "Permission denied"),
         refuse("nobody, MOUNTPOINT not writable", AS_NOBODY + mount(backing, mp), mp,
                "Permission denied"),
-    ]
+    ] + device_permission_cases(tmp, backing, refuse)
+
+
+def device_permission_cases(tmp, backing, refuse):
+    """Where /dev/fuse is not open to everyone (0600 in some containers),
+    an unprivileged mount must be refused up front, before the scan, with
+    one line naming the device. Where it is 0666 there is nothing to refuse."""
+    if os.stat("/dev/fuse").st_mode & 0o006 == 0o006:
+        log("/dev/fuse is world-accessible here: no device-permission case to test")
+        return []
+    mp = os.path.join(tmp, "nobody-mnt")
+    os.makedirs(mp)
+    os.chmod(mp, 0o777)
+    return [refuse("nobody, /dev/fuse not accessible",
+                   AS_NOBODY + [CLAIRFS, "mount", backing, mp], mp, "/dev/fuse (mode")]
 
 
 def usage_cases(tmp):
