@@ -7,17 +7,22 @@ set -euo pipefail
 
 build_pkgs=(g++ meson ninja-build pkg-config libfuse3-dev fuse3 libmpich-dev
   mpich libaio-dev nlohmann-json3-dev doctest-dev)
-test_pkgs=(python3 bindfs procps)
+# The mount tests use Debian's /usr/bin/python3 (stdlib only), pgrep,
+# setpriv/unshare and mount; the benchmarks compare with bindfs and mergerfs.
+test_pkgs=(python3 procps util-linux mount)
+bench_pkgs=(python3 procps bindfs mergerfs)
 want=("${build_pkgs[@]}")
 case "${1:-build}" in
 build) ;;
 test) want+=("${test_pkgs[@]}") ;;
+bench) want+=("${test_pkgs[@]}" "${bench_pkgs[@]}") ;;
 *)
-  echo "usage: $0 [build|test]" >&2
+  echo "usage: $0 [build|test|bench]" >&2
   exit 2
   ;;
 esac
 
+mapfile -t want < <(printf '%s\n' "${want[@]}" | sort -u)
 missing=()
 for p in "${want[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
