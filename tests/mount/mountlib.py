@@ -284,6 +284,16 @@ def indexed_line(stderr):
 
 # ---------------------------------------------------------------- temp dirs
 
+
+def make_dirs(parent, *names):
+    """Creates parent/NAME for each name and returns their paths, e.g. the
+    usual backing, mp = make_dirs(tmp, "backing", "mnt")."""
+    paths = [os.path.join(parent, n) for n in names]
+    for p in paths:
+        os.makedirs(p)
+    return paths
+
+
 @contextlib.contextmanager
 def temp_dir(prefix="clairfs-test-"):
     """A fresh directory; on exit anything mounted beneath it is unmounted

@@ -15,7 +15,7 @@ import subprocess
 import sys
 import threading
 
-from mountlib import MIB, check, log, main, make_files, mounted, run_cases, temp_dir
+from mountlib import make_dirs, MIB, check, log, main, make_files, mounted, run_cases, temp_dir
 
 SIZES = [0, 1, 511, 4095, 4096, 4097, 65535, 65536 + 7, 131072, MIB - 1, MIB + 1,
          3 * MIB + 123, 8 * MIB]
@@ -203,9 +203,7 @@ def kernel_opens(backing, mp, tmp, data):
 
 def test():
     with temp_dir() as tmp:
-        backing, mp = os.path.join(tmp, "backing"), os.path.join(tmp, "mnt")
-        os.makedirs(backing)
-        os.makedirs(mp)
+        backing, mp = make_dirs(tmp, "backing", "mnt")
         data = make_files(backing, SIZES)
         check(load(backing) == data, "generator wrote unexpected bytes")
         run_cases(("threads and processes", lambda: many_readers(backing, mp, tmp, data)),

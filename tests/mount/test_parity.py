@@ -12,7 +12,7 @@ Checked twice: BACKING and MOUNTPOINT apart, then BACKING == MOUNTPOINT
 import os
 import stat
 
-from mountlib import (MIB, check, file_digest, log, main, make_tree, mounted, raw_readdir,
+from mountlib import (make_dirs, MIB, check, file_digest, log, main, make_tree, mounted, raw_readdir,
                       run_cases, temp_dir)
 
 
@@ -197,9 +197,7 @@ def metadata_from_memory(tmp):
 
 def test():
     with temp_dir() as tmp:
-        backing, mp = os.path.join(tmp, "backing"), os.path.join(tmp, "mnt")
-        os.makedirs(backing)
-        os.makedirs(mp)
+        backing, mp = make_dirs(tmp, "backing", "mnt")
         hidden = make_tree(backing, seed=7)
         snap = snapshot(backing, hidden)
         log(f"backing tree: {len(snap)} visible entries, {len(hidden)} hidden")

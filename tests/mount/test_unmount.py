@@ -14,7 +14,7 @@ import signal
 import subprocess
 import threading
 
-from mountlib import (MIB, check, clairfs, daemon_pids, in_thread, is_mounted, log, main,
+from mountlib import (make_dirs, MIB, check, clairfs, daemon_pids, in_thread, is_mounted, log, main,
                       make_files, mounted, run, run_cases, temp_dir, wait_exit, wait_until)
 
 SIZES = [4 * MIB, 4 * MIB + 1, 6 * MIB]
@@ -241,9 +241,7 @@ def symlinked_parent(tmp, backing):
 
 def test():
     with temp_dir() as tmp:
-        backing, mp = os.path.join(tmp, "backing"), os.path.join(tmp, "mnt")
-        os.makedirs(backing)
-        os.makedirs(mp)
+        backing, mp = make_dirs(tmp, "backing", "mnt")
         data = make_files(backing, SIZES)
         run_cases(
             ("SIGTERM foreground", lambda: signal_foreground(backing, mp, data, signal.SIGTERM)),
