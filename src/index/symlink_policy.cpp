@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "clairfs/index/symlink_policy.hpp"
 
+#include <algorithm>
 #include <vector>
 
 namespace clairfs::index {
@@ -62,14 +63,40 @@ std::string relative_to(std::string_view to, std::string_view from) {
     return out.empty() ? "." : out;
 }
 
+namespace {
+
+// True if walking `target` from `link_dir` component by component ever goes
+// above `root` (all three absolute and normal).
+bool climbs_above(std::string_view root, std::string_view link_dir, std::string_view target) {
+    long depth = 0;
+    for (size_t i = root.size(); i < link_dir.size(); ++i) depth += link_dir[i] == '/';
+    size_t pos = 0;
+    while (pos <= target.size()) {
+        size_t slash = std::min(target.find('/', pos), target.size());
+        std::string_view part = target.substr(pos, slash - pos);
+        pos = slash + 1;
+        if (part == "..") {
+            if (--depth < 0) return true;
+        } else if (!part.empty() && part != ".") {
+            ++depth;
+        }
+    }
+    return false;
+}
+
+} // namespace
+
 std::optional<std::string> confine_symlink(const SymlinkFacts& f) {
     bool absolute = !f.target.empty() && f.target.front() == '/';
     if (f.resolved) {
         if (!is_within(*f.resolved, f.root)) return std::nullopt;
-        // A relative target already resolves the same way inside the mount;
-        // an absolute one would leave it, so point it at the same place
-        // relative to the link.
-        return absolute ? relative_to(*f.resolved, f.link_dir) : std::string(f.target);
+        // A relative target that never climbs above the root resolves the
+        // same way inside the mount. An absolute one, or one that climbs out
+        // and comes back in by the root's own name, would leave the mount:
+        // point those at the same place relative to the link instead.
+        if (absolute || climbs_above(f.root, f.link_dir, f.target))
+            return relative_to(*f.resolved, f.link_dir);
+        return std::string(f.target);
     }
     // Dangling (or looping) link: judge it by its text alone, as a native
     // listing would show it, as long as that text cannot point outside.
