@@ -1,0 +1,11 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <string_view>
+
+namespace clairfs::layout {
+
+// torchvision's `fname.lower().endswith(IMG_EXTENSIONS)`, on the name's bytes.
+bool has_image_extension(std::string_view name);
+
+} // namespace clairfs::layout

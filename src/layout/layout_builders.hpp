@@ -1,0 +1,29 @@
+// SPDX-License-Identifier: MIT
+// The layouts behind build_dataset(), one file each.
+#pragma once
+
+#include "clairfs/layout/dataset.hpp"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace clairfs::layout {
+
+// Sample numbers are 32-bit (order::Sample), so a dataset stops here.
+inline constexpr size_t max_samples = UINT32_MAX;
+
+// Each builder fills an empty `out` from the dataset root directory, which
+// build_dataset() has already resolved and checked, and returns "" or a
+// one-line reason.
+std::string build_imagefolder(const index::Index& idx, const index::Node& root, Dataset& out);
+std::string build_sorted(const index::Index& idx, const index::Node& root, Dataset& out);
+std::string build_list(const index::Index& idx, const index::Node& root, std::string_view manifest,
+                       Dataset& out);
+
+// os.path.join(dir, name) for a relative dir, "" being the dataset root.
+std::string join_path(std::string_view dir, std::string_view name);
+
+std::string too_many_samples();
+
+} // namespace clairfs::layout
