@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
     std::vector<std::string> args(argv + 2, argv + argc);
     if (cmd == "mount") return mount_command(args);
     if (cmd == "umount" || cmd == "unmount") return umount_command(args);
+    if (cmd == "order") return order_command(args);
     if (cmd == "--help" || cmd == "-h" || cmd == "help") {
         usage(stdout);
         return exit_ok;

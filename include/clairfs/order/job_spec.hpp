@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: MIT
+// What a job tells clairfs about its sampling: the keys of `clairfs order`,
+// of its --config JSON, and (issue 5) of the control file. Defaults are
+// PyTorch's defaults.
+#pragma once
+
+#include "clairfs/order/randperm.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace clairfs::order {
+
+enum class SamplerKind {
+    random,      // DataLoader(shuffle=True) or RandomSampler
+    distributed, // DistributedSampler, set_epoch(epoch) every epoch
+    sequential,  // DataLoader(shuffle=False)
+};
+
+enum class GeneratorKind {
+    global,   // torch.manual_seed(seed); DataLoader without a generator
+    explicit_ // DataLoader(generator=torch.Generator().manual_seed(seed))
+};
+
+struct JobSpec {
+    uint64_t seed = 0;          // as torch keeps it (see parse_seed)
+    bool seed_negative = false; // the Python int was < 0 (for seed + epoch range)
+    SamplerKind sampler = SamplerKind::random;
+    GeneratorKind generator = GeneratorKind::global;
+    uint32_t epochs = 1;            // how many epochs to predict
+    uint32_t start_epoch = 0;       // the first epoch this process runs
+    uint32_t world_size = 1;        // DistributedSampler num_replicas
+    uint32_t rank = 0;              // the rank whose order is wanted
+    bool shuffle = true;            // DistributedSampler(shuffle=)
+    bool sampler_drop_last = false; // DistributedSampler(drop_last=)
+    bool drop_last = false;         // DataLoader(drop_last=): short last batch
+    uint32_t batch_size = 1;        // DataLoader(batch_size=)
+    uint32_t num_workers = 0;
+    uint32_t prefetch_factor = 2;
+    bool persistent_workers = false;
+    uint64_t pre_draws = 0; // 32-bit global draws the job makes before the loop
+    TorchVersion torch_version = TorchVersion::v1_13;
+    bool replacement = false;            // RandomSampler(replacement=)
+    std::optional<uint64_t> num_samples; // RandomSampler(num_samples=)
+};
+
+// Sets one key from its text ("true", "42", "distributed", "2.7", ...).
+// Returns "" or a one-line reason naming the key.
+std::string set_job_key(JobSpec& spec, std::string_view key, std::string_view value);
+
+struct JobKeyInfo {
+    std::string_view name;       // with underscores, as in JSON
+    std::string_view value_name; // for --help: N, BOOL, INT
+    std::string_view help;
+};
+
+// Every key, in documentation order.
+const std::vector<JobKeyInfo>& job_keys();
+
+// Checks the spec against a dataset of n samples: "" or the reason.
+std::string validate(const JobSpec& spec, uint64_t n);
+
+} // namespace clairfs::order

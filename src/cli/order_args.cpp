@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: MIT
+#include "order_args.hpp"
+
+#include "clairfs/config/option_registry.hpp"
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace clairfs::cli {
+namespace {
+
+std::string set_key(OrderArgs& a, std::string key, const std::string& value) {
+    for (char& c : key)
+        if (c == '-') c = '_';
+    if (key == "n") {
+        uint64_t n;
+        if (!config::parse_count(value, n)) return "invalid value for n: " + value;
+        a.n = n;
+    } else if (key == "root") {
+        a.root = value;
+    } else if (key == "layout") {
+        a.layout = value;
+    } else if (key == "manifest") {
+        a.manifest = value;
+    } else if (key == "paths") {
+        if (!config::parse_bool(value, a.paths)) return "invalid value for paths: " + value;
+    } else {
+        return order::set_job_key(a.spec, key, value);
+    }
+    return "";
+}
+
+// JSON values become the same text the command line would carry, so one
+// parser serves both; integers keep every digit (seeds reach 2^64-1).
+std::string json_text(const nlohmann::json& v, std::string& out) {
+    if (v.is_string())
+        out = v.get<std::string>();
+    else if (v.is_boolean())
+        out = v.get<bool>() ? "true" : "false";
+    else if (v.is_number_integer())
+        out = v.dump();
+    else if (v.is_number())
+        out = v.dump(); // rejected by the integer parsers, with the value
+    else
+        return "must be a string, number or boolean";
+    return "";
+}
+
+std::string apply_config(OrderArgs& a, const std::string& path) {
+    std::ifstream in(path);
+    if (!in) return "cannot read config file '" + path + "'";
+    std::ostringstream text;
+    text << in.rdbuf();
+    auto j = nlohmann::json::parse(text.str(), nullptr, false);
+    if (j.is_discarded()) return path + ": not valid JSON";
+    if (!j.is_object()) return path + ": expected a JSON object";
+    for (auto& [key, value] : j.items()) {
+        std::string v;
+        if (auto why = json_text(value, v); !why.empty())
+            return path + ": key '" + key + "' " + why;
+        if (auto why = set_key(a, key, v); !why.empty()) return path + ": " + why;
+    }
+    return "";
+}
+
+bool is_flag(const std::string& s) {
+    return s.size() > 2 && s.starts_with("--");
+}
+
+} // namespace
+
+std::string parse_order_args(const std::vector<std::string>& args, OrderArgs& out) {
+    for (size_t i = 0; i + 1 < args.size(); ++i)
+        if (args[i] == "--config")
+            if (auto why = apply_config(out, args[i + 1]); !why.empty()) return why;
+    for (size_t i = 0; i < args.size(); ++i) {
+        const std::string& a = args[i];
+        if (a == "--help" || a == "-h") {
+            out.help = true;
+            continue;
+        }
+        if (!is_flag(a)) return "unexpected argument '" + a + "'";
+        std::string key = a.substr(2), value;
+        if (size_t eq = key.find('='); eq != std::string::npos) {
+            value = key.substr(eq + 1);
+            key.resize(eq);
+        } else if (i + 1 < args.size() && !is_flag(args[i + 1])) {
+            value = args[++i];
+        } else {
+            value = "true"; // a bare boolean flag; other keys reject it by name
+        }
+        if (key == "config") continue;
+        if (auto why = set_key(out, key, value); !why.empty()) return why;
+    }
+    if (out.help) return "";
+    if (out.n && !out.root.empty()) return "give either --n or --root, not both";
+    if (!out.n && out.root.empty()) return "expected --n N or --root DIR";
+    return "";
+}
+
+} // namespace clairfs::cli

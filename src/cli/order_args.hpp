@@ -1,0 +1,26 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include "clairfs/order/job_spec.hpp"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace clairfs::cli {
+
+struct OrderArgs {
+    order::JobSpec spec;
+    std::optional<uint64_t> n;
+    std::string root;
+    std::string layout = "imagefolder";
+    std::string manifest;
+    bool paths = false;
+    bool help = false;
+};
+
+// Precedence, low to high: defaults, --config files, the command line.
+// Returns "" or a one-line usage error.
+std::string parse_order_args(const std::vector<std::string>& args, OrderArgs& out);
+
+} // namespace clairfs::cli

@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: MIT
+// `clairfs order`: prints the order in which a job's DataLoader will yield
+// its samples, so a registration can be checked before it is written.
+#include "clairfs/cli/commands.hpp"
+#include "clairfs/order/epoch_orders.hpp"
+#include "order_args.hpp"
+#include "order_dataset.hpp"
+#include "order_output.hpp"
+
+#include <cstdio>
+
+namespace clairfs::cli {
+namespace {
+
+int usage_error(const std::string& why) {
+    fprintf(stderr, "clairfs: %s (see clairfs order --help)\n", why.c_str());
+    return exit_usage;
+}
+
+void print_help() {
+    printf("usage: clairfs order [KEYS] (--n N | --root DIR [--layout L] [--manifest FILE])\n"
+           "                     [--paths] [--config FILE]\n\n"
+           "Prints, one line per epoch, the JSON array of sample indices (or, with --paths,\n"
+           "relative paths) that the job's DataLoader yields for one rank, batches\n"
+           "concatenated. Keys (also the keys of a --config JSON object, with underscores,\n"
+           "and of the control file):\n");
+    for (const auto& k : order::job_keys()) {
+        std::string flag = "--" + std::string(k.name);
+        for (char& c : flag)
+            if (c == '_') c = '-';
+        flag += " " + std::string(k.value_name);
+        printf("  %-26s %.*s\n", flag.c_str(), static_cast<int>(k.help.size()), k.help.data());
+    }
+    printf("dataset:\n"
+           "  %-26s %s\n  %-26s %s\n  %-26s %s\n  %-26s %s\n  %-26s %s\n  %-26s %s\n",
+           "--n N", "a dataset of N samples (no files needed)", "--root DIR",
+           "the dataset directory, numbered by --layout", "--layout L",
+           "imagefolder (torchvision rules), sorted or list [imagefolder]", "--manifest FILE",
+           "list layout: one relative path per line", "--paths",
+           "print relative paths instead of indices", "--config FILE",
+           "a JSON object with the keys above and n, root, layout, manifest");
+}
+
+} // namespace
+
+int order_command(const std::vector<std::string>& args) {
+    OrderArgs a;
+    if (auto why = parse_order_args(args, a); !why.empty()) return usage_error(why);
+    if (a.help) {
+        print_help();
+        return exit_ok;
+    }
+    OrderDataset ds;
+    if (auto failure = load_order_dataset(a, ds); !failure.message.empty()) {
+        fprintf(stderr, "clairfs: %s\n", failure.message.c_str());
+        return failure.usage ? exit_usage : exit_failure;
+    }
+    if (auto why = order::validate(a.spec, ds.size()); !why.empty()) return usage_error(why);
+
+    order::EpochOrders orders(a.spec, static_cast<uint32_t>(ds.size()));
+    LineWriter out(stdout);
+    std::vector<order::Sample> epoch;
+    for (uint32_t e = 0; e < a.spec.epochs; ++e) {
+        orders.next(epoch);
+        if (a.paths)
+            out.paths(epoch, [&](order::Sample s) { return ds.path(s); });
+        else
+            out.indices(epoch);
+        if (!out.flush()) return exit_failure; // the reader went away
+    }
+    return exit_ok;
+}
+
+} // namespace clairfs::cli

@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: MIT
+#include "order_dataset.hpp"
+
+#include "clairfs/index/scanner.hpp"
+#include "clairfs/sys/syscalls.hpp"
+#include "mount_checks.hpp"
+
+#include <fstream>
+#include <sstream>
+
+namespace clairfs::cli {
+
+struct OrderDatasetLoader {
+    static LoadFailure scan(const std::string& root, index::Index& out) {
+        Backing b;
+        if (auto why = open_backing(root, b); !why.empty()) return {why, false};
+        index::RawTree tree;
+        index::ScanReport report;
+        int rv = index::scan(b.fd, b.real, {16, index::Progress::auto_}, tree, report);
+        sys::close(b.fd);
+        if (rv < 0) return {"cannot read '" + root + "': " + sys::error_text(rv), false};
+        out = index::Index::build(std::move(tree));
+        return {};
+    }
+
+    static LoadFailure load(const OrderArgs& a, OrderDataset& out) {
+        if (a.n) {
+            out.n_ = *a.n;
+            return {};
+        }
+        layout::LayoutKind kind;
+        if (!layout::parse_layout(a.layout, kind))
+            return {"invalid value for layout: " + a.layout +
+                        " (expected imagefolder, sorted or list)",
+                    true};
+        std::string manifest;
+        if (kind == layout::LayoutKind::list) {
+            if (a.manifest.empty()) return {"layout list needs --manifest FILE", true};
+            std::ifstream in(a.manifest);
+            if (!in) return {"cannot read manifest '" + a.manifest + "'", false};
+            std::ostringstream text;
+            text << in.rdbuf();
+            manifest = text.str();
+        }
+        out.index_ = std::make_unique<index::Index>();
+        if (auto f = scan(a.root, *out.index_); !f.message.empty()) return f;
+        if (auto why = layout::build_dataset(*out.index_, "", kind, manifest, out.dataset_);
+            !why.empty())
+            return {a.root + ": " + why, false};
+        return {};
+    }
+};
+
+std::string OrderDataset::path(order::Sample s) const {
+    return index_ ? dataset_.path(*index_, s) : std::to_string(s);
+}
+
+LoadFailure load_order_dataset(const OrderArgs& args, OrderDataset& out) {
+    return OrderDatasetLoader::load(args, out);
+}
+
+} // namespace clairfs::cli

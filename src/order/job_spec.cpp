@@ -1,0 +1,177 @@
+// SPDX-License-Identifier: MIT
+#include "clairfs/order/job_spec.hpp"
+
+#include "clairfs/config/option_registry.hpp"
+
+#include <array>
+
+namespace clairfs::order {
+namespace {
+
+using Setter = std::string (*)(JobSpec&, std::string_view);
+
+template <auto Field, uint64_t Lo, uint64_t Hi>
+std::string set_count(JobSpec& s, std::string_view v) {
+    uint64_t n;
+    if (!config::parse_count(v, n) || n < Lo || n > Hi)
+        return "expected an integer from " + std::to_string(Lo) + " to " + std::to_string(Hi);
+    s.*Field = static_cast<std::remove_reference_t<decltype(s.*Field)>>(n);
+    return "";
+}
+
+template <auto Field> std::string set_flag(JobSpec& s, std::string_view v) {
+    return config::parse_bool(v, s.*Field) ? "" : "expected true or false";
+}
+
+std::string set_seed(JobSpec& s, std::string_view v) {
+    auto seed = parse_seed(v);
+    if (!seed) return "expected an integer from -2^63 to 2^64-1 (what torch.manual_seed accepts)";
+    s.seed = seed->value;
+    s.seed_negative = seed->negative;
+    return "";
+}
+
+std::string set_sampler(JobSpec& s, std::string_view v) {
+    if (v == "random")
+        s.sampler = SamplerKind::random;
+    else if (v == "distributed")
+        s.sampler = SamplerKind::distributed;
+    else if (v == "sequential")
+        s.sampler = SamplerKind::sequential;
+    else
+        return "expected random, distributed or sequential";
+    return "";
+}
+
+std::string set_generator(JobSpec& s, std::string_view v) {
+    if (v == "global")
+        s.generator = GeneratorKind::global;
+    else if (v == "explicit")
+        s.generator = GeneratorKind::explicit_;
+    else
+        return "expected global or explicit";
+    return "";
+}
+
+std::string set_torch_version(JobSpec& s, std::string_view v) {
+    // Versions up to 2.6 share 1.13's randperm; 2.7 changed it for huge n.
+    static constexpr std::array<std::string_view, 9> old = {"1.13", "2.0", "2.1", "2.2", "2.3",
+                                                            "2.4",  "2.5", "2.6", "1"};
+    for (auto o : old)
+        if (v == o || (v.starts_with(o) && v.size() > o.size() && v[o.size()] == '.')) {
+            s.torch_version = TorchVersion::v1_13;
+            return "";
+        }
+    if (v.starts_with("2.") && v.size() > 2) {
+        s.torch_version = TorchVersion::v2_7;
+        return "";
+    }
+    return "expected a torch version such as 1.13 or 2.7";
+}
+
+std::string set_num_samples(JobSpec& s, std::string_view v) {
+    uint64_t n;
+    if (!config::parse_count(v, n) || n == 0 || n > max_samples)
+        return "expected an integer from 1 to " + std::to_string(max_samples);
+    s.num_samples = n;
+    return "";
+}
+
+constexpr uint64_t u32 = UINT32_MAX;
+
+struct Key {
+    JobKeyInfo info;
+    Setter set;
+};
+
+const Key keys[] = {
+    {{"seed", "INT", "torch.manual_seed / Generator / DistributedSampler seed, -2^63..2^64-1 [0]"},
+     set_seed},
+    {{"sampler", "KIND",
+      "random (shuffle=True), distributed (DistributedSampler, set_epoch each "
+      "epoch) or sequential (shuffle=False) [random]"},
+     set_sampler},
+    {{"generator", "KIND",
+      "random sampler only: global (torch.manual_seed(seed), no generator "
+      "argument) or explicit (DataLoader(generator=Generator().manual_seed(seed))) [global]"},
+     set_generator},
+    {{"epochs", "N", "how many epochs to predict [1]"}, set_count<&JobSpec::epochs, 1, 100000>},
+    {{"start_epoch", "N",
+      "first epoch this process runs; distributed seeds with seed + epoch, "
+      "random samplers start from a freshly seeded generator [0]"},
+     set_count<&JobSpec::start_epoch, 0, u32>},
+    {{"world_size", "N", "DistributedSampler num_replicas [1]"},
+     set_count<&JobSpec::world_size, 1, 1u << 24>},
+    {{"rank", "N", "the rank whose order is wanted [0]"}, set_count<&JobSpec::rank, 0, u32>},
+    {{"shuffle", "BOOL", "DistributedSampler shuffle [true]"}, set_flag<&JobSpec::shuffle>},
+    {{"sampler_drop_last", "BOOL",
+      "DistributedSampler drop_last: drop the tail instead of "
+      "padding [false]"},
+     set_flag<&JobSpec::sampler_drop_last>},
+    {{"drop_last", "BOOL", "DataLoader drop_last: drop a short last batch [false]"},
+     set_flag<&JobSpec::drop_last>},
+    {{"batch_size", "N", "DataLoader batch_size [1]"}, set_count<&JobSpec::batch_size, 1, u32>},
+    {{"num_workers", "N", "DataLoader num_workers [0]"}, set_count<&JobSpec::num_workers, 0, 4096>},
+    {{"prefetch_factor", "N", "DataLoader prefetch_factor [2]"},
+     set_count<&JobSpec::prefetch_factor, 1, 1u << 16>},
+    {{"persistent_workers", "BOOL",
+      "DataLoader persistent_workers (needs num_workers > 0) [false]"},
+     set_flag<&JobSpec::persistent_workers>},
+    {{"pre_draws", "N",
+      "32-bit draws the job makes from the global generator between "
+      "manual_seed and the first epoch (nn.Linear(10,10) on CPU: 110) [0]"},
+     set_count<&JobSpec::pre_draws, 0, UINT64_MAX>},
+    {{"torch_version", "VER", "1.13 (any version up to 2.6) or 2.7 (2.7 and later) [1.13]"},
+     set_torch_version},
+    {{"replacement", "BOOL", "RandomSampler replacement [false]"}, set_flag<&JobSpec::replacement>},
+    {{"num_samples", "N", "RandomSampler num_samples [the dataset size]"}, set_num_samples},
+};
+
+std::string canonical(std::string_view key) {
+    std::string out(key);
+    for (char& c : out)
+        if (c == '-') c = '_';
+    return out;
+}
+
+} // namespace
+
+const std::vector<JobKeyInfo>& job_keys() {
+    static const std::vector<JobKeyInfo> infos = [] {
+        std::vector<JobKeyInfo> v;
+        for (const auto& k : keys) v.push_back(k.info);
+        return v;
+    }();
+    return infos;
+}
+
+std::string set_job_key(JobSpec& spec, std::string_view key, std::string_view value) {
+    std::string name = canonical(key);
+    for (const auto& k : keys) {
+        if (k.info.name != name) continue;
+        std::string why = k.set(spec, value);
+        return why.empty()
+                   ? ""
+                   : "invalid value for " + name + ": " + std::string(value) + " (" + why + ")";
+    }
+    return "unknown key '" + std::string(key) + "'";
+}
+
+std::string validate(const JobSpec& s, uint64_t n) {
+    if (n == 0) return "the dataset has no samples (n = 0): torch cannot sample from it";
+    if (n > max_samples) return "more than 2^32-1 samples are not supported";
+    if (s.rank >= s.world_size)
+        return "rank " + std::to_string(s.rank) + " is not below world_size " +
+               std::to_string(s.world_size);
+    if (s.persistent_workers && s.num_workers == 0)
+        return "persistent_workers needs num_workers > 0 (torch raises ValueError)";
+    if (s.sampler != SamplerKind::random && (s.replacement || s.num_samples))
+        return "replacement and num_samples belong to sampler random";
+    uint64_t last_epoch = uint64_t{s.start_epoch} + s.epochs - 1;
+    if (s.sampler == SamplerKind::distributed && !s.seed_negative &&
+        s.seed > UINT64_MAX - last_epoch)
+        return "seed + epoch exceeds 2^64-1 (torch.manual_seed overflows)";
+    return "";
+}
+
+} // namespace clairfs::order
