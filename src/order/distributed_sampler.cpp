@@ -6,11 +6,10 @@
 namespace clairfs::order {
 
 void distributed_sampler_epoch(uint32_t n, const JobSpec& s, uint64_t epoch,
-                               std::vector<Sample>& out) {
+                               std::vector<Sample>& perm, std::vector<Sample>& out) {
     const uint64_t world = s.world_size;
     // num_samples per replica: floor with drop_last, else ceil (padding).
     const uint64_t per_rank = s.sampler_drop_last ? n / world : (n + world - 1) / world;
-    std::vector<Sample> perm;
     if (s.shuffle) {
         CpuGenerator g(s.seed + epoch); // torch: manual_seed(self.seed + self.epoch)
         randperm(n, g, s.torch_version, perm);

@@ -15,7 +15,7 @@ EpochOrders::EpochOrders(const JobSpec& spec, uint32_t n)
 void EpochOrders::next(std::vector<Sample>& out) {
     switch (spec_.sampler) {
     case SamplerKind::distributed:
-        distributed_sampler_epoch(n_, spec_, epoch_, out);
+        distributed_sampler_epoch(n_, spec_, epoch_, scratch_, out);
         break;
     case SamplerKind::sequential:
         out.resize(n_);

@@ -168,8 +168,9 @@ std::string validate(const JobSpec& s, uint64_t n) {
     if (s.sampler != SamplerKind::random && (s.replacement || s.num_samples))
         return "replacement and num_samples belong to sampler random";
     uint64_t last_epoch = uint64_t{s.start_epoch} + s.epochs - 1;
-    if (s.sampler == SamplerKind::distributed && !s.seed_negative &&
-        s.seed > UINT64_MAX - last_epoch)
+    // Only a shuffling DistributedSampler seeds a generator with seed + epoch.
+    bool seeds = s.sampler == SamplerKind::distributed && s.shuffle;
+    if (seeds && !s.seed_negative && s.seed > UINT64_MAX - last_epoch)
         return "seed + epoch exceeds 2^64-1 (torch.manual_seed overflows)";
     return "";
 }

@@ -29,6 +29,7 @@ private:
     bool first_iterator_ = true;
     CpuGenerator global_; // torch's default generator: manual_seed(seed), then pre_draws
     CpuGenerator loader_; // DataLoader(generator=torch.Generator().manual_seed(seed))
+    std::vector<Sample> scratch_;
 };
 
 } // namespace clairfs::order

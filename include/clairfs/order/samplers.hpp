@@ -19,8 +19,9 @@ void random_sampler_epoch(uint32_t n, uint64_t num_samples, bool replacement, Cp
 // DistributedSampler.__iter__ after set_epoch(epoch): a fresh generator
 // seeded with seed + epoch, padding by wrapping around (or truncation with
 // drop_last), then every world_size-th index from rank.
+// `perm` is scratch space, kept by the caller so epochs reuse its memory.
 void distributed_sampler_epoch(uint32_t n, const JobSpec& spec, uint64_t epoch,
-                               std::vector<Sample>& out);
+                               std::vector<Sample>& perm, std::vector<Sample>& out);
 
 // What BatchSampler(batch_size, drop_last) lets through, batches
 // concatenated: only a short last batch can be dropped.

@@ -187,6 +187,8 @@ TEST_CASE("invalid specs are refused with a reason") {
     d.seed = UINT64_MAX;
     d.epochs = 2;
     CHECK(validate(d, 10).find("overflows") != std::string::npos);
+    d.shuffle = false; // without shuffling DistributedSampler seeds nothing
+    CHECK(validate(d, 10) == "");
     CHECK(set_job_key(d, "sampler", "bogus").find("invalid value for sampler") !=
           std::string::npos);
     CHECK(set_job_key(d, "batch-size", "0").find("invalid value for batch_size") !=
