@@ -8,8 +8,10 @@ set -euo pipefail
 build_pkgs=(g++ meson ninja-build pkg-config libfuse3-dev fuse3 libmpich-dev
   mpich libaio-dev nlohmann-json3-dev doctest-dev)
 # The mount tests use Debian's /usr/bin/python3 (stdlib only), pgrep,
-# setpriv/unshare and mount; the benchmarks compare with bindfs and mergerfs.
-test_pkgs=(python3 procps util-linux mount)
+# setpriv/unshare and mount; the order tests compare with real torch and
+# torchvision (never python3-mpi4py: it pulls in OpenMPI over MPICH); the
+# benchmarks compare with bindfs and mergerfs.
+test_pkgs=(python3 procps util-linux mount python3-torch python3-torchvision)
 bench_pkgs=(python3 procps bindfs mergerfs)
 want=("${build_pkgs[@]}")
 case "${1:-build}" in
