@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-"""`clairfs mount --help` succeeds, and every long option it lists is
-documented in man/clairfs.1, so the two cannot drift apart silently."""
+"""`clairfs mount --help` and `clairfs order --help` succeed, and every
+long option they list is documented in man/clairfs.1 (order's keys either
+as --flag or by their key name, e.g. start_epoch), so the help and the page
+cannot drift apart silently."""
 import os
 import re
 
@@ -34,6 +36,16 @@ def test():
                if not re.search(r"(?<![\w-])" + re.escape(o) + r"(?![\w-])", text)]
     check(not missing, f"options in --help but not in {man}: {' '.join(missing)}")
     log(f"all {len(options)} options are documented in {man}")
+
+    r = clairfs("order", "--help", timeout=30)
+    check(r.returncode == 0, f"clairfs order --help exit {r.returncode}: {r.stderr}")
+    keys = sorted(set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", r.stdout)))
+    check(len(keys) >= 20, f"order --help lists only {keys}")
+    documented = lambda k: (re.search(r"(?<![\w-])" + re.escape(k) + r"(?![\w-])", text) or
+                            re.search(r"\b" + re.escape(k[2:].replace("-", "_")) + r"\b", text))
+    missing = [k for k in keys if not documented(k)]
+    check(not missing, f"order options in --help but not in {man}: {' '.join(missing)}")
+    log(f"all {len(keys)} order options are documented in {man}")
 
 
 if __name__ == "__main__":
