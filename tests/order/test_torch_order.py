@@ -37,6 +37,8 @@ import sys
 import tempfile
 import time
 
+from job_defaults import DEFAULTS  # the keys' defaults, for display and for which keys to pass
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE_ROOT = os.path.dirname(os.path.dirname(HERE))
 TORCH_PYTHON = "/usr/bin/python3"
@@ -48,15 +50,6 @@ PRE_DRAWS = [0, 1, 110, 1000]
 # The 2.7 randperm differs only from n >= uint32 max / 20.
 RANDPERM_27_THRESHOLD = 214748364
 
-# Defaults of `clairfs order`, used to fill in a job for display and to
-# decide which keys to pass.
-DEFAULTS = {
-    "seed": 0, "sampler": "random", "generator": "global", "epochs": 1,
-    "start_epoch": 0, "world_size": 1, "rank": 0, "shuffle": True,
-    "sampler_drop_last": False, "drop_last": False, "batch_size": 1,
-    "num_workers": 0, "prefetch_factor": 2, "persistent_workers": False,
-    "pre_draws": 0, "torch_version": "1.13", "replacement": False,
-}
 BOOL_KEYS = {"shuffle", "sampler_drop_last", "drop_last", "persistent_workers",
              "replacement"}
 

@@ -25,6 +25,7 @@ import os
 import sys
 
 import torch
+from job_defaults import DEFAULTS
 from torch.utils.data import (DataLoader, Dataset, DistributedSampler,
                               RandomSampler)
 
@@ -32,15 +33,6 @@ from torch.utils.data import (DataLoader, Dataset, DistributedSampler,
 # (explicit generator, distributed, sequential): the job's own RNG use then
 # differs from the seed clairfs is given, as it would in a real job.
 UNRELATED_GLOBAL_SEED = 987654321
-
-DEFAULTS = {
-    "seed": 0, "sampler": "random", "generator": "global", "epochs": 1,
-    "start_epoch": 0, "world_size": 1, "rank": 0, "shuffle": True,
-    "sampler_drop_last": False, "drop_last": False, "batch_size": 1,
-    "num_workers": 0, "prefetch_factor": 2, "persistent_workers": False,
-    "pre_draws": 0, "torch_version": "1.13", "replacement": False,
-    "num_samples": None,
-}
 
 
 class IndexDataset(Dataset):

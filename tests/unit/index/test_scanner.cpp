@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The scanner against a real temporary directory (no FUSE needed).
+#include "../disk_tree.hpp"
 #include "clairfs/index/index.hpp"
 #include "clairfs/index/scanner.hpp"
 
@@ -14,36 +15,8 @@
 namespace fs = std::filesystem;
 using namespace clairfs;
 
-namespace {
-
-struct TempTree {
-    fs::path root;
-    TempTree() {
-        char tmpl[] = "/tmp/clairfs-scan-XXXXXX";
-        REQUIRE(mkdtemp(tmpl));
-        root = fs::canonical(tmpl);
-    }
-    ~TempTree() { fs::remove_all(root); }
-    void write(const fs::path& rel, size_t size) {
-        fs::create_directories((root / rel).parent_path());
-        std::ofstream(root / rel) << std::string(size, 'x');
-    }
-};
-
-index::Index scan_tree(const fs::path& root, unsigned threads, index::ScanReport& report) {
-    int fd = ::open(root.c_str(), O_RDONLY | O_DIRECTORY);
-    REQUIRE(fd >= 0);
-    index::RawTree tree;
-    index::ScanOptions opts{threads, index::Progress::never};
-    REQUIRE(index::scan(fd, root.string(), opts, tree, report) == 0);
-    ::close(fd);
-    return index::Index::build(std::move(tree));
-}
-
-} // namespace
-
 TEST_CASE("scan finds every file, directory and inside symlink with its size") {
-    TempTree t;
+    test::DiskTree t;
     t.write("cls a/img 1.JPG", 10);
     t.write("cls a/sub/deeper/x.png", 0);
     t.write(".hidden/y.jpg", 3);
@@ -54,7 +27,7 @@ TEST_CASE("scan finds every file, directory and inside symlink with its size") {
     REQUIRE(mkfifo((t.root / "fifo").c_str(), 0644) == 0);
 
     index::ScanReport report;
-    auto idx = scan_tree(t.root, 4, report);
+    auto idx = t.scan(4, report);
     CHECK(idx.totals().files == 4);
     CHECK(idx.totals().symlinks == 2);
     CHECK(report.hidden_symlinks == 1);
@@ -72,15 +45,15 @@ TEST_CASE("scan finds every file, directory and inside symlink with its size") {
 }
 
 TEST_CASE("one scan thread and many give the same index") {
-    TempTree t;
+    test::DiskTree t;
     for (int d = 0; d < 20; ++d)
         for (int f = 0; f < 15; ++f)
             t.write("d" + std::to_string(d) + "/s" + std::to_string(f % 3) + "/f" +
                         std::to_string(f),
                     f);
     index::ScanReport r1, r8;
-    auto one = scan_tree(t.root, 1, r1);
-    auto many = scan_tree(t.root, 8, r8);
+    auto one = t.scan(1, r1);
+    auto many = t.scan(8, r8);
     REQUIRE(one.size() == many.size());
     for (index::NodeId id = 0; id < one.size(); ++id) {
         std::string a, b;
@@ -93,7 +66,7 @@ TEST_CASE("one scan thread and many give the same index") {
 }
 
 TEST_CASE("a missing root is an error, not an empty index") {
-    TempTree t;
+    test::DiskTree t;
     int fd = ::open(t.root.c_str(), O_RDONLY | O_DIRECTORY);
     REQUIRE(fd >= 0);
     ::close(fd);
