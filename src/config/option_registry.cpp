@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "clairfs/config/option_registry.hpp"
 
+#include "clairfs/config/field_setters.hpp"
+
 #include <bit>
 
 namespace clairfs::config {
@@ -8,19 +10,6 @@ namespace {
 
 std::string bad(std::string_view name, std::string_view why) {
     return "invalid value for " + std::string(name) + ": " + std::string(why);
-}
-
-template <auto Field> std::string set_flag(MountOptions& o, std::string_view v) {
-    return parse_bool(v, o.*Field) ? "" : "expected true or false";
-}
-
-template <auto Field, uint64_t Lo, uint64_t Hi>
-std::string set_count(MountOptions& o, std::string_view v) {
-    uint64_t n;
-    if (!parse_count(v, n) || n < Lo || n > Hi)
-        return "expected an integer from " + std::to_string(Lo) + " to " + std::to_string(Hi);
-    o.*Field = static_cast<unsigned>(n);
-    return "";
 }
 
 std::string set_max_read(MountOptions& o, std::string_view v) {
@@ -71,13 +60,13 @@ constexpr uint64_t max_threads = 1024;
 
 constexpr OptionSpec specs[] = {
     {"foreground", 'f', OptionType::flag, "", "false", "stay in the foreground and log to stderr",
-     set_flag<&MountOptions::foreground>},
+     set_bool_field<&MountOptions::foreground>},
     {"threads", 't', OptionType::count, "N", "16",
      "most FUSE worker threads serving requests at once",
-     set_count<&MountOptions::threads, 1, max_threads>},
+     set_count_field<&MountOptions::threads, 1, max_threads>},
     {"scan_threads", 0, OptionType::count, "N", "16",
      "threads reading directories during the mount-time scan",
-     set_count<&MountOptions::scan_threads, 1, max_threads>},
+     set_count_field<&MountOptions::scan_threads, 1, max_threads>},
     {"max_read", 0, OptionType::size, "SIZE", "1M",
      "largest FUSE read request (4K..1M, multiple of 4K); also the kernel readahead", set_max_read},
     {"blksize", 0, OptionType::size, "SIZE", "0",
@@ -89,11 +78,11 @@ constexpr OptionSpec specs[] = {
     {"allow_other", 0, OptionType::flag, "", "false",
      "let other users use the mount (needs user_allow_other in /etc/fuse.conf unless root); "
      "permissions are still checked against the backing files' modes",
-     set_flag<&MountOptions::allow_other>},
+     set_bool_field<&MountOptions::allow_other>},
     {"kernel_opens", 0, OptionType::flag, "", "false",
      "let the kernel open and close files without asking the daemon: a cached re-read costs "
      "no round trip, but clairfs no longer sees which files are opened",
-     set_flag<&MountOptions::kernel_opens>},
+     set_bool_field<&MountOptions::kernel_opens>},
     {"log_level", 0, OptionType::choice, "LEVEL", "info", "error, warn, info or debug",
      set_log_level},
     {"log_file", 0, OptionType::text, "FILE", "",
@@ -102,7 +91,7 @@ constexpr OptionSpec specs[] = {
     {"progress", 0, OptionType::choice, "WHEN", "auto",
      "scan progress on stderr: auto (scans over 1 s), always or never", set_progress},
     {"fuse_debug", 0, OptionType::flag, "", "false", "print every FUSE request (libfuse -d)",
-     set_flag<&MountOptions::fuse_debug>},
+     set_bool_field<&MountOptions::fuse_debug>},
 };
 
 std::string canonical(std::string_view name) {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "clairfs/order/job_spec.hpp"
 
-#include "clairfs/config/option_registry.hpp"
+#include "clairfs/config/field_setters.hpp"
 
 #include <array>
 
@@ -9,19 +9,6 @@ namespace clairfs::order {
 namespace {
 
 using Setter = std::string (*)(JobSpec&, std::string_view);
-
-template <auto Field, uint64_t Lo, uint64_t Hi>
-std::string set_count(JobSpec& s, std::string_view v) {
-    uint64_t n;
-    if (!config::parse_count(v, n) || n < Lo || n > Hi)
-        return "expected an integer from " + std::to_string(Lo) + " to " + std::to_string(Hi);
-    s.*Field = static_cast<std::remove_reference_t<decltype(s.*Field)>>(n);
-    return "";
-}
-
-template <auto Field> std::string set_flag(JobSpec& s, std::string_view v) {
-    return config::parse_bool(v, s.*Field) ? "" : "expected true or false";
-}
 
 std::string set_seed(JobSpec& s, std::string_view v) {
     auto seed = parse_seed(v);
@@ -95,35 +82,41 @@ const Key keys[] = {
       "random sampler only: global (torch.manual_seed(seed), no generator "
       "argument) or explicit (DataLoader(generator=Generator().manual_seed(seed))) [global]"},
      set_generator},
-    {{"epochs", "N", "how many epochs to predict [1]"}, set_count<&JobSpec::epochs, 1, 100000>},
+    {{"epochs", "N", "how many epochs to predict [1]"},
+     config::set_count_field<&JobSpec::epochs, 1, 100000>},
     {{"start_epoch", "N",
       "first epoch this process runs; distributed seeds with seed + epoch, "
       "random samplers start from a freshly seeded generator [0]"},
-     set_count<&JobSpec::start_epoch, 0, u32>},
+     config::set_count_field<&JobSpec::start_epoch, 0, u32>},
     {{"world_size", "N", "DistributedSampler num_replicas [1]"},
-     set_count<&JobSpec::world_size, 1, 1u << 24>},
-    {{"rank", "N", "the rank whose order is wanted [0]"}, set_count<&JobSpec::rank, 0, u32>},
-    {{"shuffle", "BOOL", "DistributedSampler shuffle [true]"}, set_flag<&JobSpec::shuffle>},
+     config::set_count_field<&JobSpec::world_size, 1, 1u << 24>},
+    {{"rank", "N", "the rank whose order is wanted [0]"},
+     config::set_count_field<&JobSpec::rank, 0, u32>},
+    {{"shuffle", "BOOL", "DistributedSampler shuffle [true]"},
+     config::set_bool_field<&JobSpec::shuffle>},
     {{"sampler_drop_last", "BOOL",
       "DistributedSampler drop_last: drop the tail instead of "
       "padding [false]"},
-     set_flag<&JobSpec::sampler_drop_last>},
+     config::set_bool_field<&JobSpec::sampler_drop_last>},
     {{"drop_last", "BOOL", "DataLoader drop_last: drop a short last batch [false]"},
-     set_flag<&JobSpec::drop_last>},
-    {{"batch_size", "N", "DataLoader batch_size [1]"}, set_count<&JobSpec::batch_size, 1, u32>},
-    {{"num_workers", "N", "DataLoader num_workers [0]"}, set_count<&JobSpec::num_workers, 0, 4096>},
+     config::set_bool_field<&JobSpec::drop_last>},
+    {{"batch_size", "N", "DataLoader batch_size [1]"},
+     config::set_count_field<&JobSpec::batch_size, 1, u32>},
+    {{"num_workers", "N", "DataLoader num_workers [0]"},
+     config::set_count_field<&JobSpec::num_workers, 0, 4096>},
     {{"prefetch_factor", "N", "DataLoader prefetch_factor [2]"},
-     set_count<&JobSpec::prefetch_factor, 1, 1u << 16>},
+     config::set_count_field<&JobSpec::prefetch_factor, 1, 1u << 16>},
     {{"persistent_workers", "BOOL",
       "DataLoader persistent_workers (needs num_workers > 0) [false]"},
-     set_flag<&JobSpec::persistent_workers>},
+     config::set_bool_field<&JobSpec::persistent_workers>},
     {{"pre_draws", "N",
       "32-bit draws the job makes from the global generator between "
       "manual_seed and the first epoch (nn.Linear(10,10) on CPU: 110) [0]"},
-     set_count<&JobSpec::pre_draws, 0, UINT64_MAX>},
+     config::set_count_field<&JobSpec::pre_draws, 0, UINT64_MAX>},
     {{"torch_version", "VER", "1.13 (any version up to 2.6) or 2.7 (2.7 and later) [1.13]"},
      set_torch_version},
-    {{"replacement", "BOOL", "RandomSampler replacement [false]"}, set_flag<&JobSpec::replacement>},
+    {{"replacement", "BOOL", "RandomSampler replacement [false]"},
+     config::set_bool_field<&JobSpec::replacement>},
     {{"num_samples", "N", "RandomSampler num_samples [the dataset size]"}, set_num_samples},
 };
 

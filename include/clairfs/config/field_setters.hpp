@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: MIT
+// Typed setters for registries of string keys -> struct fields (mount
+// options, job keys): each parses one text value into one field and
+// returns "" or the reason the value is invalid.
+#pragma once
+
+#include "clairfs/config/option_registry.hpp"
+
+#include <string>
+#include <string_view>
+
+namespace clairfs::config {
+
+template <typename> struct member_owner;
+template <typename Owner, typename Field> struct member_owner<Field Owner::*> {
+    using type = Owner;
+};
+template <auto Field> using owner_of = typename member_owner<decltype(Field)>::type;
+
+template <auto Field> std::string set_bool_field(owner_of<Field>& target, std::string_view v) {
+    return parse_bool(v, target.*Field) ? "" : "expected true or false";
+}
+
+// An integer field within [Lo, Hi].
+template <auto Field, uint64_t Lo, uint64_t Hi>
+std::string set_count_field(owner_of<Field>& target, std::string_view v) {
+    uint64_t n;
+    if (!parse_count(v, n) || n < Lo || n > Hi)
+        return "expected an integer from " + std::to_string(Lo) + " to " + std::to_string(Hi);
+    target.*Field = static_cast<std::remove_reference_t<decltype(target.*Field)>>(n);
+    return "";
+}
+
+} // namespace clairfs::config
