@@ -23,6 +23,11 @@ std::string set_key(OrderArgs& a, std::string key, const std::string& value) {
         a.layout = value;
     } else if (key == "manifest") {
         a.manifest = value;
+    } else if (key == "worker") {
+        uint64_t w;
+        if (!config::parse_count(value, w) || w > UINT32_MAX)
+            return "invalid value for worker: " + value;
+        a.worker = static_cast<uint32_t>(w);
     } else if (key == "paths") {
         if (!config::parse_bool(value, a.paths)) return "invalid value for paths: " + value;
     } else {
@@ -96,6 +101,9 @@ std::string parse_order_args(const std::vector<std::string>& args, OrderArgs& ou
     if (out.help) return "";
     if (out.n && !out.root.empty()) return "give either --n or --root, not both";
     if (!out.n && out.root.empty()) return "expected --n N or --root DIR";
+    if (out.worker && *out.worker >= out.spec.num_workers)
+        return "worker " + std::to_string(*out.worker) + " is not below num_workers " +
+               std::to_string(out.spec.num_workers);
     return "";
 }
 

@@ -16,6 +16,7 @@ struct OrderArgs {
     std::string layout = "imagefolder";
     std::string manifest;
     bool paths = false;
+    std::optional<uint32_t> worker; // print what this DataLoader worker opens
     bool help = false;
 };
 

@@ -3,6 +3,7 @@
 // its samples, so a registration can be checked before it is written.
 #include "clairfs/cli/commands.hpp"
 #include "clairfs/order/epoch_orders.hpp"
+#include "clairfs/order/worker_split.hpp"
 #include "order_args.hpp"
 #include "order_dataset.hpp"
 #include "order_output.hpp"
@@ -32,13 +33,15 @@ void print_help() {
         printf("  %-26s %.*s\n", flag.c_str(), static_cast<int>(k.help.size()), k.help.data());
     }
     printf("dataset:\n"
-           "  %-26s %s\n  %-26s %s\n  %-26s %s\n  %-26s %s\n  %-26s %s\n  %-26s %s\n",
+           "  %-26s %s\n  %-26s %s\n  %-26s %s\n  %-26s %s\n  %-26s %s\n  %-26s %s\n"
+           "  %-26s %s\n",
            "--n N", "a dataset of N samples (no files needed)", "--root DIR",
            "the dataset directory, numbered by --layout", "--layout L",
            "imagefolder (torchvision rules), sorted or list [imagefolder]", "--manifest FILE",
            "list layout: one relative path per line", "--paths",
            "print relative paths instead of indices", "--config FILE",
-           "a JSON object with the keys above and n, root, layout, manifest");
+           "a JSON object with the keys above and n, root, layout, manifest", "--worker W",
+           "print only what DataLoader worker W opens (batches W, W+num_workers, ...)");
 }
 
 } // namespace
@@ -59,9 +62,13 @@ int order_command(const std::vector<std::string>& args) {
 
     order::EpochOrders orders(a.spec, static_cast<uint32_t>(ds.size()));
     LineWriter out(stdout);
-    std::vector<order::Sample> epoch;
+    std::vector<order::Sample> epoch, mine;
     for (uint32_t e = 0; e < a.spec.epochs; ++e) {
         orders.next(epoch);
+        if (a.worker) {
+            order::worker_stream(epoch, a.spec.batch_size, a.spec.num_workers, *a.worker, mine);
+            epoch.swap(mine);
+        }
         if (a.paths)
             out.paths(epoch, [&](order::Sample s) { return ds.path(s); });
         else

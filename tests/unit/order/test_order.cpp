@@ -4,6 +4,7 @@
 // make a wrong implementation fail fast and say where.
 #include "clairfs/order/epoch_orders.hpp"
 #include "clairfs/order/samplers.hpp"
+#include "clairfs/order/worker_split.hpp"
 
 #include <algorithm>
 #include <doctest/doctest.h>
@@ -198,4 +199,19 @@ TEST_CASE("invalid specs are refused with a reason") {
     CHECK(d.torch_version == TorchVersion::v1_13);
     CHECK(set_job_key(d, "torch_version", "2.7") == "");
     CHECK(d.torch_version == TorchVersion::v2_7);
+}
+
+TEST_CASE("batch k goes to worker k % W; each worker opens its batches in order") {
+    std::vector<Sample> epoch = {8, 0, 9, 1, 4, 5, 6, 3, 2, 7};
+    std::vector<Sample> w0, w1, all;
+    worker_stream(epoch, 3, 2, 0, w0);
+    worker_stream(epoch, 3, 2, 1, w1);
+    CHECK(w0 == std::vector<Sample>{8, 0, 9, 6, 3, 2});
+    CHECK(w1 == std::vector<Sample>{1, 4, 5, 7});
+    worker_stream(epoch, 3, 0, 0, all); // no workers: the main process opens everything
+    CHECK(all == epoch);
+    CHECK(worker_of_batch(5, 2) == 1);
+    CHECK(worker_of_batch(5, 0) == 0);
+    CHECK(batches_in_flight(4, 2) == 8);
+    CHECK(batches_in_flight(0, 2) == 1);
 }
