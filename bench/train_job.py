@@ -1,0 +1,155 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""An unmodified-style PyTorch input pipeline, timed per epoch.
+
+    train_job.py DATA [--epochs 2] [--batch 64] [--workers 2] [--seed 0]
+        [--transform rrc|none] [--world W --rank R] [--step-sleep S]
+        [--loop-dev loopN] [--cpuacct DIR] [--daemon-pid PID]
+
+torchvision ImageFolder(DATA) + DataLoader(batch, workers, shuffle with a
+seeded generator, or DistributedSampler(world, rank, seed) with set_epoch),
+RandomResizedCrop(224)+ToTensor. Nothing in the loop knows about clairfs:
+the data path is the only thing that changes between scenarios. --step-sleep
+sleeps that many seconds per batch, standing in for a GPU step.
+
+Prints one JSON object per epoch on stdout:
+  epoch, samples, wall_s, samples_per_s, first_batch_s,
+  shared_fs_bytes   sectors read on /sys/block/loopN/stat x 512 (--loop-dev)
+  shared_fs_reads   read requests completed on that device (what the IOPS
+                    throttle counts, roughly)
+  job_cpu_s         this process + its reaped DataLoader workers (rusage)
+  cgroup_cpu_s      cpuacct.usage of --cpuacct over the epoch (job + daemon
+                    + anything else put into that cgroup)
+  outside_job_cpu_s cgroup_cpu_s - job_cpu_s: what the daemon under test cost
+  daemon_cpu_s      utime+stime of --daemon-pid (all threads), if given
+  others_cpu_s      busy CPU in /proc/stat - cgroup_cpu_s: processes outside
+                    the cgroup (should be ~0; a large value means noise)
+and first a line {"setup_s": ...} with the time ImageFolder took to scan.
+"""
+import argparse
+import json
+import os
+import resource
+import sys
+import time
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def loop_stat(dev):
+    """(read requests completed, bytes read) of the shared FS's block device."""
+    if not dev:
+        return 0, 0
+    with open(f"/sys/block/{os.path.basename(dev)}/stat") as f:
+        v = f.read().split()
+    return int(v[0]), int(v[2]) * 512
+
+
+def cpuacct(d):
+    if not d:
+        return 0.0
+    with open(os.path.join(d, "cpuacct.usage")) as f:
+        return int(f.read()) / 1e9
+
+
+def proc_busy():
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    # user nice system idle iowait irq softirq steal
+    return (v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / TICK
+
+
+def pid_cpu(pid):
+    if not pid:
+        return 0.0
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            rest = f.read().rsplit(")", 1)[1].split()
+        return (int(rest[11]) + int(rest[12])) / TICK
+    except (FileNotFoundError, ProcessLookupError):
+        return float("nan")
+
+
+def own_cpu():
+    s = resource.getrusage(resource.RUSAGE_SELF)
+    c = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime
+
+
+def snapshot(a):
+    reqs, nbytes = loop_stat(a.loop_dev)
+    return {"t": time.perf_counter(), "bytes": nbytes, "reqs": reqs,
+            "job": own_cpu(), "cg": cpuacct(a.cpuacct), "busy": proc_busy(),
+            "daemon": pid_cpu(a.daemon_pid)}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("data")
+    ap.add_argument("--epochs", type=int, default=2)
+    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--transform", choices=["rrc", "none"], default="rrc")
+    ap.add_argument("--world", type=int, default=1)
+    ap.add_argument("--rank", type=int, default=0)
+    ap.add_argument("--step-sleep", type=float, default=0.0)
+    ap.add_argument("--loop-dev")
+    ap.add_argument("--cpuacct")
+    ap.add_argument("--daemon-pid", type=int)
+    a = ap.parse_args()
+
+    import torch
+    from torch.utils.data import DataLoader, DistributedSampler
+    from torchvision import datasets, transforms
+
+    torch.manual_seed(a.seed)
+    if a.transform == "rrc":
+        tf = transforms.Compose([transforms.RandomResizedCrop(224),
+                                 transforms.ToTensor()])
+    else:
+        tf = transforms.Compose([transforms.Resize((224, 224)),
+                                 transforms.ToTensor()])
+    t0 = time.perf_counter()
+    ds = datasets.ImageFolder(a.data, transform=tf)
+    print(json.dumps({"setup_s": round(time.perf_counter() - t0, 3),
+                      "files": len(ds)}), flush=True)
+    sampler = None
+    if a.world > 1:
+        sampler = DistributedSampler(ds, num_replicas=a.world, rank=a.rank,
+                                     shuffle=True, seed=a.seed)
+    gen = torch.Generator()
+    gen.manual_seed(a.seed)
+    loader = DataLoader(ds, batch_size=a.batch, shuffle=sampler is None,
+                        sampler=sampler, num_workers=a.workers, generator=gen)
+    for epoch in range(a.epochs):
+        if sampler is not None:
+            sampler.set_epoch(epoch)
+        s0 = snapshot(a)
+        n, first = 0, None
+        for images, _labels in loader:
+            if first is None:
+                first = time.perf_counter() - s0["t"]
+            n += images.shape[0]
+            if a.step_sleep:
+                time.sleep(a.step_sleep)
+        s1 = snapshot(a)  # workers are joined: their CPU is in RUSAGE_CHILDREN
+        wall = s1["t"] - s0["t"]
+        d = {k: s1[k] - s0[k] for k in s0}
+        out = {"epoch": epoch, "samples": n, "wall_s": round(wall, 3),
+               "samples_per_s": round(n / wall, 2),
+               "first_batch_s": round(first or 0.0, 3),
+               "shared_fs_bytes": d["bytes"],
+               "shared_fs_reads": d["reqs"],
+               "job_cpu_s": round(d["job"], 3)}
+        if a.cpuacct:
+            out["cgroup_cpu_s"] = round(d["cg"], 3)
+            out["outside_job_cpu_s"] = round(d["cg"] - d["job"], 3)
+            out["others_cpu_s"] = round(d["busy"] - d["cg"], 3)
+        if a.daemon_pid:
+            out["daemon_cpu_s"] = round(d["daemon"], 3)
+        print(json.dumps(out), flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
