@@ -1,0 +1,615 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""End-to-end training-input benchmark: one unmodified PyTorch job, several
+ways of reaching a dataset on a throttled "shared file system".
+
+    sudo /usr/bin/python3 bench/scenarios.py bench/configs/default.json \
+        [--reps N] [--scenarios a,b,...] [--build build] [--out bench/results]
+        [--workdir DIR] [--no-results-md]
+
+One invocation sets up the slow file system (bench/slowfs.py), generates the
+dataset into it (bench/gen_dataset.py), then runs every scenario of the
+config once per repetition, in alternating order (odd repetitions reversed),
+each after `sync; echo 3 > drop_caches`, and tears everything down on any
+exit. The job (bench/train_job.py) and the daemon under test (clairfs,
+rclone) and the copy of copy-first all run inside the blkio throttle, the
+memory cgroup and a cpuacct cgroup (bench/cgexec.sh joins them before exec).
+
+Scenarios:
+  local-warm            job reads a local-disk copy whose pages were read
+                        into the page cache beforehand (outside the memory
+                        cgroup): the CPU ceiling.
+  direct                job reads the slow file system.
+  copy-first            `cp -a` the dataset to local disk (timed, throttled),
+                        then the job reads the copy.
+  rclone                rclone mount --read-only --vfs-cache-mode full
+                        --vfs-fast-fingerprint of the slow FS path (a local
+                        "remote"), cache dir on local disk, fresh per run.
+  clairfs-unregistered  clairfs mount SLOWFS MNT (no registration).
+  clairfs-registered    needs `clairfs register`; reported unavailable while
+                        `clairfs register --help` fails or the config has no
+                        "register_cmd".
+
+Writes OUT/<date>-<config>.json (every run, every epoch) and a PNG plot of
+samples/s per epoch per scenario, prints a markdown table, and appends it
+with the exact command to bench/RESULTS.md (unless --no-results-md).
+"""
+import argparse
+import datetime
+import json
+import os
+import shlex
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import gen_dataset  # noqa: E402
+import slowfs  # noqa: E402
+
+PY = "/usr/bin/python3"
+ALL = ["local-warm", "direct", "copy-first", "rclone",
+       "clairfs-unregistered", "clairfs-registered"]
+RUNNING = []  # Popen objects to kill on abort
+MOUNTS = []   # mount points to unmount on abort
+
+
+def log(msg):
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def drop_caches():
+    os.sync()
+    with open("/proc/sys/vm/drop_caches", "w") as f:
+        f.write("3")
+
+
+def mounted(path):
+    with open("/proc/self/mountinfo") as f:
+        return any(line.split()[4] == path for line in f)
+
+
+def wait_mounted(path, proc=None, timeout=60):
+    end = time.time() + timeout
+    while time.time() < end:
+        if mounted(path):
+            return
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"mount of {path} exited with {proc.returncode}")
+        time.sleep(0.1)
+    raise RuntimeError(f"{path} not mounted after {timeout}s")
+
+
+def unmount(path):
+    if not mounted(path):
+        return
+    r = subprocess.run(["umount", path], capture_output=True)
+    if r.returncode != 0:
+        time.sleep(1)
+        subprocess.run(["umount", "-l", path], capture_output=True)
+
+
+def daemon_pid_of(mnt):
+    """The process with MNT as an exact argument (like pgrep -f, no prefix)."""
+    for p in os.listdir("/proc"):
+        if not p.isdigit() or int(p) == os.getpid():
+            continue
+        try:
+            args = open(f"/proc/{p}/cmdline", "rb").read().split(b"\0")
+        except OSError:
+            continue
+        if mnt.encode() in args and b"umount" not in args:
+            return int(p)
+    return None
+
+
+def in_cgroup(pid, name):
+    try:
+        return name in open(f"/proc/{pid}/cgroup").read()
+    except OSError:
+        return False
+
+
+def read_tree(root):
+    n = 0
+    for d, _, fs in os.walk(root):
+        for f in fs:
+            with open(os.path.join(d, f), "rb") as fh:
+                while fh.read(1 << 20):
+                    pass
+            n += 1
+    return n
+
+
+def loop_bytes(st):
+    return int(open(f"/sys/block/{os.path.basename(st['loop'])}/stat")
+               .read().split()[2]) * 512
+
+
+def cg_write(st, ctl, knob, value):
+    with open(os.path.join(st["cgroups"][ctl], knob), "w") as f:
+        f.write(str(value))
+
+
+def cg_read(st, ctl, knob):
+    with open(os.path.join(st["cgroups"][ctl], knob)) as f:
+        return int(f.read().split()[0])
+
+
+class Bench:
+    def __init__(self, args, cfg):
+        self.a, self.cfg = args, cfg
+        self.clairfs = os.path.join(os.path.abspath(args.build), "src", "clairfs")
+        self.st = None
+        self.work = None
+
+    # --- plumbing -------------------------------------------------------
+    def cg_prefix(self):
+        c = self.st["cgroups"]
+        return [os.path.join(HERE, "cgexec.sh"), c["blkio"], c["memory"],
+                c["cpuacct"], "--"]
+
+    def spawn(self, cmd, **kw):
+        p = subprocess.Popen(self.cg_prefix() + cmd, **kw)
+        RUNNING.append(p)
+        return p
+
+    def reap(self, p, timeout=None):
+        try:
+            rc = p.wait(timeout=timeout)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+            RUNNING.remove(p)
+        return rc
+
+    def run_job(self, data, daemon_pid=None):
+        j = self.cfg["job"]
+        cmd = [PY, os.path.join(HERE, "train_job.py"), data,
+               "--epochs", str(j.get("epochs", 2)),
+               "--batch", str(j.get("batch", 64)),
+               "--workers", str(j.get("workers", 2)),
+               "--seed", str(j.get("seed", 0)),
+               "--transform", j.get("transform", "rrc"),
+               "--world", str(j.get("world", 1)),
+               "--rank", str(j.get("rank", 0)),
+               "--step-sleep", str(j.get("step_sleep", 0)),
+               "--loop-dev", self.st["loop"],
+               "--cpuacct", self.st["cgroups"]["cpuacct"]]
+        if daemon_pid:
+            cmd += ["--daemon-pid", str(daemon_pid)]
+        errlog = open(os.path.join(self.work, "job.stderr"), "w+")
+        p = self.spawn(cmd, stdout=subprocess.PIPE, stderr=errlog, text=True)
+        epochs, setup = [], None
+        for line in p.stdout:
+            if not line.startswith("{"):
+                continue
+            rec = json.loads(line)
+            if "setup_s" in rec:
+                setup = rec
+            else:
+                epochs.append(rec)
+                log(f"    epoch {rec['epoch']}: {rec['wall_s']:.1f} s, "
+                    f"{rec['samples_per_s']:.0f} samples/s, shared FS "
+                    f"{rec['shared_fs_bytes'] / 1e6:.0f} MB, outside-job CPU "
+                    f"{rec.get('outside_job_cpu_s', 0):.1f} s")
+        rc = self.reap(p, timeout=self.cfg.get("job_timeout_s", 3600))
+        if rc != 0:
+            errlog.seek(0)
+            tail = errlog.read()[-2000:]
+            raise RuntimeError(f"train_job exited {rc}:\n{tail}")
+        return {"setup_s": setup["setup_s"] if setup else None,
+                "epochs": epochs}
+
+    # --- scenarios --------------------------------------------------------
+    def sc_local_warm(self, r):
+        n = read_tree(self.local)  # outside the memory cgroup: stays cached
+        r["warmed_files"] = n
+        return self.run_job(self.local)
+
+    def sc_direct(self, r):
+        return self.run_job(self.data)
+
+    def sc_copy_first(self, r):
+        dst = os.path.join(self.work, "copy")
+        b0, t0 = loop_bytes(self.st), time.perf_counter()
+        p = self.spawn(["cp", "-a", self.data, dst])
+        if self.reap(p) != 0:
+            raise RuntimeError("cp failed")
+        r["copy_s"] = round(time.perf_counter() - t0, 3)
+        r["copy_bytes"] = loop_bytes(self.st) - b0
+        log(f"    copy: {r['copy_s']:.1f} s")
+        try:
+            return self.run_job(dst)
+        finally:
+            shutil.rmtree(dst, ignore_errors=True)
+
+    def sc_rclone(self, r):
+        mnt = os.path.join(self.work, "rclone-mnt")
+        cache = os.path.join(self.work, "rclone-cache")
+        os.makedirs(mnt, exist_ok=True)
+        shutil.rmtree(cache, ignore_errors=True)
+        conf = os.path.join(self.work, "rclone.conf")
+        open(conf, "w").close()
+        cmd = ["rclone", "mount", self.data, mnt, "--config", conf,
+               "--cache-dir", cache] + self.cfg.get("rclone_opts", [
+                   "--read-only", "--vfs-cache-mode", "full",
+                   "--vfs-fast-fingerprint"])
+        r["daemon_cmd"] = cmd
+        log_f = open(os.path.join(self.work, "rclone.log"), "w")
+        p = self.spawn(cmd, stdout=log_f, stderr=subprocess.STDOUT)
+        MOUNTS.append(mnt)
+        try:
+            wait_mounted(mnt, p)
+            r["daemon_in_cgroup"] = in_cgroup(p.pid, self.st["name"])
+            return self.run_job(mnt, daemon_pid=p.pid)
+        finally:
+            unmount(mnt)
+            MOUNTS.remove(mnt)
+            self.reap(p, timeout=60)
+            shutil.rmtree(cache, ignore_errors=True)
+
+    def sc_clairfs(self, r, register=False):
+        mnt = os.path.join(self.work, "clairfs-mnt")
+        os.makedirs(mnt, exist_ok=True)
+        cmd = [self.clairfs, "mount", self.data, mnt] + self.cfg.get("clairfs_opts", [])
+        r["daemon_cmd"] = cmd
+        p = self.spawn(cmd)  # returns once the mount is live; daemon inherits cgroups
+        MOUNTS.append(mnt)
+        try:
+            if self.reap(p, timeout=300) != 0:
+                raise RuntimeError("clairfs mount failed")
+            pid = daemon_pid_of(mnt)
+            r["daemon_pid"] = pid
+            r["daemon_in_cgroup"] = bool(pid) and in_cgroup(pid, self.st["name"])
+            if register:
+                sub = {"clairfs": self.clairfs, "mnt": mnt, "data": self.data}
+                rc = self.spawn([x.format(**sub) for x in self.cfg["register_cmd"]])
+                if self.reap(rc) != 0:
+                    raise RuntimeError("clairfs register failed")
+            return self.run_job(mnt, daemon_pid=pid)
+        finally:
+            if mounted(mnt):
+                subprocess.run([self.clairfs, "umount", mnt], capture_output=True)
+            unmount(mnt)
+            MOUNTS.remove(mnt)
+
+    def availability(self):
+        av = {}
+        for sc in self.scenarios:
+            if sc.startswith("clairfs") and not os.access(self.clairfs, os.X_OK):
+                av[sc] = f"{self.clairfs} not built"
+            elif sc == "rclone" and not shutil.which("rclone"):
+                av[sc] = "rclone not installed"
+            elif sc == "clairfs-registered":
+                rc = subprocess.run([self.clairfs, "register", "--help"],
+                                    capture_output=True).returncode if \
+                    os.access(self.clairfs, os.X_OK) else 1
+                if rc != 0:
+                    av[sc] = "`clairfs register` does not exist yet"
+                elif not self.cfg.get("register_cmd"):
+                    av[sc] = "config has no register_cmd"
+        return av
+
+    def run_one(self, sc, rep):
+        r = {"scenario": sc, "rep": rep,
+             "started": datetime.datetime.now().isoformat(timespec="seconds")}
+        drop_caches()
+        cg_write(self.st, "memory", "memory.max_usage_in_bytes", 0)
+        fail0 = cg_read(self.st, "memory", "memory.failcnt")
+        t0 = time.perf_counter()
+        fn = {"local-warm": self.sc_local_warm, "direct": self.sc_direct,
+              "copy-first": self.sc_copy_first, "rclone": self.sc_rclone,
+              "clairfs-unregistered": self.sc_clairfs,
+              "clairfs-registered": lambda r: self.sc_clairfs(r, True)}[sc]
+        r.update(fn(r))
+        r["run_s"] = round(time.perf_counter() - t0, 3)
+        r["total_s"] = round(r.get("copy_s", 0) + sum(e["wall_s"] for e in r["epochs"]), 3)
+        r["mem_max_usage"] = cg_read(self.st, "memory", "memory.max_usage_in_bytes")
+        r["mem_failcnt"] = cg_read(self.st, "memory", "memory.failcnt") - fail0
+        return r
+
+    def main(self):
+        a, cfg = self.a, self.cfg
+        self.scenarios = a.scenarios.split(",") if a.scenarios else cfg["scenarios"]
+        bad = [s for s in self.scenarios if s not in ALL]
+        if bad:
+            sys.exit(f"scenarios: unknown scenario(s) {bad}; known: {ALL}")
+        reps = a.reps or cfg.get("repetitions", 1)
+        unavailable = self.availability()
+        for sc, why in unavailable.items():
+            log(f"{sc}: unavailable: {why}")
+        runnable = [s for s in self.scenarios if s not in unavailable]
+
+        base = a.workdir or "/var/tmp"
+        self.work = tempfile.mkdtemp(prefix="clairfs-bench.", dir=base)
+        state = os.path.join(self.work, "slowfs.state")
+        sf, ds = cfg["slowfs"], cfg["dataset"]
+        try:
+            self.st = slowfs.up(state, self.work, sf.get("image_size", "3G"),
+                                sf.get("bps", "20M"), sf.get("iops", 250),
+                                sf.get("mem", "640M"))
+            log(f"slow FS: {self.st['loop']} ({self.st['majmin']}, direct-io "
+                f"{self.st['direct_io']}), {self.st['bps'] / 1e6:g} MB/s, "
+                f"{self.st['iops']} IOPS, memory cgroup {self.st['mem'] >> 20} MiB")
+            self.data = os.path.join(self.st["mnt"], "data")
+            t0 = time.perf_counter()
+            info = gen_dataset.generate(self.data, ds.get("files", 10000),
+                                        ds.get("classes", 100),
+                                        ds.get("mean_kb", 110),
+                                        ds.get("median_kb", 93),
+                                        ds.get("seed", 0))
+            info["gen_s"] = round(time.perf_counter() - t0, 1)
+            log(f"dataset: {info['files']} files, {info['bytes'] / 1e9:.2f} GB, "
+                f"mean {info['mean'] / 1e3:.0f} KB, median {info['median'] / 1e3:.0f} KB "
+                f"({info['gen_s']} s)")
+            if "local-warm" in runnable:
+                self.local = os.path.join(self.work, "local")
+                subprocess.run(["cp", "-a", self.data, self.local], check=True)
+            runs = []
+            for rep in range(reps):
+                order = runnable if rep % 2 == 0 else runnable[::-1]
+                for sc in order:
+                    log(f"rep {rep + 1}/{reps}: {sc}")
+                    runs.append(self.run_one(sc, rep))
+            return self.report(info, runs, unavailable, reps)
+        finally:
+            abort_cleanup()
+            if self.st:
+                kill_cgroup_procs(self.st)
+            slowfs.down(state, quiet=True)
+            shutil.rmtree(self.work, ignore_errors=True)
+
+    # --- output -----------------------------------------------------------
+    def report(self, info, runs, unavailable, reps):
+        a, cfg = self.a, self.cfg
+        stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M")
+        name = cfg.get("name", os.path.splitext(os.path.basename(a.config))[0])
+        os.makedirs(a.out, exist_ok=True)
+        prefix = os.path.join(a.out, f"{stamp}-{name}" if not a.out_name else a.out_name)
+        command = "sudo " + " ".join(shlex.quote(x) for x in [PY] + sys.argv)
+        rev = subprocess.run(["git", "-C", HERE, "rev-parse", "--short", "HEAD"],
+                             capture_output=True, text=True).stdout.strip()
+        summary = summarize(self.scenarios, runs, unavailable, info["files"])
+        out = {"command": command, "git": rev, "config": cfg, "dataset": info,
+               "slowfs": {k: self.st[k] for k in ("bps", "iops", "mem", "direct_io")},
+               "repetitions": reps, "unavailable": unavailable, "runs": runs,
+               "summary": summary}
+        with open(prefix + ".json", "w") as f:
+            json.dump(out, f, indent=1)
+        plot(prefix + ".png", self.scenarios, runs, cfg, info)
+        table = markdown(summary, self.scenarios, unavailable, cfg)
+        print(table if a.full_table else short_table(summary, self.scenarios))
+        print(f"\nresults: {prefix}.json\nplot:    {prefix}.png")
+        if not a.no_results_md:
+            append_results(os.path.join(HERE, "RESULTS.md"), command, rev, info,
+                           self.st, cfg, reps, table, prefix, runs)
+        return out
+
+
+def med(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def summarize(scenarios, runs, unavailable, files):
+    s = {}
+    for sc in scenarios:
+        if sc in unavailable:
+            s[sc] = {"unavailable": unavailable[sc]}
+            continue
+        rs = [r for r in runs if r["scenario"] == sc]
+        if not rs:
+            continue
+        ne = len(rs[0]["epochs"])
+        e = {"runs": len(rs),
+             "epoch_s": [med([r["epochs"][i]["wall_s"] for r in rs]) for i in range(ne)],
+             "epoch_s_min": [min(r["epochs"][i]["wall_s"] for r in rs) for i in range(ne)],
+             "epoch_s_max": [max(r["epochs"][i]["wall_s"] for r in rs) for i in range(ne)],
+             "samples_per_s": [med([r["epochs"][i]["samples_per_s"] for r in rs]) for i in range(ne)],
+             "first_batch_s": [med([r["epochs"][i]["first_batch_s"] for r in rs]) for i in range(ne)],
+             "shared_fs_bytes": [med([r["epochs"][i]["shared_fs_bytes"] for r in rs]) for i in range(ne)],
+             "shared_fs_reads_per_file": [med([r["epochs"][i]["shared_fs_reads"] / files for r in rs
+                                              if "shared_fs_reads" in r["epochs"][i]]) for i in range(ne)],
+             "outside_job_ms_per_file": [med([r["epochs"][i].get("outside_job_cpu_s", 0) * 1e3 / files for r in rs]) for i in range(ne)],
+             "others_cpu_s_max": max(max(ep.get("others_cpu_s", 0) for ep in r["epochs"]) for r in rs),
+             "copy_s": med([r.get("copy_s") for r in rs]),
+             "total_s": med([r["total_s"] for r in rs]),
+             "mem_max_usage": max(r["mem_max_usage"] for r in rs)}
+        s[sc] = e
+    ref = s.get("local-warm", {}).get("total_s")
+    dref = s.get("direct", {}).get("total_s")
+    for sc, e in s.items():
+        if "total_s" in e:
+            e["x_local_warm"] = e["total_s"] / ref if ref else None
+            e["x_direct"] = e["total_s"] / dref if dref else None
+    return s
+
+
+def fmt(xs, f="{:.1f}"):
+    return " / ".join("–" if x is None else f.format(x) for x in xs)
+
+
+def one(x, f):
+    return "–" if x is None else f.format(x)
+
+
+def markdown(summary, scenarios, unavailable, cfg):
+    ne = cfg["job"].get("epochs", 2)
+    ep = "/".join(f"e{i}" for i in range(ne))
+    lines = [f"| scenario | runs | epoch s ({ep}) | samples/s ({ep}) | first batch s ({ep}) "
+             f"| shared-FS MB ({ep}) | shared-FS reads/file ({ep}) | copy s | total s | × local-warm | × direct "
+             f"| outside-job CPU ms/file ({ep}) | others' CPU s (max/epoch) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for sc in scenarios:
+        e = summary.get(sc)
+        if e is None:
+            continue
+        if "unavailable" in e:
+            lines.append(f"| {sc} | – | unavailable: {e['unavailable']} |  |  |  |  |  |  |  |  |  |  |")
+            continue
+        rng = " / ".join(f"{m:.1f}" if lo == hi else f"{m:.1f} ({lo:.1f}–{hi:.1f})"
+                         for m, lo, hi in zip(e["epoch_s"], e["epoch_s_min"], e["epoch_s_max"]))
+        lines.append(
+            f"| {sc} | {e['runs']} | {rng} | {fmt(e['samples_per_s'], '{:.0f}')} "
+            f"| {fmt(e['first_batch_s'])} "
+            f"| {fmt([b / 1e6 for b in e['shared_fs_bytes']], '{:.0f}')} "
+            f"| {fmt(e['shared_fs_reads_per_file'], '{:.2f}')} "
+            f"| {one(e['copy_s'], '{:.1f}')} | {e['total_s']:.1f} "
+            f"| {one(e['x_local_warm'], '{:.2f}')} "
+            f"| {one(e['x_direct'], '{:.2f}')} "
+            f"| {fmt(e['outside_job_ms_per_file'], '{:.2f}')} | {e['others_cpu_s_max']:.1f} |")
+    return "\n".join(lines)
+
+
+def short_table(summary, scenarios):
+    """A terminal-width summary: medians per epoch, ratios on total time."""
+    rows = [f"{'scenario':<22}{'epoch s':>16}{'samples/s':>14}{'shared-FS MB':>16}"
+            f"{'total s':>9}{'x ceiling':>10}"]
+    for sc in scenarios:
+        e = summary.get(sc)
+        if e is None:
+            continue
+        if "unavailable" in e:
+            rows.append(f"{sc:<22}  unavailable: {e['unavailable']}")
+            continue
+        mb = [b / 1e6 for b in e["shared_fs_bytes"]]
+        rows.append(f"{sc:<22}{fmt(e['epoch_s']):>16}{fmt(e['samples_per_s'], '{:.0f}'):>14}"
+                    f"{fmt(mb, '{:.0f}'):>16}{e['total_s']:>9.1f}{one(e['x_local_warm'], '{:.2f}'):>10}")
+    return "\n".join(rows)
+
+
+def plot(path, scenarios, runs, cfg, info):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        log("matplotlib missing: no plot (bash scripts/install-deps.sh bench)")
+        return
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for sc in scenarios:
+        rs = [r for r in runs if r["scenario"] == sc]
+        if not rs:
+            continue
+        ne = len(rs[0]["epochs"])
+        xs = list(range(ne))
+        meds = [med([r["epochs"][i]["samples_per_s"] for r in rs]) for i in xs]
+        line, = ax.plot(xs, meds, marker="o", label=sc)
+        for r in rs:
+            ax.scatter(xs, [ep["samples_per_s"] for ep in r["epochs"]],
+                       color=line.get_color(), alpha=0.35, s=14)
+    ax.set_xticks(range(cfg["job"].get("epochs", 2)))
+    ax.set_xlabel("epoch")
+    ax.set_ylabel("samples/s (median; dots: each repetition)")
+    sf = cfg["slowfs"]
+    ax.set_title(f"{info['files']} files, {info['bytes'] / 1e9:.2f} GB; slow FS "
+                 f"{sf.get('bps')}B/s, {sf.get('iops')} IOPS; memcg {sf.get('mem')}",
+                 fontsize=9)
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def append_results(path, command, rev, info, st, cfg, reps, table, prefix, runs):
+    head = "## End-to-end training input (issue 4)"
+    text = open(path).read() if os.path.exists(path) else "# Benchmark results\n"
+    add = []
+    if head not in text:
+        add += ["", head, "",
+                "Produced by `bench/scenarios.py` (see bench/README.md); every "
+                "section below was appended by one invocation.", ""]
+    j = cfg["job"]
+    others = max(max(ep.get("others_cpu_s", 0) for ep in r["epochs"]) for r in runs) if runs else 0
+    add += [f"### {os.path.basename(prefix)} (git {rev})", "",
+            "```sh", command, "```", "",
+            f"Dataset {info['files']} JPEGs, {info['bytes'] / 1e9:.2f} GB (mean "
+            f"{info['mean'] / 1e3:.0f} KB, median {info['median'] / 1e3:.0f} KB); slow FS "
+            f"{st['bps'] / 1e6:g} MB/s + {st['iops']} read IOPS (loop direct-io "
+            f"{st['direct_io']}), memory cgroup {st['mem'] >> 20} MiB; job batch "
+            f"{j.get('batch', 64)}, {j.get('workers', 2)} workers, {j.get('epochs', 2)} epochs, "
+            f"step sleep {j.get('step_sleep', 0)} s; {reps} repetition(s), medians "
+            f"(min–max when they differ). Largest CPU of processes outside the "
+            f"cgroups in any epoch: {others:.1f} s. Raw: `{os.path.relpath(prefix, os.path.dirname(path))}.json`, "
+            f"plot `{os.path.relpath(prefix, os.path.dirname(path))}.png`.", "",
+            table, ""]
+    with open(path, "a") as f:
+        f.write("\n".join(add) + "\n")
+
+
+def kill_cgroup_procs(st):
+    """Kills processes left in our cgroups: only ones this run put there."""
+    d = st.get("cgroups", {}).get("blkio")
+    if not d or not os.path.isdir(d):
+        return
+    for _ in range(20):
+        pids = open(os.path.join(d, "cgroup.procs")).read().split()
+        if not pids:
+            return
+        for p in pids:
+            try:
+                os.kill(int(p), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.2)
+
+
+def abort_cleanup():
+    for p in list(RUNNING):
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    for m in list(MOUNTS):
+        subprocess.run(["umount", "-l", m], capture_output=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("config")
+    ap.add_argument("--reps", type=int)
+    ap.add_argument("--scenarios")
+    ap.add_argument("--build", default=os.path.join(os.path.dirname(HERE), "build"))
+    ap.add_argument("--out", default=os.path.join(HERE, "results"))
+    ap.add_argument("--out-name", help="file name prefix instead of <date>-<config>")
+    ap.add_argument("--workdir", help="local-disk directory for scratch (default /var/tmp)")
+    ap.add_argument("--no-results-md", action="store_true")
+    ap.add_argument("--full-table", action="store_true",
+                    help="print the RESULTS.md table instead of the short one")
+    ap.add_argument("--from-json", metavar="RESULT",
+                    help="re-render table and plot of an earlier RESULT.json, run nothing")
+    a = ap.parse_args()
+    if a.from_json:
+        with open(a.from_json) as f:
+            d = json.load(f)
+        cfg = d["config"]
+        scs = a.scenarios.split(",") if a.scenarios else cfg["scenarios"]
+        summary = summarize(scs, d["runs"], d["unavailable"], d["dataset"]["files"])
+        plot(os.path.splitext(a.from_json)[0] + ".png", scs, d["runs"], cfg, d["dataset"])
+        print(markdown(summary, scs, d["unavailable"], cfg) if a.full_table
+              else short_table(summary, scs))
+        return
+    if os.geteuid() != 0:
+        sys.exit("scenarios: needs root (loop device, mounts, cgroups, drop_caches)")
+    if not os.path.exists("/dev/fuse"):
+        sys.exit("scenarios: /dev/fuse is missing (modprobe fuse)")
+    with open(a.config) as f:
+        cfg = json.load(f)
+
+    def on_signal(signum, _frame):
+        raise SystemExit(128 + signum)
+    for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        signal.signal(s, on_signal)
+    Bench(a, cfg).main()
+
+
+if __name__ == "__main__":
+    main()
