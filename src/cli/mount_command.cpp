@@ -3,16 +3,13 @@
 #include "clairfs/cli/commands.hpp"
 #include "clairfs/config/mount_args.hpp"
 #include "clairfs/fuse/session.hpp"
-#include "clairfs/index/index.hpp"
-#include "clairfs/index/scanner.hpp"
+#include "clairfs/index/load_index.hpp"
 #include "clairfs/log.hpp"
-#include "clairfs/sys/syscalls.hpp"
 #include "mount_checks.hpp"
 #include "mount_table.hpp"
 
 #include <cstdio>
 #include <malloc.h>
-#include <stdexcept>
 
 namespace clairfs::cli {
 namespace {
@@ -47,16 +44,10 @@ void report_scan(const index::ScanReport& r, const index::Index& idx, const std:
 }
 
 std::string build_index(const Backing& b, const config::MountOptions& o, index::Index& out) {
-    index::RawTree tree;
     index::ScanReport report;
-    index::ScanOptions so{o.scan_threads, o.progress};
-    if (int rv = index::scan(b.fd, b.real, so, tree, report); rv < 0)
-        return "cannot read backing directory '" + o.backing + "': " + sys::error_text(rv);
-    try {
-        out = index::Index::build(std::move(tree));
-    } catch (const std::length_error& e) {
-        return std::string("cannot index '") + o.backing + "': " + e.what();
-    }
+    if (auto why = index::load_index(b.fd, b.real, {o.scan_threads, o.progress}, out, report);
+        !why.empty())
+        return "cannot index backing directory '" + o.backing + "': " + why;
     report_scan(report, out, b.real);
     // The raw tree was several times the index's size and was spread over
     // the scan threads' malloc arenas; give it back before the daemon runs

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "order_dataset.hpp"
 
-#include "clairfs/index/scanner.hpp"
+#include "clairfs/index/load_index.hpp"
 #include "clairfs/sys/syscalls.hpp"
 #include "mount_checks.hpp"
 
@@ -14,12 +14,10 @@ struct OrderDatasetLoader {
     static LoadFailure scan(const std::string& root, index::Index& out) {
         Backing b;
         if (auto why = open_backing(root, b); !why.empty()) return {why, false};
-        index::RawTree tree;
         index::ScanReport report;
-        int rv = index::scan(b.fd, b.real, {16, index::Progress::auto_}, tree, report);
+        auto why = index::load_index(b.fd, b.real, {16, index::Progress::auto_}, out, report);
         sys::close(b.fd);
-        if (rv < 0) return {"cannot read '" + root + "': " + sys::error_text(rv), false};
-        out = index::Index::build(std::move(tree));
+        if (!why.empty()) return {"cannot index '" + root + "': " + why, false};
         return {};
     }
 

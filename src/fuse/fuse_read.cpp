@@ -28,8 +28,8 @@ void fuse_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file
     Filesystem& fs = filesystem_of(req);
     const index::Node* n = node_of(fs, ino);
     if (!n) return reply_error(req, -EBADF);
-    // The kernel rounds requests up to whole pages; clamping to the size
-    // the open verified saves the extra pread that would only find EOF.
+    // The kernel rounds requests up to whole pages; clamping to the indexed
+    // size (which the backing open verifies) saves a pread that only finds EOF.
     auto off_u = static_cast<uint64_t>(off);
     size = off_u >= n->size ? 0 : static_cast<size_t>(std::min<uint64_t>(size, n->size - off_u));
     if (size == 0) return static_cast<void>(fuse_reply_buf(req, nullptr, 0));
