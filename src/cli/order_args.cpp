@@ -1,11 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "order_args.hpp"
 
+#include "clairfs/config/json_keys.hpp"
 #include "clairfs/config/option_registry.hpp"
-
-#include <fstream>
-#include <nlohmann/json.hpp>
-#include <sstream>
 
 namespace clairfs::cli {
 namespace {
@@ -36,39 +33,6 @@ std::string set_key(OrderArgs& a, std::string key, const std::string& value) {
     return "";
 }
 
-// JSON values become the same text the command line would carry, so one
-// parser serves both; integers keep every digit (seeds reach 2^64-1).
-std::string json_text(const nlohmann::json& v, std::string& out) {
-    if (v.is_string())
-        out = v.get<std::string>();
-    else if (v.is_boolean())
-        out = v.get<bool>() ? "true" : "false";
-    else if (v.is_number_integer())
-        out = v.dump();
-    else if (v.is_number())
-        out = v.dump(); // rejected by the integer parsers, with the value
-    else
-        return "must be a string, number or boolean";
-    return "";
-}
-
-std::string apply_config(OrderArgs& a, const std::string& path) {
-    std::ifstream in(path);
-    if (!in) return "cannot read config file '" + path + "'";
-    std::ostringstream text;
-    text << in.rdbuf();
-    auto j = nlohmann::json::parse(text.str(), nullptr, false);
-    if (j.is_discarded()) return path + ": not valid JSON";
-    if (!j.is_object()) return path + ": expected a JSON object";
-    for (auto& [key, value] : j.items()) {
-        std::string v;
-        if (auto why = json_text(value, v); !why.empty())
-            return path + ": key '" + key + "' " + why;
-        if (auto why = set_key(a, key, v); !why.empty()) return path + ": " + why;
-    }
-    return "";
-}
-
 bool is_flag(const std::string& s) {
     return s.size() > 2 && s.starts_with("--");
 }
@@ -78,7 +42,11 @@ bool is_flag(const std::string& s) {
 std::string parse_order_args(const std::vector<std::string>& args, OrderArgs& out) {
     for (size_t i = 0; i + 1 < args.size(); ++i)
         if (args[i] == "--config")
-            if (auto why = apply_config(out, args[i + 1]); !why.empty()) return why;
+            if (auto why = config::apply_json_file(
+                    args[i + 1],
+                    [&](const std::string& k, const std::string& v) { return set_key(out, k, v); });
+                !why.empty())
+                return why;
     for (size_t i = 0; i < args.size(); ++i) {
         const std::string& a = args[i];
         if (a == "--help" || a == "-h") {

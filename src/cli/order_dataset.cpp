@@ -1,12 +1,10 @@
 // SPDX-License-Identifier: MIT
 #include "order_dataset.hpp"
 
+#include "clairfs/config/json_keys.hpp"
 #include "clairfs/index/load_index.hpp"
 #include "clairfs/sys/syscalls.hpp"
 #include "mount_checks.hpp"
-
-#include <fstream>
-#include <sstream>
 
 namespace clairfs::cli {
 
@@ -34,11 +32,8 @@ struct OrderDatasetLoader {
         std::string manifest;
         if (kind == layout::LayoutKind::list) {
             if (a.manifest.empty()) return {"layout list needs --manifest FILE", true};
-            std::ifstream in(a.manifest);
-            if (!in) return {"cannot read manifest '" + a.manifest + "'", false};
-            std::ostringstream text;
-            text << in.rdbuf();
-            manifest = text.str();
+            if (!config::read_text_file(a.manifest, manifest))
+                return {"cannot read manifest '" + a.manifest + "'", false};
         }
         out.index_ = std::make_unique<index::Index>();
         if (auto f = scan(a.root, *out.index_); !f.message.empty()) return f;

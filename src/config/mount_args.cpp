@@ -1,12 +1,10 @@
 // SPDX-License-Identifier: MIT
 #include "clairfs/config/mount_args.hpp"
 
+#include "clairfs/config/json_keys.hpp"
 #include "clairfs/config/option_registry.hpp"
 
 #include <cstdio>
-#include <fstream>
-#include <nlohmann/json.hpp>
-#include <sstream>
 
 namespace clairfs::config {
 namespace {
@@ -23,15 +21,6 @@ std::string apply_list(MountOptions& out, std::string_view list) {
                               : apply_option(out, item.substr(0, eq), item.substr(eq + 1));
         if (!why.empty()) return why;
     }
-    return "";
-}
-
-std::string read_file(const std::string& path, std::string& text) {
-    std::ifstream in(path);
-    if (!in) return "cannot read config file '" + path + "'";
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    text = ss.str();
     return "";
 }
 
@@ -58,29 +47,6 @@ struct Cursor {
 
 } // namespace
 
-std::string apply_json_options(MountOptions& out, const std::string& text,
-                               const std::string& origin) {
-    nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
-    if (j.is_discarded()) return origin + ": not valid JSON";
-    if (!j.is_object()) return origin + ": expected a JSON object";
-    for (auto& [key, value] : j.items()) {
-        std::string v;
-        if (value.is_string())
-            v = value.get<std::string>();
-        else if (value.is_boolean())
-            v = value.get<bool>() ? "true" : "false";
-        else if (value.is_number_unsigned())
-            v = std::to_string(value.get<uint64_t>());
-        else if (value.is_number())
-            v = value.dump();
-        else
-            return origin + ": key '" + key + "' must be a string, number or boolean";
-        std::string why = apply_option(out, key, v);
-        if (!why.empty()) return origin + ": " + why;
-    }
-    return "";
-}
-
 std::string parse_mount_args(const std::vector<std::string>& args, MountArgs& out) {
     // Config files first, so that the command line overrides them.
     for (size_t i = 0; i < args.size(); ++i) {
@@ -91,9 +57,10 @@ std::string parse_mount_args(const std::vector<std::string>& args, MountArgs& ou
             path = args[i].substr(9);
         else
             continue;
-        std::string text;
-        if (auto why = read_file(path, text); !why.empty()) return why;
-        if (auto why = apply_json_options(out.options, text, path); !why.empty()) return why;
+        auto set = [&](const std::string& key, const std::string& value) {
+            return apply_option(out.options, key, value);
+        };
+        if (auto why = apply_json_file(path, set); !why.empty()) return why;
     }
 
     std::vector<std::string> positional;

@@ -18,10 +18,6 @@ struct MountArgs {
 // Returns "" or a one-line usage error.
 std::string parse_mount_args(const std::vector<std::string>& args, MountArgs& out);
 
-// Applies every key of a JSON object text; `origin` names it in errors.
-std::string apply_json_options(MountOptions& out, const std::string& json_text,
-                               const std::string& origin);
-
 void print_mount_help(const char* prog);
 
 } // namespace clairfs::config
