@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: MIT
+// The node's future, one local rank and one epoch at a time: which file of
+// the mount each position of the loader's order opens, and where in that
+// order each file comes. Pure: built from order/ and the index, no I/O.
+#pragma once
+
+#include "clairfs/index/index.hpp"
+#include "clairfs/layout/dataset.hpp"
+#include "clairfs/order/epoch_orders.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace clairfs::plan {
+
+inline constexpr uint32_t no_position = UINT32_MAX;
+
+// One epoch of one rank's loader. Immutable once built, so the tracker and
+// the prefetch scheduler share it through a shared_ptr without a lock.
+struct EpochPlan {
+    uint64_t epoch = 0;
+    // Position p (batches concatenated, as the loader yields them) -> the
+    // file its open() reaches; layout::no_node for a sample whose path
+    // dangles (the job's open fails and nothing can be prefetched).
+    std::vector<index::NodeId> nodes;
+    // Node id -> its first position in `nodes`, or no_position. Sized to the
+    // index (one entry per node), so a lookup is one load.
+    std::vector<uint32_t> first_position;
+    // Empty when every node appears at most once: the common case. Nodes
+    // repeat with replacement, with num_samples > n, or when two samples
+    // reach one file through a symlink; DistributedSampler's padding repeats
+    // a sample in another rank's epoch, never in the same one. Otherwise
+    // next_same[p] is the next position holding the same node as p, or
+    // no_position.
+    std::vector<uint32_t> next_same;
+
+    size_t size() const { return nodes.size(); }
+    // Where `node` next comes at or after position `from`, or no_position.
+    uint32_t position_at_or_after(index::NodeId node, uint32_t from) const;
+};
+
+// How a DataLoader's workers split an epoch (see order/worker_split.hpp):
+// batch k goes to worker k % W, and each worker opens its batches' samples
+// in order. Maps an epoch position to (worker, index in that worker's
+// stream) and back, in O(1).
+struct WorkerLayout {
+    uint32_t batch_size = 1;
+    uint32_t workers = 0; // DataLoader num_workers; 0 = the main process loads
+
+    uint32_t streams() const { return workers == 0 ? 1 : workers; }
+    uint32_t worker_of(uint64_t p) const {
+        return static_cast<uint32_t>((p / batch_size) % streams());
+    }
+    // Index of position p within its worker's stream.
+    uint64_t stream_index(uint64_t p) const {
+        uint64_t batch = p / batch_size;
+        return (batch / streams()) * batch_size + p % batch_size;
+    }
+    // The epoch position of worker w's s-th open (may be >= the epoch's size).
+    uint64_t position(uint32_t w, uint64_t s) const {
+        return ((s / batch_size) * streams() + w) * batch_size + s % batch_size;
+    }
+};
+
+// Produces one local rank's epochs in order, from spec.start_epoch on.
+class RankPlanner {
+public:
+    // `spec.rank` selects the rank; spec must have passed
+    // order::validate(spec, dataset.samples.size()). `dataset` and `idx`
+    // must outlive the planner.
+    RankPlanner(const order::JobSpec& spec, const layout::Dataset& dataset,
+                const index::Index& idx);
+
+    // The next epoch's plan, or nullptr after spec.epochs epochs.
+    std::shared_ptr<const EpochPlan> next();
+
+private:
+    std::shared_ptr<EpochPlan> fresh_plan();
+    void link_repeats(EpochPlan& plan);
+
+    order::EpochOrders orders_;
+    uint64_t left_;
+    size_t index_size_;
+    std::vector<index::NodeId> sample_node_; // sample -> opened node, resolved once
+    std::vector<order::Sample> scratch_;     // the epoch's samples, reused every epoch
+    // Node -> a later position of it while linking repeats; all no_position
+    // between epochs, so only epochs with repeats pay for it.
+    std::vector<uint32_t> later_;
+    // The last few plans handed out. One nobody else holds any more is
+    // refilled instead of allocating (and page-faulting) tens of megabytes
+    // per epoch.
+    std::vector<std::shared_ptr<EpochPlan>> made_;
+};
+
+} // namespace clairfs::plan

@@ -1,0 +1,22 @@
+// SPDX-License-Identifier: MIT
+// A validated registration, ready to plan: the sampler settings, which of
+// the job's ranks run on this node, and the dataset as the job numbers it.
+#pragma once
+
+#include "clairfs/layout/dataset.hpp"
+#include "clairfs/order/job_spec.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace clairfs::plan {
+
+struct Job {
+    order::JobSpec spec;         // spec.rank is ignored: see ranks
+    std::vector<uint32_t> ranks; // the job's ranks whose loaders run on this node, ascending
+    std::string root;            // the dataset directory, relative to the mount root
+    layout::Dataset dataset;     // built from the mount's index at registration
+};
+
+} // namespace clairfs::plan

@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: MIT
+// How a local rank moves through its epochs: worker cursors, the epoch
+// change, and which epoch the slowest rank is in.
+#include "clairfs/track/tracker.hpp"
+
+#include <algorithm>
+
+namespace clairfs::track {
+
+void Tracker::begin_epoch(Rank& r) {
+    r.cursors.assign(opt_.layout.streams(), 0);
+    r.open_streams = 0;
+    r.opened = 0;
+    r.started_set = false;
+    if (!r.current) return;
+    for (uint32_t w = 0; w < opt_.layout.streams(); ++w) {
+        skip_dangling(r, w);
+        if (opt_.layout.position(w, r.cursors[w]) < r.current->size()) ++r.open_streams;
+    }
+}
+
+// Builds the epoch after the new one under the lock: the source is pure
+// computation (milliseconds per million samples), and doing it here keeps
+// `next` ready for the open that begins it.
+void Tracker::advance_epoch(Rank& r) {
+    r.current = std::move(r.next);
+    r.next = r.source();
+    if (r.next) ++r.produced;
+    begin_epoch(r);
+}
+
+void Tracker::take(Rank& r, uint64_t position, Clock::time_point now) {
+    const plan::WorkerLayout& l = opt_.layout;
+    uint32_t w = l.worker_of(position);
+    r.cursors[w] = l.stream_index(position) + 1;
+    skip_dangling(r, w);
+    if (l.position(w, r.cursors[w]) >= r.current->size()) --r.open_streams;
+    ++r.opened;
+    if (!r.started_set) {
+        r.started = now;
+        r.started_set = true;
+    }
+}
+
+// The job's open of a dangling sample fails before it reaches the mount,
+// so the cursor steps over such samples instead of waiting for them.
+void Tracker::skip_dangling(Rank& r, uint32_t w) const {
+    const plan::EpochPlan& e = *r.current;
+    while (true) {
+        uint64_t p = opt_.layout.position(w, r.cursors[w]);
+        if (p >= e.size() || e.nodes[p] != layout::no_node) return;
+        ++r.cursors[w];
+    }
+}
+
+bool Tracker::finished(const Rank& r) const {
+    return r.current && !r.next && r.open_streams == 0;
+}
+
+uint64_t Tracker::slot_epoch(const Rank& r) const {
+    return r.current->epoch + (finished(r) ? 1 : 0);
+}
+
+// A rank whose source gave nothing has no epoch and does not hold the
+// others back.
+uint64_t Tracker::slowest_epoch() const {
+    uint64_t slowest = UINT64_MAX;
+    for (const Rank& r : ranks_)
+        if (r.current) slowest = std::min(slowest, slot_epoch(r));
+    return slowest == UINT64_MAX ? counted_epoch_ : slowest;
+}
+
+void Tracker::recount_if_slowest_moved() {
+    uint64_t e = slowest_epoch();
+    if (e <= counted_epoch_) return;
+    counted_epoch_ = e;
+    opens_ = 0;
+    matched_ = 0;
+}
+
+} // namespace clairfs::track

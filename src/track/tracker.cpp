@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: MIT
+// The tracker's entry points: construction and matching one open.
+#include "clairfs/track/tracker.hpp"
+
+#include <stdexcept>
+
+namespace clairfs::track {
+
+Tracker::Tracker(std::vector<uint32_t> ranks, std::vector<EpochSource> sources, TrackerOptions opt)
+    : opt_(opt) {
+    if (ranks.size() != sources.size())
+        throw std::invalid_argument("tracker: one epoch source per local rank is needed");
+    if (opt_.layout.batch_size == 0) throw std::invalid_argument("tracker: batch_size is 0");
+    slack_ = opt_.slack ? opt_.slack : opt_.layout.batch_size;
+    zeros_.assign(opt_.layout.streams(), 0);
+    ranks_.resize(ranks.size());
+    for (size_t i = 0; i < ranks.size(); ++i) {
+        Rank& r = ranks_[i];
+        r.rank = ranks[i];
+        r.source = std::move(sources[i]);
+        if (r.source) r.current = r.source();
+        if (r.current) {
+            ++r.produced;
+            r.next = r.source();
+            if (r.next) ++r.produced;
+        }
+        begin_epoch(r);
+    }
+    counted_epoch_ = slowest_epoch();
+}
+
+Mode Tracker::mode() const {
+    return mode_.load(std::memory_order_acquire);
+}
+
+Observation Tracker::observe(index::NodeId node, Clock::time_point now, uint32_t pid) {
+    std::lock_guard lk(mu_);
+    Observation o;
+    o.dataset_file = dataset_file(node);
+    if (!o.dataset_file) return o;
+    // In fallback the prediction is no longer acted on: opens are only counted.
+    if (mode_.load(std::memory_order_relaxed) != Mode::clairvoyant) {
+        ++opens_;
+        return o;
+    }
+    Match m{};
+    if (!find_match(node, pid, m)) {
+        ++opens_;
+        judge_unmatched(node);
+        return o;
+    }
+    Rank& r = ranks_[m.slot];
+    // Pids are reused, but only after the loader that had it exited; a
+    // few thousand entries at most (workers are respawned every epoch).
+    if (pid) {
+        if (slot_of_pid_.size() > 65536) slot_of_pid_.clear();
+        slot_of_pid_[pid] = m.slot;
+    }
+    if (m.in_next) advance_epoch(r);
+    take(r, m.position, now);
+    // Only a new epoch or a rank's last open can move the slowest epoch; the
+    // open that moves it is the first one counted for the new epoch.
+    if (m.in_next || finished(r)) recount_if_slowest_moved();
+    ++opens_;
+    ++matched_;
+    o.matched = true;
+    o.slot = static_cast<uint32_t>(m.slot);
+    o.epoch = r.current->epoch;
+    o.position = m.position;
+    o.new_epoch = m.in_next;
+    return o;
+}
+
+bool Tracker::dataset_file(index::NodeId node) const {
+    auto in = [node](const std::shared_ptr<const plan::EpochPlan>& e) {
+        return e && node < e->first_position.size() && e->first_position[node] != plan::no_position;
+    };
+    for (const Rank& r : ranks_)
+        if (in(r.current) || in(r.next)) return true;
+    return false;
+}
+
+// The opener's own rank first, if known. Then every rank's current epoch
+// before any rank's next one (an open that one rank still expects must not
+// start another rank's next epoch), the closest to its worker's cursor
+// winning.
+bool Tracker::find_match(index::NodeId node, uint32_t pid, Match& out) const {
+    if (pid) {
+        if (auto it = slot_of_pid_.find(pid); it != slot_of_pid_.end())
+            if (match_slot(it->second, node, out)) return true;
+    }
+    const plan::WorkerLayout& l = opt_.layout;
+    uint64_t best = UINT64_MAX;
+    for (size_t i = 0; i < ranks_.size(); ++i) {
+        const Rank& r = ranks_[i];
+        uint64_t p;
+        if (r.current && match_in(*r.current, r.cursors, node, p)) {
+            uint64_t d = l.stream_index(p) - r.cursors[l.worker_of(p)];
+            if (d < best) {
+                best = d;
+                out = {i, p, false};
+            }
+        }
+    }
+    if (best != UINT64_MAX) return true;
+    for (size_t i = 0; i < ranks_.size(); ++i) {
+        const Rank& r = ranks_[i];
+        if (r.next && match_in(*r.next, zeros_, node, out.position)) {
+            out.slot = i;
+            out.in_next = true;
+            return true;
+        }
+    }
+    return false;
+}
+
+bool Tracker::match_slot(size_t i, index::NodeId node, Match& out) const {
+    const Rank& r = ranks_[i];
+    out.slot = i;
+    out.in_next = false;
+    if (r.current && match_in(*r.current, r.cursors, node, out.position)) return true;
+    out.in_next = true;
+    return r.next && match_in(*r.next, zeros_, node, out.position);
+}
+
+// A repeated node (replacement, num_samples > n, a symlink) can be due in
+// several workers' windows at once. The occurrence closest to its worker's
+// cursor is the one most likely opened: crediting a farther one would move
+// that worker past positions it has yet to open. The window tolerates opens
+// that failed or were skipped without letting one worker's stream steal
+// from far ahead.
+bool Tracker::match_in(const plan::EpochPlan& e, const std::vector<uint64_t>& cursors,
+                       index::NodeId node, uint64_t& position) const {
+    if (node >= e.first_position.size()) return false;
+    const plan::WorkerLayout& l = opt_.layout;
+    uint64_t best = UINT64_MAX;
+    for (uint32_t p = e.first_position[node]; p != plan::no_position;
+         p = e.next_same.empty() ? plan::no_position : e.next_same[p]) {
+        uint64_t s = l.stream_index(p), c = cursors[l.worker_of(p)];
+        if (s < c || s - c > slack_ || s - c >= best) continue;
+        best = s - c;
+        position = p;
+        if (best == 0) break;
+    }
+    return best != UINT64_MAX;
+}
+
+} // namespace clairfs::track
