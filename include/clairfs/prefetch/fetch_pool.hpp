@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: MIT
+// Threads that read whole files from the backing store. The shared file
+// system is latency-bound, so there are more of them than cores. Each file
+// is fetched once however many ask: a demand read of a file already being
+// fetched waits for that fetch, and demand reads go ahead of every queued
+// prefetch.
+#pragma once
+
+#include "clairfs/cache/backing_store.hpp"
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+namespace clairfs::prefetch {
+
+struct FetchResult {
+    int error = 0; // 0 or -errno from the backing store
+    cache::BlobRef blob;
+};
+
+struct FetchStats {
+    uint64_t demand = 0;     // demand() calls that had to wait for a fetch
+    uint64_t joined = 0;     // ... of which found the file already queued or being fetched
+    uint64_t prefetched = 0; // prefetches completed
+    uint64_t stall_ns = 0;   // total time demand() callers waited
+    uint64_t queued = 0;     // prefetches waiting for a thread now
+    uint64_t running = 0;    // fetches being read now
+};
+
+class FetchPool {
+public:
+    // Runs on the fetching thread after every fetch, success or error, with
+    // no lock of the pool held and before demand() waiters return; this is
+    // where the caller decides whether a tier keeps the bytes. `demanded`:
+    // some demand() caller was waiting for this fetch.
+    using Completion = std::function<void(index::NodeId id, const FetchResult& r, bool demanded)>;
+
+    // `threads` >= 1. At most `max_queued` prefetches wait for a thread;
+    // prefetch() beyond that returns false.
+    FetchPool(cache::BackingStore& store, unsigned threads, size_t max_queued, Completion done);
+    // Drops queued prefetches, lets running fetches finish, joins the threads.
+    ~FetchPool();
+    FetchPool(const FetchPool&) = delete;
+    FetchPool& operator=(const FetchPool&) = delete;
+
+    // The file's bytes, waiting for them: joins a queued or running fetch of
+    // the same file (a queued prefetch is moved ahead of all others), or
+    // queues one ahead of every prefetch. The wait counts as stall time.
+    FetchResult demand(index::NodeId id);
+
+    // Queues a prefetch behind the others. False if the file is already
+    // queued or being fetched, or the queue is full.
+    bool prefetch(index::NodeId id);
+
+    // Whether the file is queued or being fetched.
+    bool busy(index::NodeId id) const;
+
+    // Forgets queued prefetches (not running ones, nor demand fetches), e.g.
+    // when the registration they came from is withdrawn.
+    void drop_queued_prefetches();
+
+    FetchStats stats() const;
+
+private:
+    struct Pending; // one file queued or being fetched, and who waits for it
+
+    void run();
+    void finish(index::NodeId id, Pending& p, FetchResult r);
+
+    cache::BackingStore& store_;
+    Completion done_;
+    size_t max_queued_;
+    mutable std::mutex mu_; // lock order: mu_ only; never held across a read or `done_`
+    std::condition_variable work_cv_;
+    std::deque<index::NodeId> demand_queue_;
+    std::deque<index::NodeId> prefetch_queue_;
+    std::unordered_map<index::NodeId, std::shared_ptr<Pending>> pending_;
+    FetchStats stats_;
+    bool stopping_ = false;
+    unsigned waiters_ = 0; // demand() calls inside the pool; the destructor waits them out
+    std::condition_variable idle_cv_; // signalled when the last waiter leaves a stopping pool
+    std::vector<std::thread> threads_;
+};
+
+} // namespace clairfs::prefetch

@@ -1,0 +1,184 @@
+// SPDX-License-Identifier: MIT
+#include "clairfs/prefetch/fetch_pool.hpp"
+
+#include "clairfs/log.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <exception>
+
+namespace clairfs::prefetch {
+
+// Lives in pending_ from queueing until its result is published; waiters
+// hold their own reference, so it outlives its map entry until they read it.
+// Every field is guarded by the pool's mu_.
+struct FetchPool::Pending {
+    bool demanded = false; // in the demand queue, or some demand() waits for it
+    bool running = false;  // a pool thread took it
+    bool done = false;     // result is final
+    FetchResult result;
+    std::condition_variable cv; // waits on mu_; signalled once, when done
+};
+
+FetchPool::FetchPool(cache::BackingStore& store, unsigned threads, size_t max_queued,
+                     Completion done)
+    : store_(store), done_(std::move(done)), max_queued_(max_queued) {
+    threads = std::max(threads, 1u);
+    threads_.reserve(threads);
+    try {
+        for (unsigned i = 0; i < threads; ++i) threads_.emplace_back([this] { run(); });
+    } catch (...) {
+        // The destructor does not run for a half-built pool, and a joinable
+        // std::thread destroyed unjoined would terminate the process.
+        {
+            std::lock_guard lk(mu_);
+            stopping_ = true;
+        }
+        work_cv_.notify_all();
+        for (auto& t : threads_) t.join();
+        throw;
+    }
+}
+
+FetchPool::~FetchPool() {
+    {
+        std::lock_guard lk(mu_);
+        stopping_ = true;
+        // Nobody waits on a queued prefetch (a demand would have moved it to
+        // the demand queue), so dropping it strands no caller.
+        for (index::NodeId id : prefetch_queue_) pending_.erase(id);
+        prefetch_queue_.clear();
+    }
+    work_cv_.notify_all();
+    for (auto& t : threads_) t.join();
+    // A demand() woken by the last fetches may still be about to relock mu_;
+    // mu_ and the Pending condvars must outlive it.
+    std::unique_lock lk(mu_);
+    idle_cv_.wait(lk, [&] { return waiters_ == 0; });
+}
+
+FetchResult FetchPool::demand(index::NodeId id) {
+    const auto start = std::chrono::steady_clock::now();
+    std::unique_lock lk(mu_);
+    // Only a caller racing the destructor gets here; no thread would serve it.
+    if (stopping_) return {-ESHUTDOWN, nullptr};
+
+    std::shared_ptr<Pending> p;
+    if (auto it = pending_.find(id); it != pending_.end()) {
+        p = it->second;
+        ++stats_.joined;
+        if (!p->running && !p->demanded) {
+            // A queued prefetch is now needed by a reader: it moves ahead of
+            // every other prefetch instead of being read a second time.
+            auto q = std::find(prefetch_queue_.begin(), prefetch_queue_.end(), id);
+            if (q != prefetch_queue_.end()) prefetch_queue_.erase(q);
+            demand_queue_.push_back(id);
+            work_cv_.notify_one();
+        }
+    } else {
+        p = std::make_shared<Pending>();
+        pending_.emplace(id, p);
+        demand_queue_.push_back(id);
+        work_cv_.notify_one();
+    }
+    p->demanded = true;
+    ++stats_.demand;
+    ++waiters_;
+
+    p->cv.wait(lk, [&] { return p->done; });
+
+    stats_.stall_ns += static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                 std::chrono::steady_clock::now() - start)
+                                                 .count());
+    FetchResult r = p->result;
+    // Notified under the lock so the destructor cannot free idle_cv_ first.
+    if (--waiters_ == 0 && stopping_) idle_cv_.notify_all();
+    return r;
+}
+
+bool FetchPool::prefetch(index::NodeId id) {
+    std::lock_guard lk(mu_);
+    if (stopping_ || pending_.contains(id) || prefetch_queue_.size() >= max_queued_) return false;
+    pending_.emplace(id, std::make_shared<Pending>());
+    prefetch_queue_.push_back(id);
+    work_cv_.notify_one();
+    return true;
+}
+
+bool FetchPool::busy(index::NodeId id) const {
+    std::lock_guard lk(mu_);
+    return pending_.contains(id);
+}
+
+void FetchPool::drop_queued_prefetches() {
+    std::lock_guard lk(mu_);
+    for (index::NodeId id : prefetch_queue_) pending_.erase(id);
+    prefetch_queue_.clear();
+}
+
+FetchStats FetchPool::stats() const {
+    std::lock_guard lk(mu_);
+    FetchStats s = stats_;
+    s.queued = prefetch_queue_.size();
+    return s;
+}
+
+void FetchPool::run() {
+    for (;;) {
+        index::NodeId id;
+        std::shared_ptr<Pending> p;
+        {
+            std::unique_lock lk(mu_);
+            work_cv_.wait(lk, [&] {
+                return stopping_ || !demand_queue_.empty() || !prefetch_queue_.empty();
+            });
+            // Demand entries are finished even when stopping: someone waits
+            // on each. The destructor already emptied the prefetch queue.
+            auto& q = !demand_queue_.empty() ? demand_queue_ : prefetch_queue_;
+            if (q.empty()) return;
+            id = q.front();
+            q.pop_front();
+            p = pending_.at(id);
+            p->running = true;
+            ++stats_.running;
+        }
+
+        FetchResult r;
+        r.error = store_.read_whole(id, r.blob);
+        finish(id, *p, std::move(r));
+    }
+}
+
+void FetchPool::finish(index::NodeId id, Pending& p, FetchResult r) {
+    bool demanded;
+    {
+        std::lock_guard lk(mu_);
+        demanded = p.demanded;
+    }
+    // Before waiters wake, so a demand() that returns finds the tier's
+    // admission decided; and while the file is still busy(), so a scheduler
+    // that checks busy() then the tier never misses it and reads it twice.
+    if (done_) {
+        try {
+            done_(id, r, demanded);
+        } catch (const std::exception& e) {
+            // Waiters must still be woken, and the thread must live on.
+            LOG_ERROR("fetch completion for node %u failed: %s", id, e.what());
+        } catch (...) {
+            LOG_ERROR("fetch completion for node %u failed", id);
+        }
+    }
+    {
+        std::lock_guard lk(mu_);
+        p.result = std::move(r);
+        p.done = true;
+        pending_.erase(id);
+        --stats_.running;
+        if (!demanded) ++stats_.prefetched;
+    }
+    // `p` stays alive through run()'s reference, and the destructor cannot
+    // get past join() before this returns, so notifying unlocked is safe.
+    p.cv.notify_all();
+}
+
+} // namespace clairfs::prefetch

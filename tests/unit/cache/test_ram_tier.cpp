@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: MIT
+// The RAM tier's budget is hard: it refuses what does not fit and never
+// makes room by itself, because what to drop is decided above it.
+#include "clairfs/cache/ram_tier.hpp"
+#include "dataset.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <doctest/doctest.h>
+#include <thread>
+#include <vector>
+
+using namespace clairfs;
+
+namespace {
+
+cache::BlobRef blob_of(size_t n, size_t size) {
+    auto b = cache::Blob::make(size);
+    std::string s = test::sample_bytes(n, size);
+    std::memcpy(b->bytes.get(), s.data(), size);
+    return b;
+}
+
+} // namespace
+
+TEST_CASE("Blob::make sizes the buffer, including an empty one") {
+    auto b = cache::Blob::make(4096);
+    CHECK(b->size == 4096);
+    CHECK(b->bytes != nullptr);
+    auto e = cache::Blob::make(0);
+    CHECK(e->size == 0);
+}
+
+TEST_CASE("a file exactly the free budget fits; one byte more is refused") {
+    cache::RamTier t(1000);
+    CHECK(std::string(t.name()) == "ram");
+    CHECK(t.put(1, blob_of(1, 600)));
+    CHECK_FALSE(t.put(2, blob_of(2, 401))); // one byte over
+    CHECK_FALSE(t.contains(2));
+    CHECK(t.put(3, blob_of(3, 400))); // exactly the rest
+    CHECK_FALSE(t.put(4, blob_of(4, 1)));
+    CHECK_FALSE(t.put(5, blob_of(5, 5000))); // larger than the whole budget
+
+    auto s = t.stats();
+    CHECK(s.bytes == 1000);
+    CHECK(s.capacity == 1000);
+    CHECK(s.entries == 2);
+    CHECK(s.rejected == 3);
+    CHECK(s.evictions == 0);
+    // It never evicted to make room: both first files are still there.
+    CHECK(t.contains(1));
+    CHECK(t.contains(3));
+}
+
+TEST_CASE("evict frees exactly the file's bytes, and only once") {
+    cache::RamTier t(1000);
+    REQUIRE(t.put(1, blob_of(1, 700)));
+    CHECK_FALSE(t.put(2, blob_of(2, 700)));
+    CHECK(t.evict(1) == 700);
+    CHECK(t.evict(1) == 0);
+    CHECK(t.evict(42) == 0);
+    CHECK(t.put(2, blob_of(2, 700)));
+    auto s = t.stats();
+    CHECK(s.bytes == 700);
+    CHECK(s.entries == 1);
+    CHECK(s.evictions == 1);
+    CHECK(s.rejected == 1);
+}
+
+TEST_CASE("putting a held file again keeps the old copy and its accounting") {
+    cache::RamTier t(1000);
+    auto first = blob_of(1, 300);
+    REQUIRE(t.put(7, first));
+    CHECK(t.put(7, blob_of(99, 300)));
+    CHECK(t.put(7, blob_of(99, 900))); // would not fit, but nothing is stored
+    CHECK(t.get(7) == first);
+    auto s = t.stats();
+    CHECK(s.bytes == 300);
+    CHECK(s.entries == 1);
+    CHECK(s.rejected == 0);
+}
+
+TEST_CASE("a reader's reference survives eviction with the right bytes") {
+    cache::RamTier t(1 << 20);
+    REQUIRE(t.put(3, blob_of(3, 100000)));
+    cache::BlobRef reading = t.get(3);
+    REQUIRE(reading);
+    CHECK(t.evict(3) == 100000);
+    CHECK(t.get(3) == nullptr);
+    // Fill the freed budget so a use-after-free would likely show different bytes.
+    REQUIRE(t.put(4, blob_of(4, 100000)));
+    CHECK(test::view(reading) == test::sample_bytes(3, 100000));
+}
+
+TEST_CASE("get counts hits and misses; peek, contains and held count nothing") {
+    cache::RamTier t(1000);
+    REQUIRE(t.put(1, blob_of(1, 10)));
+    REQUIRE(t.put(2, blob_of(2, 20)));
+    CHECK(t.get(1));
+    CHECK(t.get(2));
+    CHECK(t.get(3) == nullptr);
+    CHECK(t.peek(1) == t.peek(1));
+    CHECK(t.peek(3) == nullptr);
+    CHECK(t.contains(2));
+    CHECK_FALSE(t.contains(3));
+    std::vector<index::NodeId> held{77};
+    t.held(held);
+    std::sort(held.begin(), held.end());
+    CHECK(held == std::vector<index::NodeId>{1, 2, 77}); // appends
+    auto s = t.stats();
+    CHECK(s.hits == 2);
+    CHECK(s.misses == 1);
+}
+
+TEST_CASE("a null blob is refused without counting as a lack of room") {
+    cache::RamTier t(1000);
+    CHECK_FALSE(t.put(1, nullptr));
+    CHECK_FALSE(t.contains(1));
+    CHECK(t.stats().rejected == 0);
+}
+
+TEST_CASE("concurrent puts never overshoot the budget") {
+    cache::RamTier t(10000);
+    test::within(std::chrono::seconds(30), "concurrent puts", [&] {
+        std::vector<std::thread> threads;
+        for (unsigned th = 0; th < 8; ++th)
+            threads.emplace_back([&, th] {
+                for (index::NodeId i = 0; i < 500; ++i) {
+                    index::NodeId id = th * 1000 + i;
+                    t.put(id, blob_of(id, 37));
+                    if (i % 3 == 0) t.evict(id);
+                    t.get(id);
+                }
+            });
+        for (auto& th : threads) th.join();
+    });
+    auto s = t.stats();
+    CHECK(s.bytes <= s.capacity);
+    std::vector<index::NodeId> held;
+    t.held(held);
+    CHECK(held.size() == s.entries);
+    CHECK(s.bytes == s.entries * 37);
+    CHECK(s.hits + s.misses == 8 * 500);
+}
