@@ -8,12 +8,17 @@
 namespace {
 
 void usage(FILE* out) {
-    fprintf(out,
-            "usage: clairfs COMMAND [ARGS]\n\n"
-            "commands:\n"
-            "  mount BACKING MOUNTPOINT [options]   serve a read-only view of a dataset\n"
-            "  umount MOUNTPOINT [--lazy]           unmount it\n\n"
-            "clairfs COMMAND --help shows a command's options; man clairfs has the details.\n");
+    fprintf(
+        out,
+        "usage: clairfs COMMAND [ARGS]\n\n"
+        "commands:\n"
+        "  mount BACKING MOUNTPOINT [options]   serve a read-only view of a dataset\n"
+        "  umount MOUNTPOINT [--lazy]           unmount it\n"
+        "  register MOUNT [--KEY VALUE ...]     tell a mount the job's sampler, so it prefetches\n"
+        "  unregister MOUNT                     forget the registered job\n"
+        "  status MOUNT [--json]                what a mount is doing\n"
+        "  order [--KEY VALUE ...]              print the order a PyTorch job reads samples in\n\n"
+        "clairfs COMMAND --help shows a command's options; man clairfs has the details.\n");
 }
 
 } // namespace
@@ -29,6 +34,9 @@ int main(int argc, char** argv) {
     if (cmd == "mount") return mount_command(args);
     if (cmd == "umount" || cmd == "unmount") return umount_command(args);
     if (cmd == "order") return order_command(args);
+    if (cmd == "register") return register_command(args);
+    if (cmd == "unregister") return unregister_command(args);
+    if (cmd == "status") return status_command(args);
     if (cmd == "--help" || cmd == "-h" || cmd == "help") {
         usage(stdout);
         return exit_ok;

@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: MIT
 // `clairfs mount BACKING MOUNTPOINT`: check, scan, index, then serve.
 #include "clairfs/cli/commands.hpp"
+#include "clairfs/config/memory_budget.hpp"
 #include "clairfs/config/mount_args.hpp"
+#include "clairfs/control/controller.hpp"
 #include "clairfs/fuse/session.hpp"
 #include "clairfs/index/load_index.hpp"
+#include "clairfs/prefetch/engine.hpp"
 #include "clairfs/log.hpp"
 #include "mount_checks.hpp"
 #include "mount_table.hpp"
@@ -56,6 +59,13 @@ std::string build_index(const Backing& b, const config::MountOptions& o, index::
     return "";
 }
 
+prefetch::EngineOptions engine_options(const config::MountOptions& o) {
+    prefetch::EngineOptions e;
+    e.mem = o.mem == config::auto_mem ? config::usable_memory() / 4 : o.mem;
+    e.fetch_threads = o.fetch_threads;
+    return e;
+}
+
 } // namespace
 
 int mount_command(const std::vector<std::string>& args) {
@@ -85,7 +95,18 @@ int mount_command(const std::vector<std::string>& args) {
     index::Index idx;
     if (auto why = build_index(backing, o, idx); !why.empty()) return fail(why);
 
+    prefetch::Engine engine(idx, backing.fd, engine_options(o));
+    control::Controller control(idx, engine);
+    // Before the mount, so a bad file fails the command with nothing mounted;
+    // the engine's threads start after the fork and find the job waiting.
+    if (!o.register_file.empty()) {
+        if (auto why = control::register_at_mount(control, absolute_path(o.register_file));
+            !why.empty())
+            return fail(why);
+    }
     fuse::Filesystem fs{idx, backing.fd, o, {}};
+    fs.engine = &engine;
+    fs.control = &control;
     if (auto why = fuse::serve(fs); !why.empty()) return fail(why);
     return exit_ok;
 }

@@ -8,32 +8,65 @@
 namespace clairfs::config {
 namespace {
 
-std::string value_text(const nlohmann::json& v, std::string& out) {
-    if (v.is_string())
-        out = v.get<std::string>();
-    else if (v.is_boolean())
-        out = v.get<bool>() ? "true" : "false";
+std::string number_text(const nlohmann::json& v, std::string& out) {
+    if (!v.is_number()) return "must be a number";
     // Numbers keep their JSON spelling; a fraction is then refused by the
     // integer parsers with the value in the message.
-    else if (v.is_number())
-        out = v.dump();
-    else
-        return "must be a string, number or boolean";
+    out = v.dump();
+    return "";
+}
+
+std::string list_text(const nlohmann::json& v, std::string& out) {
+    const char* why = "must be a list of integers, such as [0, 1]";
+    if (!v.is_array()) return why;
+    out.clear();
+    for (const auto& e : v) {
+        if (!e.is_number_unsigned()) return why;
+        if (!out.empty()) out += ',';
+        out += e.dump();
+    }
     return "";
 }
 
 } // namespace
 
+std::string json_value_text(const nlohmann::json& v, JsonType type, std::string& out) {
+    switch (type) {
+    case JsonType::number:
+        return number_text(v, out);
+    case JsonType::boolean:
+        if (!v.is_boolean()) return "must be true or false";
+        out = v.get<bool>() ? "true" : "false";
+        return "";
+    case JsonType::string:
+        if (!v.is_string()) return "must be a string";
+        out = v.get<std::string>();
+        return "";
+    case JsonType::integer_list:
+        return list_text(v, out);
+    case JsonType::text:
+        break;
+    }
+    if (v.is_string()) {
+        out = v.get<std::string>();
+        return "";
+    }
+    if (v.is_boolean()) return json_value_text(v, JsonType::boolean, out);
+    if (v.is_number()) return number_text(v, out);
+    return "must be a string, number or boolean";
+}
+
 std::string apply_json_object(std::string_view text, const std::string& origin,
                               const KeySetter& set) {
+    std::string prefix = origin.empty() ? "" : origin + ": ";
     auto j = nlohmann::json::parse(text, nullptr, false);
-    if (j.is_discarded()) return origin + ": not valid JSON";
-    if (!j.is_object()) return origin + ": expected a JSON object";
+    if (j.is_discarded()) return prefix + "not valid JSON";
+    if (!j.is_object()) return prefix + "expected a JSON object";
     for (auto& [key, value] : j.items()) {
         std::string v;
-        if (auto why = value_text(value, v); !why.empty())
-            return origin + ": key '" + key + "' " + why;
-        if (auto why = set(key, v); !why.empty()) return origin + ": " + why;
+        if (auto why = json_value_text(value, JsonType::text, v); !why.empty())
+            return prefix + "key '" + key + "' " + why;
+        if (auto why = set(key, v); !why.empty()) return prefix + why;
     }
     return "";
 }

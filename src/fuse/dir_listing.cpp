@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "dir_listing.hpp"
 
+#include "control_nodes.hpp"
+
 #include <string>
 #include <sys/stat.h>
 #include <vector>
@@ -43,6 +45,7 @@ private:
 } // namespace
 
 void reply_listing(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plus) {
+    if (control_listing(req, ino, size, off, plus)) return;
     Filesystem& fs = filesystem_of(req);
     const index::Node* dir = node_of(fs, ino);
     if (!dir) return reply_error(req, -ENOENT);
@@ -63,6 +66,9 @@ void reply_listing(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool 
         } else {
             n = &kids[pos - 2];
             name = fs.index.name(*n);
+            // .clairfs/ is reachable but never listed: torchvision would
+            // count it as a class. A backing .clairfs is shadowed by it.
+            if (ino == ino_of(index::root_id) && name == control_dir_name) continue;
         }
         if (!out.add(fs, name.c_str(), *n, static_cast<off_t>(pos + 1))) break;
     }

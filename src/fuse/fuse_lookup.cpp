@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+#include "control_nodes.hpp"
 #include "fuse_ops.hpp"
 
 #include <cstring>
@@ -7,6 +8,7 @@
 namespace clairfs::fuse {
 
 void fuse_lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
+    if (control_lookup(req, parent, name)) return;
     Filesystem& fs = filesystem_of(req);
     const index::Node* dir = node_of(fs, parent);
     if (!dir) return reply_error(req, -ENOENT);

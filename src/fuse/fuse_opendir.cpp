@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+#include "control_nodes.hpp"
 #include "fuse_ops.hpp"
 
 #include <sys/stat.h>
@@ -6,6 +7,7 @@
 namespace clairfs::fuse {
 
 void fuse_opendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+    if (control_opendir(req, ino, fi)) return;
     Filesystem& fs = filesystem_of(req);
     const index::Node* n = node_of(fs, ino);
     if (!n) return reply_error(req, -ENOENT);

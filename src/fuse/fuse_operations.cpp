@@ -19,7 +19,10 @@ fuse_lowlevel_ops make_operations() {
     ops.read = fuse_read;
     ops.release = fuse_release;
     ops.statfs = fuse_statfs;
-    // No flush: the kernel then stops sending one on every close().
+    // .clairfs/control is the one writable file.
+    ops.write = fuse_write;
+    ops.flush = fuse_flush;
+    ops.setattr = fuse_setattr;
     fill_readonly_operations(ops);
     return ops;
 }

@@ -18,6 +18,11 @@ void fuse_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fu
 void fuse_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi);
 void fuse_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi);
 void fuse_release(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi);
+void fuse_write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_t off,
+                fuse_file_info* fi);
+void fuse_flush(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi);
+void fuse_setattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set,
+                  fuse_file_info* fi);
 void fuse_statfs(fuse_req_t req, fuse_ino_t ino);
 void fill_readonly_operations(fuse_lowlevel_ops& ops);
 

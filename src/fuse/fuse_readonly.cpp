@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
-// Every operation that would change the tree. The mount is also made
-// read-only in the kernel (MS_RDONLY), which refuses most of these before
-// they arrive; these handlers make the answer EROFS even where the kernel
-// lets one through (a remount rw, an odd ioctl path), never ENOSYS.
+// Every operation that would change the tree. The mount is not read-only
+// in the kernel (writes to .clairfs/control must reach us), so these
+// handlers are what answers EROFS, never ENOSYS. write and setattr have
+// their own files: they serve the control file.
 #include "fuse_ops.hpp"
 
 namespace clairfs::fuse {
@@ -15,9 +15,6 @@ void refuse(fuse_req_t req) {
 } // namespace
 
 void fill_readonly_operations(fuse_lowlevel_ops& ops) {
-    ops.setattr = [](fuse_req_t req, fuse_ino_t, struct stat*, int, fuse_file_info*) {
-        refuse(req);
-    };
     ops.mknod = [](fuse_req_t req, fuse_ino_t, const char*, mode_t, dev_t) { refuse(req); };
     ops.mkdir = [](fuse_req_t req, fuse_ino_t, const char*, mode_t) { refuse(req); };
     ops.unlink = [](fuse_req_t req, fuse_ino_t, const char*) { refuse(req); };
@@ -27,9 +24,6 @@ void fill_readonly_operations(fuse_lowlevel_ops& ops) {
         refuse(req);
     };
     ops.link = [](fuse_req_t req, fuse_ino_t, fuse_ino_t, const char*) { refuse(req); };
-    ops.write = [](fuse_req_t req, fuse_ino_t, const char*, size_t, off_t, fuse_file_info*) {
-        refuse(req);
-    };
     ops.create = [](fuse_req_t req, fuse_ino_t, const char*, mode_t, fuse_file_info*) {
         refuse(req);
     };

@@ -14,5 +14,8 @@ inline constexpr int exit_usage = 2;   // the request itself was wrong
 int mount_command(const std::vector<std::string>& args);
 int umount_command(const std::vector<std::string>& args);
 int order_command(const std::vector<std::string>& args);
+int register_command(const std::vector<std::string>& args);
+int unregister_command(const std::vector<std::string>& args);
+int status_command(const std::vector<std::string>& args);
 
 } // namespace clairfs::cli

@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: MIT
+// The .clairfs/ control directory's state: the active registration, the
+// last registration error, and the status document. The FUSE operations on
+// .clairfs/ call only this.
+#pragma once
+
+#include "clairfs/control/registration.hpp"
+#include "clairfs/prefetch/engine.hpp"
+
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace clairfs::control {
+
+class Controller {
+public:
+    // Warns (once, at mount) when the backing tree has its own top-level
+    // .clairfs, which the control directory hides.
+    Controller(const index::Index& idx, prefetch::Engine& engine);
+
+    // One complete write to .clairfs/control. Registers, re-registers or
+    // unregisters; returns 0, or -EINVAL with the one-line reason in `why`,
+    // which status also shows as `error` until the next good write. A
+    // refused write leaves the previous mode running.
+    int write_control(std::string_view text, std::string& why);
+
+    // A write refused before it could be parsed (too large): recorded as
+    // the error like any other refusal. Returns -EINVAL.
+    int refuse(const std::string& why);
+
+    // What reading .clairfs/control returns: the active registration as
+    // JSON, or "{}\n" when none.
+    std::string control_text() const;
+
+    // What reading .clairfs/status returns: a pretty-printed JSON object
+    // with a trailing newline (keys in clairfs-control(5)).
+    std::string status_text() const;
+
+private:
+    // The text of a layout-list manifest (a file in the mount), read
+    // through the backing store so it is the scanned version.
+    std::string read_manifest(const std::string& path, std::string& text);
+
+    const index::Index& index_;
+    prefetch::Engine& engine_;
+    // Guards the fields below; held across engine calls, so the status never
+    // pairs one registration with another's engine state. Lock order:
+    // Controller::mu_, then the engine's locks.
+    mutable std::mutex mu_;
+    std::optional<Registration> active_;
+    std::string error_;
+    uint64_t registrations_ = 0; // successful registrations since the mount
+};
+
+// `clairfs mount --register FILE`: applies FILE as one control-file write
+// before the mount, so prefetching starts before the job does. "" or
+// "cannot register FILE: reason".
+std::string register_at_mount(Controller& control, const std::string& file);
+
+} // namespace clairfs::control

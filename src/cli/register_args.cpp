@@ -1,0 +1,210 @@
+// SPDX-License-Identifier: MIT
+#include "register_args.hpp"
+
+#include "clairfs/config/json_keys.hpp"
+#include "clairfs/config/option_registry.hpp"
+#include "clairfs/order/job_spec.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+
+namespace clairfs::cli {
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+enum class Kind { number, boolean, string, ranks };
+
+struct ExtraKey {
+    const char* name;
+    Kind kind;
+    const char* value_name;
+    const char* help;
+};
+
+// The keys the control file has beyond those of `clairfs order`.
+const ExtraKey extra_keys[] = {
+    {"ranks", Kind::ranks, "R,R...",
+     "the job's ranks whose loaders run on this node, such as 0,1 [0]"},
+    {"root", Kind::string, "DIR", "the dataset directory inside the mount [the mount root]"},
+    {"layout", Kind::string, "L", "imagefolder, sorted or list [imagefolder]"},
+    {"manifest", Kind::string, "FILE", "layout list: the file listing the samples, in the mount"},
+    {"n", Kind::number, "N", "len(dataset) as the job sees it, checked against the layout"},
+};
+
+bool key_kind(const std::string& key, Kind& out) {
+    for (const auto& k : extra_keys)
+        if (key == k.name) {
+            out = k.kind;
+            return true;
+        }
+    for (const auto& k : order::job_keys())
+        if (k.name == key) {
+            out = k.value_name == "BOOL"                         ? Kind::boolean
+                  : k.value_name == "N" || k.value_name == "INT" ? Kind::number
+                                                                 : Kind::string;
+            return true;
+        }
+    return false;
+}
+
+bool parse_number(const std::string& text, ojson& out) {
+    const char* end = text.data() + text.size();
+    if (text.starts_with('-')) {
+        int64_t v;
+        auto [p, ec] = std::from_chars(text.data(), end, v);
+        if (ec != std::errc{} || p != end) return false;
+        out = v;
+    } else {
+        uint64_t v;
+        auto [p, ec] = std::from_chars(text.data(), end, v);
+        if (ec != std::errc{} || p != end) return false;
+        out = v;
+    }
+    return true;
+}
+
+bool parse_ranks(const std::string& text, ojson& out) {
+    out = ojson::array();
+    size_t start = 0;
+    while (start <= text.size()) {
+        size_t comma = std::min(text.find(',', start), text.size());
+        uint64_t r;
+        if (!config::parse_count(std::string_view(text).substr(start, comma - start), r))
+            return false;
+        out.push_back(r);
+        start = comma + 1;
+    }
+    return true;
+}
+
+std::string set_flag(RegisterArgs& a, std::string key, const std::string& value, bool bare) {
+    std::ranges::replace(key, '-', '_');
+    if (key == "rank")
+        return "--rank is not a registration key: use --ranks (the ranks running on this node, "
+               "such as 0,1)";
+    bool negated = false;
+    Kind kind;
+    if (!key_kind(key, kind) && key.starts_with("no_") && key_kind(key.substr(3), kind) &&
+        kind == Kind::boolean) {
+        key = key.substr(3);
+        negated = true;
+    } else if (!key_kind(key, kind)) {
+        return "unknown option '--" + key + "'";
+    }
+    if (bare && kind != Kind::boolean) return "--" + key + " needs a value";
+    ojson v;
+    bool ok = true;
+    switch (kind) {
+    case Kind::number:
+        ok = parse_number(value, v);
+        break;
+    case Kind::boolean: {
+        bool b = true;
+        ok = bare || config::parse_bool(value, b);
+        v = negated ? !b : b;
+        break;
+    }
+    case Kind::string:
+        v = value;
+        break;
+    case Kind::ranks:
+        ok = parse_ranks(value, v);
+        break;
+    }
+    if (!ok) return "invalid value for --" + key + ": " + value;
+    a.body[key] = v;
+    return "";
+}
+
+std::string read_config(const std::string& path, RegisterArgs& a) {
+    std::string text;
+    if (!config::read_text_file(path, text)) return "cannot read config file '" + path + "'";
+    auto j = ojson::parse(text, nullptr, false);
+    if (j.is_discarded()) return path + ": not valid JSON";
+    if (!j.is_object()) return path + ": expected a JSON object";
+    // Flags given later override the file; its own keys are judged by the
+    // daemon, exactly as if it were written to the control file.
+    for (auto& [k, v] : j.items()) a.body[k] = v;
+    return "";
+}
+
+bool is_flag(const std::string& s) {
+    return s.size() > 2 && s.starts_with("--");
+}
+
+} // namespace
+
+std::string parse_register_args(const std::vector<std::string>& args, RegisterArgs& out) {
+    for (size_t i = 0; i < args.size(); ++i) {
+        std::string file;
+        if (args[i] == "--config" && i + 1 < args.size())
+            file = args[i + 1];
+        else if (args[i].starts_with("--config="))
+            file = args[i].substr(9);
+        else
+            continue;
+        if (auto why = read_config(file, out); !why.empty()) return why;
+    }
+    for (size_t i = 0; i < args.size(); ++i) {
+        const std::string& a = args[i];
+        if (a == "--help" || a == "-h") {
+            out.help = true;
+            continue;
+        }
+        if (!is_flag(a)) {
+            if (!out.mount.empty()) return "unexpected argument '" + a + "'";
+            out.mount = a;
+            continue;
+        }
+        std::string key = a.substr(2), value;
+        bool bare = false;
+        if (size_t eq = key.find('='); eq != std::string::npos) {
+            value = key.substr(eq + 1);
+            key.resize(eq);
+        } else if (i + 1 < args.size() && !is_flag(args[i + 1])) {
+            value = args[++i]; // "-5" is a value: a negative seed
+        } else {
+            bare = true;
+        }
+        if (key == "config") {
+            if (bare) return "--config needs a file";
+            continue; // read first, so that flags override it wherever they stand
+        }
+        if (auto why = set_flag(out, key, value, bare); !why.empty()) return why;
+    }
+    if (out.help) return "";
+    if (out.mount.empty()) return "expected MOUNT";
+    return "";
+}
+
+std::string mount_relative(const std::string& path, const std::string& abs_mount) {
+    if (path == abs_mount) return "";
+    if (path.starts_with(abs_mount + "/")) return path.substr(abs_mount.size() + 1);
+    return path;
+}
+
+void print_register_help() {
+    printf("usage: clairfs register MOUNT [--config FILE] [--KEY VALUE ...]\n"
+           "       clairfs unregister MOUNT\n\n"
+           "Registers a training job with a mount, so it prefetches in the job's order: writes\n"
+           "the keys as JSON to MOUNT/.clairfs/control (see clairfs-control(5)). Keys may use\n"
+           "dashes or underscores; booleans may be given bare (--drop-last) or negated\n"
+           "(--no-shuffle). Defaults are PyTorch's.\n\n"
+           "  --config FILE          a JSON object of keys, overridden by the flags\n");
+    for (const auto& k : extra_keys) {
+        std::string flag = std::string("--") + k.name + " " + k.value_name;
+        printf("  %-22s %s\n", flag.c_str(), k.help);
+    }
+    for (const auto& k : order::job_keys()) {
+        if (k.name == "rank") continue;
+        std::string flag = "--" + std::string(k.name) + " " + std::string(k.value_name);
+        std::ranges::replace(flag, '_', '-');
+        std::string help(k.help);
+        if (k.name == "epochs") help = "how many epochs to predict [until the job stops]";
+        printf("  %-22s %s\n", flag.c_str(), help.c_str());
+    }
+}
+
+} // namespace clairfs::cli

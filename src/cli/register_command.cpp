@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: MIT
+// `clairfs register MOUNT ...` and `clairfs unregister MOUNT`: write the
+// mount's control file for the user and turn a refusal into one line.
+#include "clairfs/cli/commands.hpp"
+#include "clairfs/log.hpp"
+#include "control_client.hpp"
+#include "register_args.hpp"
+
+#include <cstdio>
+
+namespace clairfs::cli {
+namespace {
+
+int usage_error(const std::string& why, const char* command) {
+    fprintf(stderr, "clairfs: %s (see clairfs %s --help)\n", why.c_str(), command);
+    return exit_usage;
+}
+
+// root and manifest may be given as paths through the mount; the control
+// file wants them relative to its root.
+void make_relative(nlohmann::ordered_json& body, const std::string& abs_mount) {
+    for (const char* key : {"root", "manifest"}) {
+        auto it = body.find(key);
+        if (it != body.end() && it->is_string())
+            *it = mount_relative(it->get<std::string>(), abs_mount);
+    }
+}
+
+} // namespace
+
+int register_command(const std::vector<std::string>& args) {
+    RegisterArgs a;
+    if (auto why = parse_register_args(args, a); !why.empty()) return usage_error(why, "register");
+    if (a.help) {
+        print_register_help();
+        return exit_ok;
+    }
+    std::string abs;
+    if (auto why = find_clairfs_mount(a.mount, abs); !why.empty()) {
+        LOG_ERROR("%s", why.c_str());
+        return exit_failure;
+    }
+    make_relative(a.body, abs);
+    // An empty object would unregister: a bare `clairfs register MOUNT`
+    // means "all defaults", which an explicit key says.
+    if (a.body.empty()) a.body["unregister"] = false;
+    if (int rv = write_control_file(
+            abs,
+            a.body.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n");
+        rv < 0)
+        return report_write_failure(abs, rv);
+    return exit_ok;
+}
+
+int unregister_command(const std::vector<std::string>& args) {
+    std::string mount;
+    for (const auto& a : args) {
+        if (a == "--help" || a == "-h") {
+            printf("usage: clairfs unregister MOUNT\n\n"
+                   "Forgets the job registered with a mount: prefetching stops, files are cached\n"
+                   "on first use only.\n");
+            return exit_ok;
+        }
+        if (a.starts_with("-")) return usage_error("unknown option '" + a + "'", "unregister");
+        if (!mount.empty()) return usage_error("unexpected argument '" + a + "'", "unregister");
+        mount = a;
+    }
+    if (mount.empty()) return usage_error("expected MOUNT", "unregister");
+    std::string abs;
+    if (auto why = find_clairfs_mount(mount, abs); !why.empty()) {
+        LOG_ERROR("%s", why.c_str());
+        return exit_failure;
+    }
+    if (int rv = write_control_file(abs, "{\"unregister\": true}\n"); rv < 0)
+        return report_write_failure(abs, rv);
+    return exit_ok;
+}
+
+} // namespace clairfs::cli

@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: MIT
+#include "status_summary.hpp"
+
+#include <cstdio>
+
+namespace clairfs::cli {
+namespace {
+
+using nlohmann::json;
+
+// The value at a "/"-separated path, or null.
+const json& at(const json& j, const char* path) {
+    static const json null;
+    try {
+        const json& v = j.at(json::json_pointer(std::string("/") + path));
+        return v;
+    } catch (const json::exception&) {
+        return null;
+    }
+}
+
+double number(const json& v) {
+    return v.is_number() ? v.get<double>() : 0.0;
+}
+
+std::string bytes(double b) {
+    const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int u = 0;
+    while (b >= 1024 && u < 4) {
+        b /= 1024;
+        ++u;
+    }
+    char out[32];
+    snprintf(out, sizeof out, u ? "%.1f %s" : "%.0f %s", b, units[u]);
+    return out;
+}
+
+std::string line(const char* label, const std::string& value) {
+    char out[512];
+    snprintf(out, sizeof out, "%-10s %s\n", label, value.c_str());
+    return out;
+}
+
+std::string text_of(const json& v) {
+    return v.is_string() ? v.get<std::string>() : v.dump();
+}
+
+std::string ranks_lines(const json& ranks) {
+    std::string out;
+    for (const auto& r : ranks) {
+        char buf[256];
+        snprintf(buf, sizeof buf, "rank %s: epoch %s, %s of %s opened",
+                 text_of(at(r, "rank")).c_str(), text_of(at(r, "epoch")).c_str(),
+                 text_of(at(r, "position")).c_str(), text_of(at(r, "samples")).c_str());
+        std::string l = buf;
+        if (double rate = number(at(r, "samples_per_second")); rate > 0) {
+            snprintf(buf, sizeof buf, ", %.0f samples/s", rate);
+            l += buf;
+        }
+        out += line("", l);
+    }
+    return out;
+}
+
+} // namespace
+
+std::string status_summary(const json& s) {
+    std::string out;
+    std::string mode = text_of(at(s, "mode"));
+    if (const json& reason = at(s, "reason"); reason.is_string())
+        mode += " (" + reason.get<std::string>() + ")";
+    out += line("mode:", mode);
+    if (const json& err = at(s, "error"); err.is_string())
+        out += line("error:", err.get<std::string>() + " (the last registration was refused)");
+    if (at(s, "registered").is_boolean() && at(s, "registered").get<bool>()) {
+        char buf[128];
+        std::string epoch = text_of(at(s, "epoch"));
+        const json& rate = at(s, "match_rate");
+        snprintf(buf, sizeof buf, "%s, match rate %s", epoch.c_str(),
+                 rate.is_number()
+                     ? (std::to_string(static_cast<int>(number(rate) * 100 + 0.5)) + "%").c_str()
+                     : "-");
+        out += line("epoch:", buf);
+        out += ranks_lines(at(s, "ranks"));
+    }
+    double hits = number(at(s, "ram/hits")), misses = number(at(s, "ram/misses"));
+    char buf[256];
+    snprintf(
+        buf, sizeof buf, "%s of %s, hit rate %s", bytes(number(at(s, "ram/bytes"))).c_str(),
+        bytes(number(at(s, "ram/capacity"))).c_str(),
+        hits + misses > 0
+            ? (std::to_string(static_cast<int>(100 * hits / (hits + misses) + 0.5)) + "%").c_str()
+            : "-");
+    out += line("ram:", buf);
+    snprintf(buf, sizeof buf, "%.0f reads, %s", number(at(s, "backing/reads")),
+             bytes(number(at(s, "backing/bytes"))).c_str());
+    out += line("backing:", buf);
+    snprintf(buf, sizeof buf, "lead %.0f samples, stalls %.2f s", number(at(s, "prefetch/lead")),
+             number(at(s, "stall_seconds")));
+    out += line("prefetch:", buf);
+    return out;
+}
+
+} // namespace clairfs::cli

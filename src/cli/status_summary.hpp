@@ -1,0 +1,14 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace clairfs::cli {
+
+// `clairfs status` for a human: a few lines from the status document.
+// Keys it does not find are left out, so an older daemon's status still
+// prints.
+std::string status_summary(const nlohmann::json& status);
+
+} // namespace clairfs::cli

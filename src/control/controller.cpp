@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: MIT
+#include "clairfs/control/controller.hpp"
+
+#include "clairfs/index/resolve.hpp"
+#include "clairfs/log.hpp"
+#include "clairfs/sys/syscalls.hpp"
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sys/stat.h>
+
+namespace clairfs::control {
+
+Controller::Controller(const index::Index& idx, prefetch::Engine& engine)
+    : index_(idx), engine_(engine) {
+    if (idx.lookup(idx.node(index::root_id), ".clairfs"))
+        LOG_WARN("the backing directory has its own .clairfs, which the control directory hides "
+                 "in the mount");
+}
+
+std::string Controller::read_manifest(const std::string& path, std::string& text) {
+    std::string shown = "manifest '" + path + "'";
+    index::Resolved r = index::resolve_path(index_, index_.node(index::root_id), path);
+    if (!r.node) return shown + ": " + std::string(index::describe(r.status));
+    if (!S_ISREG(r.node->mode)) return shown + " is not a regular file";
+    cache::BackingStore& store = engine_.backing();
+    int fd = store.open_verified(*r.node);
+    if (fd < 0) return shown + ": " + sys::error_text(fd);
+    text.resize(r.node->size);
+    ssize_t got = store.read_at(fd, text.data(), text.size(), 0);
+    sys::close(fd);
+    if (got < 0) return shown + ": " + sys::error_text(static_cast<int>(got));
+    text.resize(static_cast<size_t>(got));
+    return "";
+}
+
+int Controller::write_control(std::string_view text, std::string& why) {
+    // Parsing, reading the manifest and building the dataset (seconds for
+    // millions of files) happen before the lock, so status stays readable.
+    ControlRequest req;
+    plan::Job job;
+    why = parse_control(text, req);
+    if (why.empty() && !req.unregister) {
+        std::string manifest;
+        if (req.registration.layout == layout::LayoutKind::list)
+            why = read_manifest(req.registration.manifest, manifest);
+        if (why.empty()) why = resolve_job(req.registration, index_, manifest, job);
+    }
+    if (!why.empty()) return refuse(why);
+
+    std::lock_guard lock(mu_);
+    if (req.unregister) {
+        engine_.deactivate();
+        if (active_) LOG_INFO("job unregistered");
+        active_.reset();
+    } else {
+        size_t n = job.dataset.samples.size();
+        engine_.activate(std::make_shared<const plan::Job>(std::move(job)));
+        active_ = std::move(req.registration);
+        ++registrations_;
+        LOG_INFO("job registered: %zu samples, batch size %u, %zu local ranks", n,
+                 active_->spec.batch_size, active_->ranks.size());
+    }
+    error_.clear();
+    return 0;
+}
+
+int Controller::refuse(const std::string& why) {
+    // Not logged here: the caller says it where it belongs (the daemon's
+    // log for control-file writes, stderr for mount --register).
+    std::lock_guard lock(mu_);
+    error_ = why;
+    return -EINVAL;
+}
+
+std::string Controller::control_text() const {
+    std::lock_guard lock(mu_);
+    return active_ ? registration_json(*active_) : "{}\n";
+}
+
+std::string Controller::status_text() const {
+    nlohmann::json j;
+    std::lock_guard lock(mu_);
+    j["registered"] = active_.has_value();
+    j["error"] = error_.empty() ? nlohmann::json(nullptr) : nlohmann::json(error_);
+    j["registrations"] = registrations_;
+    engine_.status(j);
+    // Reasons may quote file names that are not UTF-8.
+    return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+} // namespace clairfs::control

@@ -1,0 +1,215 @@
+// SPDX-License-Identifier: MIT
+// parse_control: one control-file write, typed key by key. The job keys go
+// through order::set_job_key, so the control file, `clairfs order` and its
+// --config agree on every range and message.
+#include "clairfs/control/registration.hpp"
+
+#include "clairfs/config/json_keys.hpp"
+#include "clairfs/config/option_registry.hpp"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+namespace clairfs::control {
+namespace {
+
+using nlohmann::json;
+
+std::string canonical(std::string key) {
+    std::ranges::replace(key, '-', '_');
+    return key;
+}
+
+// The JSON type a job key takes, from how `clairfs order --help` names its
+// value: counts and the seed are numbers, flags booleans, the rest words.
+config::JsonType job_key_type(std::string_view value_name) {
+    if (value_name == "N" || value_name == "INT") return config::JsonType::number;
+    if (value_name == "BOOL") return config::JsonType::boolean;
+    return config::JsonType::string;
+}
+
+const order::JobKeyInfo* find_job_key(std::string_view key) {
+    for (const auto& k : order::job_keys())
+        if (k.name == key) return &k;
+    return nullptr;
+}
+
+// The text of `v` for `key`, or the reason naming the key.
+std::string value_text(const std::string& key, const json& v, config::JsonType type,
+                       std::string& out) {
+    std::string why = config::json_value_text(v, type, out);
+    return why.empty() ? "" : key + " " + why;
+}
+
+std::string set_ranks(Registration& reg, const json& v) {
+    std::string text;
+    if (auto why = value_text("ranks", v, config::JsonType::integer_list, text); !why.empty())
+        return why;
+    if (v.empty()) return "ranks must list at least one rank";
+    std::vector<uint32_t> ranks;
+    for (const auto& e : v) {
+        uint64_t r = e.get<uint64_t>();
+        if (r >= (1u << 24)) return "ranks: " + std::to_string(r) + " is out of range";
+        ranks.push_back(static_cast<uint32_t>(r));
+    }
+    std::ranges::sort(ranks);
+    if (auto dup = std::ranges::adjacent_find(ranks); dup != ranks.end())
+        return "ranks lists rank " + std::to_string(*dup) + " twice";
+    reg.ranks = std::move(ranks);
+    return "";
+}
+
+std::string set_root(Registration& reg, const json& v) {
+    std::string root;
+    if (auto why = value_text("root", v, config::JsonType::string, root); !why.empty()) return why;
+    if (root.starts_with('/'))
+        return "root must be relative to the mount root (such as \"train\"), not '" + root + "'";
+    // One spelling per directory, so a registration reads back as written
+    // whether or not the user added "./" or a trailing slash.
+    while (root.starts_with("./")) root.erase(0, 2);
+    while (root.ends_with('/')) root.pop_back();
+    if (root == ".") root.clear();
+    reg.root = root;
+    return "";
+}
+
+std::string set_layout(Registration& reg, const json& v) {
+    std::string text;
+    if (auto why = value_text("layout", v, config::JsonType::string, text); !why.empty())
+        return why;
+    if (!layout::parse_layout(text, reg.layout))
+        return "invalid value for layout: " + text + " (expected imagefolder, sorted or list)";
+    return "";
+}
+
+std::string set_manifest(Registration& reg, const json& v) {
+    if (v.is_null()) {
+        reg.manifest.clear();
+        return "";
+    }
+    std::string path;
+    if (auto why = value_text("manifest", v, config::JsonType::string, path); !why.empty())
+        return why;
+    if (path.starts_with('/'))
+        return "manifest must be a path relative to the mount root, not '" + path + "'";
+    reg.manifest = path;
+    return "";
+}
+
+std::string set_n(Registration& reg, const json& v) {
+    if (v.is_null()) {
+        reg.n.reset();
+        return "";
+    }
+    std::string text;
+    if (auto why = value_text("n", v, config::JsonType::number, text); !why.empty()) return why;
+    uint64_t n;
+    if (!config::parse_count(text, n) || n == 0 || n > order::max_samples)
+        return "invalid value for n: " + text + " (expected an integer from 1 to " +
+               std::to_string(order::max_samples) + ")";
+    reg.n = n;
+    return "";
+}
+
+// A key of `clairfs order`. epochs and num_samples may be null: their
+// defaults ("until the job stops", "the dataset size") have no number.
+std::string set_job(Registration& reg, const std::string& key, const json& v) {
+    if (key == "rank")
+        return "rank is not a control-file key: use ranks, the list of the job's ranks whose "
+               "loaders run on this node (such as [0, 1])";
+    const order::JobKeyInfo* info = find_job_key(key);
+    if (!info) return "unknown key '" + key + "'";
+    if (v.is_null() && key == "epochs") {
+        reg.spec.epochs = unlimited_epochs;
+        reg.epochs_given = false;
+        return "";
+    }
+    if (v.is_null() && key == "num_samples") {
+        reg.spec.num_samples.reset();
+        return "";
+    }
+    std::string text;
+    if (auto why = value_text(key, v, job_key_type(info->value_name), text); !why.empty())
+        return why;
+    if (auto why = order::set_job_key(reg.spec, key, text); !why.empty()) return why;
+    if (key == "epochs") reg.epochs_given = true;
+    return "";
+}
+
+std::string set_key(Registration& reg, const std::string& key, const json& v) {
+    if (key == "ranks") return set_ranks(reg, v);
+    if (key == "root") return set_root(reg, v);
+    if (key == "layout") return set_layout(reg, v);
+    if (key == "manifest") return set_manifest(reg, v);
+    if (key == "n") return set_n(reg, v);
+    return set_job(reg, key, v);
+}
+
+// What no single key can tell: how the keys fit together.
+std::string check_combination(const Registration& reg) {
+    const order::JobSpec& s = reg.spec;
+    if (reg.layout == layout::LayoutKind::list && reg.manifest.empty())
+        return "layout list needs manifest (the file listing the samples, relative to the mount "
+               "root)";
+    if (reg.layout != layout::LayoutKind::list && !reg.manifest.empty())
+        return "manifest is only read with layout list";
+    if (s.world_size > 1 && s.sampler != order::SamplerKind::distributed)
+        return "world_size " + std::to_string(s.world_size) +
+               " needs sampler distributed (only DistributedSampler splits the dataset by rank)";
+    for (uint32_t r : reg.ranks)
+        if (r >= s.world_size)
+            return "rank " + std::to_string(r) + " in ranks is not below world_size " +
+                   std::to_string(s.world_size);
+    // Everything validate() checks that does not depend on the dataset; it
+    // runs again with the real sample count once the dataset is built.
+    order::JobSpec first = s;
+    first.rank = reg.ranks.front();
+    return order::validate(first, 1);
+}
+
+// nlohmann's message without its "[json.exception...] parse error " tag.
+std::string json_error(const json::parse_error& e) {
+    std::string what = e.what();
+    if (auto at = what.find(" at line "); at != std::string::npos) what.erase(0, at + 1);
+    return "not valid JSON (" + what + ")";
+}
+
+} // namespace
+
+std::string parse_control(std::string_view text, ControlRequest& out) {
+    json j;
+    try {
+        j = json::parse(text);
+    } catch (const json::parse_error& e) {
+        return json_error(e);
+    }
+    if (!j.is_object()) return "expected a JSON object, such as {\"seed\": 42}";
+
+    ControlRequest req;
+    Registration& reg = req.registration;
+    reg.spec.epochs = unlimited_epochs;
+    if (j.empty()) {
+        req.unregister = true;
+        out = std::move(req);
+        return "";
+    }
+    if (auto u = j.find("unregister"); u != j.end()) {
+        if (!u->is_boolean()) return "unregister must be true or false";
+        if (u->get<bool>()) {
+            if (j.size() > 1) return "unregister: true takes no other keys";
+            req.unregister = true;
+            out = std::move(req);
+            return "";
+        }
+    }
+    for (const auto& [key, value] : j.items()) {
+        std::string name = canonical(key);
+        if (name == "unregister") continue;
+        if (auto why = set_key(reg, name, value); !why.empty()) return why;
+    }
+    if (auto why = check_combination(reg); !why.empty()) return why;
+    out = std::move(req);
+    return "";
+}
+
+} // namespace clairfs::control

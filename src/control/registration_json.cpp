@@ -1,0 +1,72 @@
+// SPDX-License-Identifier: MIT
+// registration_json: what reading .clairfs/control returns. Every key is
+// written, defaults included, so a user sees exactly what clairfs assumes
+// about the job; parse_control reads it back unchanged.
+#include "clairfs/control/registration.hpp"
+
+#include <nlohmann/json.hpp>
+
+namespace clairfs::control {
+namespace {
+
+const char* sampler_name(order::SamplerKind k) {
+    switch (k) {
+    case order::SamplerKind::random:
+        return "random";
+    case order::SamplerKind::distributed:
+        return "distributed";
+    case order::SamplerKind::sequential:
+        return "sequential";
+    }
+    return "random";
+}
+
+const char* layout_name(layout::LayoutKind k) {
+    switch (k) {
+    case layout::LayoutKind::imagefolder:
+        return "imagefolder";
+    case layout::LayoutKind::sorted:
+        return "sorted";
+    case layout::LayoutKind::list:
+        return "list";
+    }
+    return "imagefolder";
+}
+
+} // namespace
+
+std::string registration_json(const Registration& reg) {
+    const order::JobSpec& s = reg.spec;
+    // ordered_json: the keys in the order clairfs-control(5) documents them.
+    nlohmann::ordered_json j;
+    // A negative Python seed is kept as torch keeps it (two's complement);
+    // written back as the negative number the job passed.
+    if (s.seed_negative)
+        j["seed"] = static_cast<int64_t>(s.seed);
+    else
+        j["seed"] = s.seed;
+    j["sampler"] = sampler_name(s.sampler);
+    j["generator"] = s.generator == order::GeneratorKind::global ? "global" : "explicit";
+    j["epochs"] = reg.epochs_given ? nlohmann::ordered_json(s.epochs) : nullptr;
+    j["start_epoch"] = s.start_epoch;
+    j["world_size"] = s.world_size;
+    j["ranks"] = reg.ranks;
+    j["shuffle"] = s.shuffle;
+    j["sampler_drop_last"] = s.sampler_drop_last;
+    j["drop_last"] = s.drop_last;
+    j["batch_size"] = s.batch_size;
+    j["num_workers"] = s.num_workers;
+    j["prefetch_factor"] = s.prefetch_factor;
+    j["persistent_workers"] = s.persistent_workers;
+    j["pre_draws"] = s.pre_draws;
+    j["torch_version"] = s.torch_version == order::TorchVersion::v2_7 ? "2.7" : "1.13";
+    j["replacement"] = s.replacement;
+    j["num_samples"] = s.num_samples ? nlohmann::ordered_json(*s.num_samples) : nullptr;
+    j["root"] = reg.root;
+    j["layout"] = layout_name(reg.layout);
+    j["manifest"] = reg.manifest.empty() ? nullptr : nlohmann::ordered_json(reg.manifest);
+    j["n"] = reg.n ? nlohmann::ordered_json(*reg.n) : nullptr;
+    return j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+}
+
+} // namespace clairfs::control

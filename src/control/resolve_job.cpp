@@ -1,0 +1,30 @@
+// SPDX-License-Identifier: MIT
+// resolve_job: a parsed registration against the mount's index. Built
+// from the index, the dataset is what the job sees through the mount.
+#include "clairfs/control/registration.hpp"
+
+namespace clairfs::control {
+
+std::string resolve_job(const Registration& reg, const index::Index& idx, std::string_view manifest,
+                        plan::Job& out) {
+    layout::Dataset ds;
+    if (auto why = layout::build_dataset(idx, reg.root, reg.layout, manifest, ds); !why.empty())
+        return why;
+    uint64_t n = ds.samples.size();
+    std::string shown = reg.root.empty() ? "the mount root" : "'" + reg.root + "'";
+    // A different count means the job numbers its samples differently from
+    // the layout, and every prediction would be wrong.
+    if (reg.n && *reg.n != n)
+        return "the layout finds " + std::to_string(n) + " samples in " + shown + ", but n is " +
+               std::to_string(*reg.n);
+    order::JobSpec spec = reg.spec;
+    for (uint32_t r : reg.ranks) {
+        spec.rank = r;
+        if (auto why = order::validate(spec, n); !why.empty()) return why;
+    }
+    spec.rank = reg.ranks.front();
+    out = plan::Job{spec, reg.ranks, reg.root, std::move(ds)};
+    return "";
+}
+
+} // namespace clairfs::control

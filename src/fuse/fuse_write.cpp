@@ -1,0 +1,15 @@
+// SPDX-License-Identifier: MIT
+#include "control_nodes.hpp"
+#include "fuse_ops.hpp"
+
+namespace clairfs::fuse {
+
+// Only .clairfs/control is writable; the dataset cannot even be opened for
+// writing (fuse_open), so this answer is a backstop.
+void fuse_write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_t off,
+                fuse_file_info* fi) {
+    if (control_write(req, ino, buf, size, off, fi)) return;
+    reply_error(req, -EROFS);
+}
+
+} // namespace clairfs::fuse

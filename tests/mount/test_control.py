@@ -1,0 +1,410 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""The .clairfs/ control directory: hidden from the root's listing but
+reachable; a registration written to .clairfs/control is read back and
+switches the mode; every invalid registration fails its write or close
+with EINVAL, says why in .clairfs/status and leaves the previous
+registration running; only the mount's owner may register; nothing in the
+dataset can be written; `clairfs register`, `unregister`, `status` and
+`mount --register` work end to end with their exit codes."""
+import errno
+import json
+import os
+import random
+import stat
+import subprocess
+
+from mountlib import (AS_NOBODY, CLAIRFS, check, clairfs, daemon_pids, expect_errno, is_mounted,
+                      log, main, mounted, raw_readdir, run, run_cases, temp_dir, tree_checksum)
+
+CLASSES = ["bird", "cat", "dog"]
+PER_CLASS = 4
+N = len(CLASSES) * PER_CLASS
+REQUIRED_STATUS = ["registered", "error", "mode", "epoch", "match_rate", "backing.reads",
+                   "backing.bytes", "ram.bytes", "ram.capacity", "ram.hits", "ram.misses",
+                   "stall_seconds", "prefetch.lead", "ranks"]
+
+
+def make_dataset(backing):
+    """An ImageFolder tree under backing/train, a manifest, a stray file."""
+    rng = random.Random(5)
+    paths = []
+    for c in CLASSES:
+        os.makedirs(os.path.join(backing, "train", c))
+        for i in range(PER_CLASS):
+            rel = f"{c}/{i}.jpg"
+            with open(os.path.join(backing, "train", rel), "wb") as f:
+                f.write(rng.randbytes(rng.randrange(100, 5000)))
+            paths.append(rel)
+    with open(os.path.join(backing, "train.txt"), "w") as f:
+        f.write("\n".join(paths) + "\n")
+    with open(os.path.join(backing, "README"), "w") as f:
+        f.write("not a sample\n")
+    os.chmod(backing, 0o755)
+
+
+class Control:
+    def __init__(self, mp):
+        self.mp = mp
+        self.dir = os.path.join(mp, ".clairfs")
+        self.control = os.path.join(self.dir, "control")
+        self.status_path = os.path.join(self.dir, "status")
+
+    def status(self):
+        with open(self.status_path) as f:
+            return json.load(f)
+
+    def registration(self):
+        with open(self.control) as f:
+            return json.load(f)
+
+    def write(self, text):
+        """One open, one write, one close (like echo or Python's write)."""
+        with open(self.control, "w") as f:
+            f.write(text)
+
+    def write_pieces(self, *pieces):
+        fd = os.open(self.control, os.O_WRONLY | os.O_TRUNC)
+        try:
+            for p in pieces:
+                os.write(fd, p.encode())
+        finally:
+            os.close(fd)
+
+    def register(self, **keys):
+        self.write(json.dumps(keys))
+
+
+def lookup(doc, dotted):
+    for part in dotted.split("."):
+        check(isinstance(doc, dict) and part in doc, f"status lacks {dotted}: {doc}")
+        doc = doc[part]
+    return doc
+
+
+def check_data(backing, mp):
+    for c in CLASSES:
+        for i in range(PER_CLASS):
+            rel = os.path.join("train", c, f"{i}.jpg")
+            with open(os.path.join(backing, rel), "rb") as a, open(os.path.join(mp, rel), "rb") as b:
+                check(a.read() == b.read(), f"{rel} differs through the mount")
+
+
+# ---------------------------------------------------------------- cases
+
+def listing_case(mp):
+    names = os.listdir(mp)
+    check(".clairfs" not in names, f"root listing shows .clairfs: {names}")
+    check(all(n != b".clairfs" for n, _, _ in raw_readdir(mp)), "readdir(3) shows .clairfs")
+    check(sorted(names) == ["README", "train", "train.txt"], f"root lists {names}")
+    # torchvision's find_classes: every directory entry of the root is a class.
+    classes = sorted(e.name for e in os.scandir(os.path.join(mp, "train")) if e.is_dir())
+    check(classes == CLASSES, f"classes {classes}")
+    for fn in (os.stat, os.lstat):
+        st = fn(os.path.join(mp, ".clairfs"))
+        check(stat.S_ISDIR(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o755,
+              f"{fn.__name__}(.clairfs): mode {st.st_mode:o}")
+    c = Control(mp)
+    check(sorted(os.listdir(c.dir)) == ["control", "status"], f".clairfs lists {os.listdir(c.dir)}")
+    inner = sorted((n, t) for n, _, t in raw_readdir(c.dir))
+    check(inner == [(b".", "dir"), (b"..", "dir"), (b"control", "reg"), (b"status", "reg")],
+          f"readdir(.clairfs) {inner}")
+    st = os.stat(c.control)
+    check(stat.S_ISREG(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o644 and st.st_uid == os.geteuid(),
+          f"control: mode {st.st_mode:o} uid {st.st_uid}")
+    st = os.stat(c.status_path)
+    check(stat.S_IMODE(st.st_mode) == 0o444, f"status: mode {st.st_mode:o}")
+    expect_errno(errno.ENOENT, os.stat, os.path.join(c.dir, "nothing"))
+    expect_errno(errno.ENOTDIR, os.stat, os.path.join(c.control, "x"))
+    log("listing: .clairfs hidden from the root, reachable, lists control and status")
+
+
+def unregistered_case(mp):
+    s = Control(mp).status()
+    for key in REQUIRED_STATUS:
+        lookup(s, key)
+    check(s["registered"] is False and s["error"] is None and s["mode"] == "unregistered",
+          f"fresh mount status: {s}")
+    check(Control(mp).registration() == {}, "control of a fresh mount is not {}")
+    log("status of a fresh mount has every key, mode unregistered")
+
+
+def register_case(mp):
+    c = Control(mp)
+    c.register(seed=42, batch_size=4, root="train", epochs=3, num_workers=2, n=N)
+    s = c.status()
+    check(s["registered"] is True and s["error"] is None, f"after registering: {s}")
+    check(s["mode"] == "clairvoyant", f"mode {s['mode']} after registering")
+    r = c.registration()
+    check(r["seed"] == 42 and r["batch_size"] == 4 and r["root"] == "train" and r["epochs"] == 3
+          and r["num_workers"] == 2 and r["n"] == N and r["ranks"] == [0], f"control reads {r}")
+    check(r["sampler"] == "random" and r["shuffle"] is True and r["num_samples"] is None,
+          f"defaults missing from {r}")
+    # Reading the registration back and writing it again changes nothing.
+    c.write(json.dumps(r))
+    check(c.registration() == r, "re-writing the registration read back changed it")
+    # In pieces, as `{ printf a; printf b; } > control` writes.
+    c.write_pieces('{"seed": 7, "root": ', '"train", "batch_size"', ': 2}\n')
+    check(c.registration()["seed"] == 7, "a registration written in pieces was not applied")
+    r = run(["sh", "-c", f"echo '{{\"seed\": 8, \"root\": \"train\"}}' > '{c.control}'"])
+    check(r.returncode == 0 and c.registration()["seed"] == 8, f"echo > control: {r.stderr}")
+    check(os.stat(c.control).st_size == len(open(c.control).read()), "control's size is stale")
+    check(c.status()["registrations"] >= 4, "registrations not counted")
+    log("registering: written whole, in pieces and by echo; read back with defaults")
+
+
+INVALID = [
+    # (label, text, words the reason must contain)
+    ("not JSON", "seed=42", "not valid JSON"),
+    ("truncated JSON", '{"seed": 4', "not valid JSON"),
+    ("JSON array", "[1, 2]", "JSON object"),
+    ("unknown key", '{"seed": 1, "frobnicate": 1}', "frobnicate"),
+    ("string for batch_size", '{"batch_size": "256"}', "batch_size must be a number"),
+    ("batch_size 0", '{"batch_size": 0}', "batch_size"),
+    ("seed below -2^63", '{"seed": -9223372036854775809}', "seed"),
+    ("seed as float", '{"seed": 4.5}', "seed"),
+    ("rank not below world_size",
+     '{"sampler": "distributed", "world_size": 2, "ranks": [2]}', "world_size 2"),
+    ("rank instead of ranks", '{"rank": 0}', "ranks"),
+    ("missing root", '{"root": "val"}', "val"),
+    ("n mismatch", json.dumps({"root": "train", "n": N + 1}), str(N + 1)),
+    ("list with a missing manifest",
+     '{"root": "train", "layout": "list", "manifest": "missing.txt"}', "missing.txt"),
+    ("list without manifest", '{"root": "train", "layout": "list"}', "manifest"),
+]
+
+
+def invalid_case(backing, mp, how):
+    """Every invalid registration fails (write or close) with EINVAL, status
+    names the problem, the previous registration keeps running."""
+    c = Control(mp)
+    c.register(seed=1234, root="train", batch_size=3)
+    before, mode = c.registration(), c.status()["mode"]
+    failures = []
+    for label, text, words in INVALID:
+        try:
+            if how == "whole":
+                c.write(text)
+            else:  # byte by byte: the error may only come at close
+                c.write_pieces(*text)
+            failures.append(f"{label}: accepted")
+            continue
+        except OSError as e:
+            if e.errno != errno.EINVAL:
+                failures.append(f"{label}: {errno.errorcode.get(e.errno)} instead of EINVAL")
+        s = c.status()
+        if not isinstance(s["error"], str) or words.lower() not in s["error"].lower():
+            failures.append(f"{label}: status error {s['error']!r} lacks {words!r}")
+        if "\n" in (s["error"] or ""):
+            failures.append(f"{label}: error is not one line")
+        if c.registration() != before or s["mode"] != mode or not s["registered"]:
+            failures.append(f"{label}: the previous registration was not kept")
+    for f in failures:
+        log(f"  {f}")
+    check(not failures, f"{len(failures)} invalid registrations were not refused properly")
+    check_data(backing, mp)
+    c.register(seed=1234, root="train", batch_size=3)
+    check(c.status()["error"] is None, "a good registration did not clear the error")
+    log(f"invalid ({how}): {len(INVALID)} registrations refused with EINVAL, previous one kept")
+
+
+def unregister_case(mp):
+    c = Control(mp)
+    for text in ("{}", '{"unregister": true}'):
+        c.register(seed=3, root="train")
+        c.write(text)
+        s = c.status()
+        check(s["registered"] is False and s["mode"] == "unregistered", f"{text}: status {s}")
+        check(c.registration() == {}, f"{text}: control reads {c.registration()}")
+    log("unregistering with {} and {\"unregister\": true}")
+
+
+def readonly_case(backing, mp, before):
+    c = Control(mp)
+    f = os.path.join(mp, "train", "cat", "0.jpg")
+    new = os.path.join(mp, "new")
+    ops = [
+        ("open data O_WRONLY", lambda: os.close(os.open(f, os.O_WRONLY))),
+        ("open data O_RDWR", lambda: os.close(os.open(f, os.O_RDWR))),
+        ("open data O_TRUNC", lambda: os.close(os.open(f, os.O_RDONLY | os.O_TRUNC))),
+        ("truncate data", lambda: os.truncate(f, 0)),
+        ("create", lambda: os.close(os.open(new, os.O_WRONLY | os.O_CREAT, 0o644))),
+        ("create in .clairfs", lambda: os.close(os.open(os.path.join(c.dir, "x"),
+                                                        os.O_WRONLY | os.O_CREAT, 0o644))),
+        ("mkdir", lambda: os.mkdir(new)),
+        ("rmdir", lambda: os.rmdir(os.path.join(mp, "train", "cat"))),
+        ("unlink data", lambda: os.unlink(f)),
+        ("unlink control", lambda: os.unlink(c.control)),
+        ("rmdir .clairfs", lambda: os.rmdir(c.dir)),
+        ("rename", lambda: os.rename(f, new)),
+        ("chmod data", lambda: os.chmod(f, 0o600)),
+        ("chmod control", lambda: os.chmod(c.control, 0o666)),
+        ("utime data", lambda: os.utime(f, (1, 1))),
+        ("symlink", lambda: os.symlink("train", new)),
+    ]
+    failures = []
+    for what, op in ops:
+        try:
+            op()
+            failures.append(f"{what}: succeeded")
+        except OSError as e:
+            if e.errno != errno.EROFS:
+                failures.append(f"{what}: {errno.errorcode.get(e.errno)} instead of EROFS")
+    # The status is read-only even for root.
+    try:
+        with open(c.status_path, "w") as fh:
+            fh.write("{}")
+        failures.append("writing status succeeded")
+    except OSError as e:
+        if e.errno not in (errno.EACCES, errno.EROFS):
+            failures.append(f"writing status: {e}")
+    for f_ in failures:
+        log(f"  {f_}")
+    check(not failures, f"{len(failures)} writes were not refused")
+    check(tree_checksum(backing) == before, "the backing tree changed")
+    check_data(backing, mp)
+    log(f"read-only: {len(ops)} writes to the dataset refused with EROFS, dataset unchanged")
+
+
+NOBODY_SCRIPT = r"""
+import errno, json, sys
+mp = sys.argv[1]
+json.load(open(mp + "/.clairfs/status"))
+try:
+    with open(mp + "/.clairfs/control", "w") as f:
+        f.write('{"seed": 99}')
+except OSError as e:
+    sys.exit(0 if e.errno == errno.EACCES else 3)
+sys.exit(4)
+"""
+
+
+def nobody_case(mp):
+    c = Control(mp)
+    c.register(seed=5, root="train")
+    r = run([*AS_NOBODY, "/usr/bin/python3", "-c", NOBODY_SCRIPT, mp])
+    check(r.returncode == 0, f"nobody: exit {r.returncode} (3: not EACCES, 4: write accepted); "
+          f"{r.stderr.strip()}")
+    check(c.registration()["seed"] == 5, "nobody changed the registration")
+    r = clairfs("register", mp, "--seed", "6", "--root", "train", prefix=AS_NOBODY)
+    lines = r.stderr.strip().splitlines()
+    check(r.returncode == 1 and len(lines) == 1 and "Permission denied" in lines[0],
+          f"clairfs register as nobody: exit {r.returncode}, {r.stderr!r}")
+    r = clairfs("status", mp, prefix=AS_NOBODY)
+    check(r.returncode == 0 and "mode:" in r.stdout, f"clairfs status as nobody: {r.stderr!r}")
+    log("nobody: reads status, cannot write control (EACCES), register exits 1")
+
+
+def cli_case(tmp, mp):
+    c = Control(mp)
+
+    def expect(args, rc, prefix_line=None, **kw):
+        r = clairfs(*args, **kw)
+        lines = [l for l in r.stderr.splitlines() if l.strip()]
+        check(r.returncode == rc, f"clairfs {' '.join(args)}: exit {r.returncode}, expected {rc}; "
+              f"{r.stderr!r}")
+        if rc != 0:
+            check(len(lines) == 1 and lines[0].startswith("clairfs: "),
+                  f"clairfs {' '.join(args)}: stderr {r.stderr!r}")
+            if prefix_line:
+                check(lines[0].startswith(prefix_line), f"{lines[0]!r} lacks {prefix_line!r}")
+        return r
+
+    expect(["register", mp, "--seed", "-42", "--batch-size", "4", "--root",
+            os.path.join(mp, "train"), "--num_workers", "2", "--drop-last", "--no-shuffle",
+            "--epochs", "2"], 0)
+    r = c.registration()
+    check(r["seed"] == -42 and r["batch_size"] == 4 and r["root"] == "train"
+          and r["num_workers"] == 2 and r["drop_last"] is True and r["shuffle"] is False
+          and r["epochs"] == 2, f"clairfs register wrote {r}")
+    expect(["register", mp, "--sampler", "distributed", "--world-size", "4", "--ranks", "1,3",
+            "--root", "train", "--layout", "list", "--manifest", os.path.join(mp, "train.txt")], 0)
+    r = c.registration()
+    check(r["ranks"] == [1, 3] and r["manifest"] == "train.txt" and r["layout"] == "list",
+          f"clairfs register wrote {r}")
+    cfg = os.path.join(tmp, "job.json")
+    with open(cfg, "w") as f:
+        json.dump({"seed": 11, "root": "train", "batch_size": 8}, f)
+    expect(["register", mp, "--config", cfg, "--batch-size", "16"], 0)
+    r = c.registration()
+    check(r["seed"] == 11 and r["batch_size"] == 16, f"--config then a flag wrote {r}")
+    check(c.status()["registered"], "not registered after clairfs register")
+
+    expect(["register", mp, "--batch-size", "0", "--root", "train"], 1,
+           "clairfs: registration refused: invalid value for batch_size")
+    expect(["register", mp, "--root", "nowhere"], 1, "clairfs: registration refused:")
+    check(c.registration()["seed"] == 11, "a refused register changed the registration")
+    expect(["register", mp, "--bogus", "1"], 2)
+    expect(["register", mp, "--batch-size", "many"], 2)
+    expect(["register", mp, "--rank", "0"], 2)
+    expect(["register"], 2)
+    expect(["register", mp, "--config", os.path.join(tmp, "missing.json")], 2)
+    expect(["register", tmp, "--seed", "1"], 1, "clairfs: ")
+
+    r = expect(["status", mp, "--json"], 0)
+    s = json.loads(r.stdout)
+    check(s["registered"] is True and s["mode"] == "clairvoyant", f"status --json: {s}")
+    r = expect(["status", mp], 0)
+    for word in ("mode:", "clairvoyant", "ram:", "backing:", "rank 0"):
+        check(word in r.stdout, f"clairfs status lacks {word!r}: {r.stdout}")
+    expect(["status"], 2)
+    expect(["status", mp, "--bogus"], 2)
+    expect(["status", tmp], 1)
+
+    expect(["unregister", mp], 0)
+    s = json.loads(expect(["status", mp, "--json"], 0).stdout)
+    check(s["registered"] is False and s["mode"] == "unregistered", f"after unregister: {s}")
+    expect(["unregister"], 2)
+    expect(["unregister", tmp], 1)
+    log("CLI: register (flags, --config), unregister, status (--json) with exit codes 0/1/2")
+
+
+def mount_register_case(tmp, backing):
+    good = os.path.join(tmp, "good.json")
+    with open(good, "w") as f:
+        json.dump({"seed": 77, "root": "train", "batch_size": 2}, f)
+    mp = os.path.join(tmp, "mnt-register")
+    os.makedirs(mp)
+    with mounted(backing, mp, "--register", good):
+        s = Control(mp).status()
+        check(s["registered"] is True and s["mode"] == "clairvoyant",
+              f"mount --register: status {s}")
+        check(Control(mp).registration()["seed"] == 77, "mount --register: wrong registration")
+    bad = os.path.join(tmp, "bad.json")
+    with open(bad, "w") as f:
+        json.dump({"seed": 77, "root": "nowhere"}, f)
+    for label, path in (("invalid file", bad), ("missing file", os.path.join(tmp, "none.json"))):
+        r = clairfs("mount", backing, mp, "--register", path)
+        lines = [l for l in r.stderr.splitlines() if l.strip() and "indexed" not in l]
+        check(r.returncode == 1, f"mount --register {label}: exit {r.returncode}: {r.stderr!r}")
+        check(len(lines) == 1 and lines[0].startswith("clairfs: ") and path in lines[0],
+              f"mount --register {label}: stderr {r.stderr!r}")
+        check(not is_mounted(mp) and not daemon_pids(mp),
+              f"mount --register {label}: left a mount or a daemon")
+    log("mount --register: a valid file starts registered, an invalid one mounts nothing")
+
+
+def test():
+    with temp_dir() as tmp:
+        os.chmod(tmp, 0o755)  # nobody must reach the mount point
+        backing, mp = os.path.join(tmp, "backing"), os.path.join(tmp, "mnt")
+        os.makedirs(backing)
+        os.makedirs(mp)
+        make_dataset(backing)
+        before = tree_checksum(backing)
+        with mounted(backing, mp, "--allow-other", "--mem", "64M"):
+            run_cases(("listing", lambda: listing_case(mp)),
+                      ("unregistered status", lambda: unregistered_case(mp)),
+                      ("register", lambda: register_case(mp)),
+                      ("invalid, whole writes", lambda: invalid_case(backing, mp, "whole")),
+                      ("invalid, byte by byte", lambda: invalid_case(backing, mp, "pieces")),
+                      ("unregister", lambda: unregister_case(mp)),
+                      ("read-only", lambda: readonly_case(backing, mp, before)),
+                      ("nobody", lambda: nobody_case(mp)),
+                      ("cli", lambda: cli_case(tmp, mp)))
+        run_cases(("mount --register", lambda: mount_register_case(tmp, backing)))
+        check(tree_checksum(backing) == before, "the backing tree changed")
+
+
+if __name__ == "__main__":
+    main(test)

@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: MIT
+// registration_json writes every key, and parse_control reads it back to
+// the same registration.
+#include "clairfs/control/registration.hpp"
+
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+using namespace clairfs;
+using control::ControlRequest;
+using control::Registration;
+
+namespace {
+
+Registration parsed(std::string_view text) {
+    ControlRequest req;
+    INFO(text);
+    REQUIRE(control::parse_control(text, req) == "");
+    REQUIRE_FALSE(req.unregister);
+    return req.registration;
+}
+
+void check_same(const Registration& a, const Registration& b) {
+    const order::JobSpec &x = a.spec, &y = b.spec;
+    CHECK(x.seed == y.seed);
+    CHECK(x.seed_negative == y.seed_negative);
+    CHECK(x.sampler == y.sampler);
+    CHECK(x.generator == y.generator);
+    CHECK(x.epochs == y.epochs);
+    CHECK(x.start_epoch == y.start_epoch);
+    CHECK(x.world_size == y.world_size);
+    CHECK(x.shuffle == y.shuffle);
+    CHECK(x.sampler_drop_last == y.sampler_drop_last);
+    CHECK(x.drop_last == y.drop_last);
+    CHECK(x.batch_size == y.batch_size);
+    CHECK(x.num_workers == y.num_workers);
+    CHECK(x.prefetch_factor == y.prefetch_factor);
+    CHECK(x.persistent_workers == y.persistent_workers);
+    CHECK(x.pre_draws == y.pre_draws);
+    CHECK(x.torch_version == y.torch_version);
+    CHECK(x.replacement == y.replacement);
+    CHECK(x.num_samples == y.num_samples);
+    CHECK(a.epochs_given == b.epochs_given);
+    CHECK(a.ranks == b.ranks);
+    CHECK(a.root == b.root);
+    CHECK(a.layout == b.layout);
+    CHECK(a.manifest == b.manifest);
+    CHECK(a.n == b.n);
+}
+
+} // namespace
+
+TEST_CASE("the JSON of a registration parses back to the same registration") {
+    const char* cases[] = {
+        R"({})",
+        R"({"seed": 42, "batch_size": 256, "num_workers": 8, "root": "train"})",
+        R"({"seed": -1, "sampler": "distributed", "world_size": 8, "ranks": [0, 1, 2, 3],
+            "shuffle": false, "sampler_drop_last": true, "epochs": 90, "start_epoch": 10,
+            "torch_version": "2.7", "layout": "list", "manifest": "train.txt", "n": 1000})",
+        R"({"seed": 18446744073709551615, "generator": "explicit", "replacement": true,
+            "num_samples": 77, "pre_draws": 110, "drop_last": true, "prefetch_factor": 3,
+            "persistent_workers": true, "num_workers": 2, "layout": "sorted"})",
+        R"({"sampler": "sequential", "epochs": 1})",
+    };
+    for (const char* text : cases) {
+        ControlRequest req;
+        REQUIRE(control::parse_control(text, req) == "");
+        Registration first = req.registration;
+        if (req.unregister) first = parsed(R"({"unregister": false})");
+        std::string json = control::registration_json(first);
+        INFO(json);
+        Registration again = parsed(json);
+        check_same(first, again);
+        CHECK(control::registration_json(again) == json);
+    }
+}
+
+TEST_CASE("the JSON has every key, in documentation order, pretty-printed") {
+    std::string text = control::registration_json(parsed(R"({"seed": -5})"));
+    CHECK(text.ends_with("}\n"));
+    CHECK(text.find("\n  \"seed\": -5,\n") != std::string::npos);
+    auto j = nlohmann::ordered_json::parse(text);
+    std::vector<std::string> keys;
+    for (auto& [k, v] : j.items()) keys.push_back(k);
+    CHECK(keys == std::vector<std::string>{"seed",
+                                           "sampler",
+                                           "generator",
+                                           "epochs",
+                                           "start_epoch",
+                                           "world_size",
+                                           "ranks",
+                                           "shuffle",
+                                           "sampler_drop_last",
+                                           "drop_last",
+                                           "batch_size",
+                                           "num_workers",
+                                           "prefetch_factor",
+                                           "persistent_workers",
+                                           "pre_draws",
+                                           "torch_version",
+                                           "replacement",
+                                           "num_samples",
+                                           "root",
+                                           "layout",
+                                           "manifest",
+                                           "n"});
+    // Defaults without a number are null.
+    CHECK(j["epochs"].is_null());
+    CHECK(j["num_samples"].is_null());
+    CHECK(j["manifest"].is_null());
+    CHECK(j["n"].is_null());
+    CHECK(j["ranks"] == nlohmann::ordered_json::array({0}));
+    CHECK(j["torch_version"] == "1.13");
+}
