@@ -26,9 +26,13 @@ Scenarios:
                         --vfs-fast-fingerprint of the slow FS path (a local
                         "remote"), cache dir on local disk, fresh per run.
   clairfs-unregistered  clairfs mount SLOWFS MNT (no registration).
-  clairfs-registered    needs `clairfs register`; reported unavailable while
-                        `clairfs register --help` fails or the config has no
-                        "register_cmd".
+  clairfs-registered    clairfs mount SLOWFS MNT --register FILE, FILE being
+                        the job's sampler settings (seed, batch, workers,
+                        world/rank, epochs) as .clairfs/control takes them,
+                        so prefetching starts at mount time.
+Both clairfs scenarios add the config's "clairfs_opts" (e.g. --mem 1200M)
+and record the daemon's .clairfs/status at the end of the job (mode,
+match_rate, stall_seconds, backing-store and RAM-tier counters).
 
 Writes OUT/<date>-<config>.json (every run, every epoch) and a PNG plot of
 samples/s per epoch per scenario, prints a markdown table, and appends it
@@ -259,6 +263,11 @@ class Bench:
         mnt = os.path.join(self.work, "clairfs-mnt")
         os.makedirs(mnt, exist_ok=True)
         cmd = [self.clairfs, "mount", self.data, mnt] + self.cfg.get("clairfs_opts", [])
+        if register:
+            reg = os.path.join(self.work, "registration.json")
+            with open(reg, "w") as f:
+                json.dump(self.registration(), f)
+            cmd += ["--register", reg]
         r["daemon_cmd"] = cmd
         p = self.spawn(cmd)  # returns once the mount is live; daemon inherits cgroups
         MOUNTS.append(mnt)
@@ -268,17 +277,30 @@ class Bench:
             pid = daemon_pid_of(mnt)
             r["daemon_pid"] = pid
             r["daemon_in_cgroup"] = bool(pid) and in_cgroup(pid, self.st["name"])
-            if register:
-                sub = {"clairfs": self.clairfs, "mnt": mnt, "data": self.data}
-                rc = self.spawn([x.format(**sub) for x in self.cfg["register_cmd"]])
-                if self.reap(rc) != 0:
-                    raise RuntimeError("clairfs register failed")
-            return self.run_job(mnt, daemon_pid=pid)
+            out = self.run_job(mnt, daemon_pid=pid)
+            with open(os.path.join(mnt, ".clairfs", "status")) as f:
+                r["clairfs_status"] = json.load(f)
+            st = r["clairfs_status"]
+            log(f"    clairfs: mode {st['mode']}, match rate {st['match_rate']}, stall "
+                f"{st['stall_seconds']:.1f} s, backing {st['backing']['files']} files, "
+                f"ram {st['ram']['bytes'] / 1e6:.0f}/{st['ram']['capacity'] / 1e6:.0f} MB")
+            return out
         finally:
             if mounted(mnt):
                 subprocess.run([self.clairfs, "umount", mnt], capture_output=True)
             unmount(mnt)
             MOUNTS.remove(mnt)
+
+    def registration(self):
+        """The job's sampler as .clairfs/control takes it (see train_job.py)."""
+        j = self.cfg["job"]
+        reg = {"seed": j.get("seed", 0), "batch_size": j.get("batch", 64),
+               "num_workers": j.get("workers", 2), "epochs": j.get("epochs", 2)}
+        if j.get("world", 1) > 1:
+            reg.update(sampler="distributed", world_size=j["world"], ranks=[j.get("rank", 0)])
+        else:
+            reg.update(sampler="random", generator="explicit")
+        return reg
 
     def availability(self):
         av = {}
@@ -288,13 +310,10 @@ class Bench:
             elif sc == "rclone" and not shutil.which("rclone"):
                 av[sc] = "rclone not installed"
             elif sc == "clairfs-registered":
-                rc = subprocess.run([self.clairfs, "register", "--help"],
-                                    capture_output=True).returncode if \
-                    os.access(self.clairfs, os.X_OK) else 1
-                if rc != 0:
-                    av[sc] = "`clairfs register` does not exist yet"
-                elif not self.cfg.get("register_cmd"):
-                    av[sc] = "config has no register_cmd"
+                h = subprocess.run([self.clairfs, "mount", "--help"], capture_output=True,
+                                   text=True).stdout
+                if "--register" not in h:
+                    av[sc] = "this clairfs has no mount --register"
         return av
 
     def run_one(self, sc, rep):
@@ -422,6 +441,15 @@ def summarize(scenarios, runs, unavailable, files):
              "copy_s": med([r.get("copy_s") for r in rs]),
              "total_s": med([r["total_s"] for r in rs]),
              "mem_max_usage": max(r["mem_max_usage"] for r in rs)}
+        sts = [r["clairfs_status"] for r in rs if "clairfs_status" in r]
+        if sts:
+            e["clairfs"] = {
+                "modes": sorted({x["mode"] for x in sts}),
+                "match_rate": med([x["match_rate"] for x in sts]),
+                "stall_s": med([x["stall_seconds"] for x in sts]),
+                "backing_files": med([x["backing"]["files"] for x in sts]),
+                "ram_capacity": sts[0]["ram"]["capacity"],
+                "ram_hits": med([x["ram"]["hits"] for x in sts])}
         s[sc] = e
     ref = s.get("local-warm", {}).get("total_s")
     dref = s.get("direct", {}).get("total_s")
@@ -465,6 +493,15 @@ def markdown(summary, scenarios, unavailable, cfg):
             f"| {one(e['x_local_warm'], '{:.2f}')} "
             f"| {one(e['x_direct'], '{:.2f}')} "
             f"| {fmt(e['outside_job_ms_per_file'], '{:.2f}')} | {e['others_cpu_s_max']:.1f} |")
+    cl = [sc for sc in scenarios if "clairfs" in summary.get(sc, {})]
+    if cl:
+        lines += ["", "| clairfs scenario | mode | match rate | stall s | backing-store file reads "
+                  "(all epochs) | RAM hits | RAM budget MB |", "|---|---|---|---|---|---|---|"]
+        for sc in cl:
+            c = summary[sc]["clairfs"]
+            lines.append(f"| {sc} | {', '.join(c['modes'])} | {one(c['match_rate'], '{:.3f}')} "
+                         f"| {c['stall_s']:.1f} | {c['backing_files']:.0f} | {c['ram_hits']:.0f} "
+                         f"| {c['ram_capacity'] / 1e6:.0f} |")
     return "\n".join(lines)
 
 

@@ -56,6 +56,22 @@ std::string set_progress(MountOptions& o, std::string_view v) {
     return "";
 }
 
+std::string set_mem(MountOptions& o, std::string_view v) {
+    if (v == "auto") {
+        o.mem = auto_mem;
+        return "";
+    }
+    uint64_t n;
+    if (!parse_size(v, n) || n == auto_mem) return "expected auto or a size such as 0, 512M or 4G";
+    o.mem = n;
+    return "";
+}
+
+std::string set_register_file(MountOptions& o, std::string_view v) {
+    o.register_file = v;
+    return "";
+}
+
 constexpr uint64_t max_threads = 1024;
 
 constexpr OptionSpec specs[] = {
@@ -90,6 +106,17 @@ constexpr OptionSpec specs[] = {
      set_log_file},
     {"progress", 0, OptionType::choice, "WHEN", "auto",
      "scan progress on stderr: auto (scans over 1 s), always or never", set_progress},
+    {"mem", 0, OptionType::size, "SIZE", "auto",
+     "RAM cache budget, a hard cap; 0 turns caching off; auto is a quarter of the memory the "
+     "daemon may use (physical memory or its memory cgroup's limit, whichever is smaller)",
+     set_mem},
+    {"fetch_threads", 0, OptionType::count, "N", "16",
+     "threads reading whole files from the backing store (prefetches and misses)",
+     set_count_field<&MountOptions::fetch_threads, 1, max_threads>},
+    {"register", 0, OptionType::text, "FILE",
+     "", "register a job at mount time (the JSON of .clairfs/control, see clairfs-control(5)), "
+     "so prefetching starts before the job does",
+     set_register_file},
     {"fuse_debug", 0, OptionType::flag, "", "false", "print every FUSE request (libfuse -d)",
      set_bool_field<&MountOptions::fuse_debug>},
 };

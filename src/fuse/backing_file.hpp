@@ -1,27 +1,35 @@
 // SPDX-License-Identifier: MIT
-// The backing store's side of a file: opened only when bytes must come from
-// it, so an open served from cache costs the shared file system nothing.
+// What fuse_file_info::fh points at for a dataset file: the bytes of the
+// whole file once a tier or a fetch supplied them (held for the life of the
+// open, so eviction cannot pull them from under its reads), or, for a file
+// too large for the tiers, the backing descriptor, opened by the first READ
+// that needs it so an open served from the kernel cache costs the shared
+// file system nothing.
 #pragma once
 
+#include "clairfs/cache/blob.hpp"
 #include "clairfs/fuse/filesystem.hpp"
 
 #include <atomic>
+#include <mutex>
 
 namespace clairfs::fuse {
 
-// Opens the backing file of `n` for reading and checks that it is still the
-// file the scan saw (size and mtime): returns the descriptor, -ESTALE if it
-// changed, or the open's -errno (-ENOENT if it vanished).
-int open_verified(Filesystem& fs, const index::Node& n);
-
-// What fuse_file_info::fh points at: the backing descriptor, opened by the
-// first READ that needs it. Concurrent readahead READs race to open it; the
-// loser closes its own descriptor, so no lock is held across the open.
 struct OpenFile {
+    // Concurrent readahead READs race to open it; the loser closes its own
+    // descriptor, so no lock is held across the open.
     std::atomic<int> fd{-1};
+    std::mutex mu; // guards blob only
+    cache::BlobRef blob;
 };
 
-// The descriptor for `of`, opening it if this is the first READ; or -errno.
+// The descriptor for `of`, opening (and verifying) it if this is the first
+// READ; or -errno.
 int backing_fd(Filesystem& fs, OpenFile& of, const index::Node& n);
+
+// The whole file for a READ of a tiered file: the one the open pinned, else
+// from the engine (a RAM hit or a fetch), kept in `of` if there is one.
+// 0 or -errno.
+int file_bytes(Filesystem& fs, OpenFile* of, index::NodeId id, cache::BlobRef& out);
 
 } // namespace clairfs::fuse

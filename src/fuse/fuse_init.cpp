@@ -25,6 +25,10 @@ void fuse_init(void* userdata, fuse_conn_info* conn) {
     want(FUSE_CAP_ASYNC_READ);
     want(FUSE_CAP_PARALLEL_DIROPS);
     want(FUSE_CAP_CACHE_SYMLINKS);
+    // O_TRUNC arrives with OPEN instead of as a SETATTR first, so `>
+    // .clairfs/control` is one request and a dataset file's O_TRUNC open
+    // is refused by open itself.
+    want(FUSE_CAP_ATOMIC_O_TRUNC);
     if (fs.options.kernel_opens) want(FUSE_CAP_NO_OPEN_SUPPORT);
     // readdirplus on every listing: dataset loaders list a directory and then
     // open every file in it, so priming the dentries saves one lookup each.
@@ -33,6 +37,9 @@ void fuse_init(void* userdata, fuse_conn_info* conn) {
     // Nothing changes under the mount, so mtime checks would only cost.
     conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
     conn->time_gran = 1;
+
+    // Here, in the process that serves, after any fork: threads start now.
+    fs.engine->start();
 
     if (fs.ready_fd >= 0) {
         // From here on the daemon has no terminal: later lines go to syslog

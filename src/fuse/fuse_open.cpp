@@ -1,16 +1,16 @@
 // SPDX-License-Identifier: MIT
 #include "backing_file.hpp"
+#include "control_nodes.hpp"
 #include "fuse_ops.hpp"
 
 #include <sys/stat.h>
 
 namespace clairfs::fuse {
 
-// Every open reaches the daemon (later, how clairfs learns the job's
-// progress) but touches nothing: the backing file is opened by the first
-// READ that needs it, so opens served from cache cost the shared file
-// system no metadata request.
+// Every open reaches the daemon: opens are how clairfs follows the job
+// through its predicted order. The open itself touches no backing file.
 void fuse_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+    if (control_open(req, ino, fi)) return;
     Filesystem& fs = filesystem_of(req);
     const index::Node* n = node_of(fs, ino);
     if (!n) return reply_error(req, -ENOENT);
@@ -23,6 +23,8 @@ void fuse_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
 
     fs.counters.opens.fetch_add(1, std::memory_order_relaxed);
     auto* of = new OpenFile;
+    // Held by the open, the bytes survive eviction until release.
+    of->blob = fs.engine->opened(fs.index.id_of(*n), static_cast<uint32_t>(fuse_req_ctx(req)->pid));
     fi->fh = reinterpret_cast<uint64_t>(of);
     fi->keep_cache = 1; // the bytes cannot change while mounted
     fi->noflush = 1;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "backing_file.hpp"
-#include "clairfs/log.hpp"
 #include "clairfs/sys/syscalls.hpp"
+#include "control_nodes.hpp"
 #include "fuse_ops.hpp"
 
 #include <algorithm>
@@ -22,33 +22,47 @@ char* read_buffer(size_t size) {
     return buf.get();
 }
 
+void count(Filesystem& fs, size_t bytes) {
+    fs.counters.reads.fetch_add(1, std::memory_order_relaxed);
+    fs.counters.read_bytes.fetch_add(bytes, std::memory_order_relaxed);
+}
+
+// A file too large for the tiers (or --mem 0) is read range by range.
+void read_through(fuse_req_t req, Filesystem& fs, const index::Node& n, OpenFile* of, size_t size,
+                  off_t off) {
+    // With --kernel-opens there is no OpenFile: each READ opens for itself.
+    int fd = of ? backing_fd(fs, *of, n) : fs.engine->backing().open_verified(n);
+    if (fd < 0) return reply_error(req, fd);
+    char* buf = read_buffer(size);
+    ssize_t got = fs.engine->backing().read_at(fd, buf, size, off);
+    if (!of) sys::close(fd);
+    if (got < 0) return reply_error(req, static_cast<int>(got));
+    count(fs, static_cast<size_t>(got));
+    fuse_reply_buf(req, buf, static_cast<size_t>(got));
+}
+
 } // namespace
 
 void fuse_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi) {
+    if (control_read(req, ino, size, off, fi)) return;
     Filesystem& fs = filesystem_of(req);
     const index::Node* n = node_of(fs, ino);
     if (!n) return reply_error(req, -EBADF);
     // The kernel rounds requests up to whole pages; clamping to the indexed
-    // size (which the backing open verifies) saves a pread that only finds EOF.
+    // size (which every backing open verifies) saves a request that only
+    // finds EOF.
     auto off_u = static_cast<uint64_t>(off);
     size = off_u >= n->size ? 0 : static_cast<size_t>(std::min<uint64_t>(size, n->size - off_u));
     if (size == 0) return static_cast<void>(fuse_reply_buf(req, nullptr, 0));
-    // With --kernel-opens there is no OpenFile: each READ opens for itself.
     auto* of = reinterpret_cast<OpenFile*>(fi->fh);
-    int fd = of ? backing_fd(fs, *of, *n) : open_verified(fs, *n);
-    if (fd < 0) return reply_error(req, fd);
-    char* buf = read_buffer(size);
-    ssize_t got = sys::pread_full(fd, buf, size, off);
-    if (!of) sys::close(fd);
-    if (got < 0) {
-        fs.counters.backing_errors.fetch_add(1, std::memory_order_relaxed);
-        LOG_WARN("read ino %llu at %lld: %s", static_cast<unsigned long long>(ino),
-                 static_cast<long long>(off), sys::error_text(static_cast<int>(got)));
-        return reply_error(req, static_cast<int>(got));
-    }
-    fs.counters.reads.fetch_add(1, std::memory_order_relaxed);
-    fs.counters.read_bytes.fetch_add(static_cast<uint64_t>(got), std::memory_order_relaxed);
-    fuse_reply_buf(req, buf, static_cast<size_t>(got));
+    if (!fs.engine->tiered(*n)) return read_through(req, fs, *n, of, size, off);
+
+    cache::BlobRef blob;
+    if (int rv = file_bytes(fs, of, fs.index.id_of(*n), blob); rv < 0)
+        return reply_error(req, rv);
+    count(fs, size);
+    // The blob is the whole file, verified to be the scanned size.
+    fuse_reply_buf(req, blob->bytes.get() + off_u, size);
 }
 
 } // namespace clairfs::fuse

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: MIT
 #include "backing_file.hpp"
 #include "clairfs/sys/syscalls.hpp"
+#include "control_nodes.hpp"
 #include "fuse_ops.hpp"
 
 namespace clairfs::fuse {
 
-void fuse_release(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
+void fuse_release(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+    if (control_release(req, ino, fi)) return;
     auto* of = reinterpret_cast<OpenFile*>(fi->fh);
     if (of) {
         if (int fd = of->fd.load(std::memory_order_acquire); fd >= 0) sys::close(fd);

@@ -28,10 +28,12 @@ std::string escape_option(const std::string& value) {
 
 std::string mount_options(const Filesystem& fs) {
     const auto& o = fs.options;
-    // ro: the kernel itself refuses writes. default_permissions: the kernel
-    // checks the backing modes we report, since the daemon may run as root.
+    // Not "ro": writes to .clairfs/control must reach the daemon, whose
+    // handlers refuse every other change with EROFS. default_permissions:
+    // the kernel checks the modes we report, since the daemon may run as
+    // root; the control file is then writable by its owner only.
     std::string opts =
-        "ro,default_permissions,subtype=clairfs,fsname=" + escape_option("clairfs:" + o.backing) +
+        "default_permissions,subtype=clairfs,fsname=" + escape_option("clairfs:" + o.backing) +
         ",max_read=" + std::to_string(o.max_read);
     if (o.allow_other) opts += ",allow_other";
     return opts;
@@ -109,11 +111,14 @@ std::string serve(Filesystem& fs) {
     int rv = run_loop(se.get(), o);
     fuse_session_unmount(se.get());
     fuse_remove_signal_handlers(se.get());
-    LOG_INFO("unmounted %s (%llu opens, %llu reads, %llu bytes, %llu backing errors)",
+    cache::BackingStats b = fs.engine->backing().stats();
+    LOG_INFO("unmounted %s (%llu opens, %llu reads, %llu bytes; backing store: %llu reads, "
+             "%llu bytes, %llu errors)",
              o.mountpoint.c_str(), static_cast<unsigned long long>(fs.counters.opens.load()),
              static_cast<unsigned long long>(fs.counters.reads.load()),
              static_cast<unsigned long long>(fs.counters.read_bytes.load()),
-             static_cast<unsigned long long>(fs.counters.backing_errors.load()));
+             static_cast<unsigned long long>(b.reads), static_cast<unsigned long long>(b.bytes),
+             static_cast<unsigned long long>(b.errors));
     // A signal ends the loop with its number: that is the clean way out.
     bool clean = rv == 0 || rv == SIGINT || rv == SIGTERM || rv == SIGHUP;
     return clean ? "" : "FUSE session ended with an error";

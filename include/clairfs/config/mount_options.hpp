@@ -11,6 +11,10 @@ namespace clairfs::config {
 
 // Every tunable of a mount. Defaults live here and only here; the registry
 // in option_registry.cpp names, parses and documents each field.
+// --mem auto: a quarter of the memory the daemon may use (the smaller of
+// physical memory and its memory cgroup's limit), resolved at mount.
+inline constexpr uint64_t auto_mem = UINT64_MAX;
+
 struct MountOptions {
     std::string backing;
     std::string mountpoint;
@@ -26,6 +30,9 @@ struct MountOptions {
     std::string log_file; // empty: stderr in the foreground, syslog otherwise
     index::Progress progress = index::Progress::auto_;
     bool fuse_debug = false;
+    uint64_t mem = auto_mem;      // RAM tier budget in bytes; auto_mem: see resolve_mem()
+    unsigned fetch_threads = 16;  // backing-store readers (latency-bound: more than cores)
+    std::string register_file;    // a registration (control-file JSON) applied at mount
 
     uint64_t effective_blksize() const { return blksize ? blksize : max_read; }
 };

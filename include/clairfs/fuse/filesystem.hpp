@@ -4,7 +4,9 @@
 #pragma once
 
 #include "clairfs/config/mount_options.hpp"
+#include "clairfs/control/controller.hpp"
 #include "clairfs/index/index.hpp"
+#include "clairfs/prefetch/engine.hpp"
 
 #include <atomic>
 #include <cstdint>
@@ -16,8 +18,6 @@ struct Counters {
     std::atomic<uint64_t> opens{0};
     std::atomic<uint64_t> reads{0};
     std::atomic<uint64_t> read_bytes{0};
-    std::atomic<uint64_t> backing_errors{0}; // opens or reads the backing store refused
-    std::atomic<uint64_t> stale_files{0};    // changed on the backing store since the scan
 };
 
 struct Filesystem {
@@ -26,6 +26,8 @@ struct Filesystem {
     const config::MountOptions& options;
     Counters counters;
     int ready_fd = -1; // background start-up: told once the kernel handshake reaches us
+    prefetch::Engine* engine = nullptr;      // set before serving, lives as long as the mount
+    control::Controller* control = nullptr;  // likewise
 };
 
 inline Filesystem& filesystem_of(fuse_req_t req) {

@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: MIT
+// Everything between a FUSE request and the backing store: the RAM tier,
+// the fetch pool, and, while a job is registered, its tracker and the
+// scheduler thread that prefetches in predicted order and evicts by next
+// use. Without a registration (or in fallback) files are kept on first
+// touch and never evicted once the budget is full.
+#pragma once
+
+#include "clairfs/cache/backing_store.hpp"
+#include "clairfs/cache/ram_tier.hpp"
+#include "clairfs/plan/job.hpp"
+#include "clairfs/prefetch/fetch_pool.hpp"
+#include "clairfs/track/tracker.hpp"
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json_fwd.hpp>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace clairfs::prefetch {
+
+struct EngineOptions {
+    uint64_t mem = 0;            // RAM tier budget in bytes; 0 disables the tiers
+    unsigned fetch_threads = 16; // backing-store readers
+    uint64_t max_file = 0;       // larger files bypass the tiers; 0 = mem / 16
+};
+
+class Engine {
+public:
+    // Starts no thread: the daemon forks after the mount, and threads do
+    // not survive a fork. start() does, from the FUSE init callback.
+    Engine(const index::Index& idx, int backing_fd, EngineOptions opt);
+    ~Engine();
+    void start();
+    Engine(const Engine&) = delete;
+    Engine& operator=(const Engine&) = delete;
+
+    // --- the FUSE side -------------------------------------------------
+    // Whether reads of this file are served whole from the tiers (false:
+    // read through to the backing store range by range).
+    bool tiered(const index::Node& n) const;
+    // An open() of a regular file by process `pid`: tells the tracker and wakes the
+    // scheduler; returns the file's bytes if a tier holds them, so the open
+    // pins them against eviction for its lifetime.
+    cache::BlobRef opened(index::NodeId id, uint32_t pid);
+    // The whole file for a READ: a RAM hit, else a demand fetch (joining a
+    // prefetch in flight). 0 or -errno.
+    int bytes_of(index::NodeId id, cache::BlobRef& out);
+    cache::BackingStore& backing() { return backing_; }
+
+    // --- the control side ----------------------------------------------
+    // Starts predicting for `job` (validated), replacing any previous job.
+    void activate(std::shared_ptr<const plan::Job> job);
+    // Back to unregistered: first-touch caching, nothing prefetched.
+    void deactivate();
+    track::Mode mode() const;
+    // Fills status keys: mode, reason, epoch, match_rate, backing, ram,
+    // stall_seconds, prefetch, ranks (see clairfs-control(5)).
+    void status(nlohmann::json& out) const;
+
+private:
+    struct Active; // a registered job's tracker and plans
+
+    void admit(index::NodeId id, const FetchResult& r, bool demanded);
+    void schedule_loop();
+    void schedule_round(const std::shared_ptr<Active>& job);
+    std::shared_ptr<Active> active() const;
+    uint64_t lead_items(const Active& a, const track::Snapshot& snap) const;
+    std::vector<std::pair<uint64_t, index::NodeId>>
+    eviction_order(const Active& a, const track::Snapshot& snap,
+                   const std::vector<index::NodeId>& held, size_t window_size,
+                   uint32_t round) const;
+
+    const index::Index& index_;
+    EngineOptions opt_;
+    cache::BackingStore backing_;
+    cache::RamTier ram_;
+    std::unique_ptr<FetchPool> pool_; // after ram_: its threads admit into it
+
+    mutable std::mutex job_mu_; // guards active_ (the pointer only); leaf lock
+    std::shared_ptr<Active> active_;
+
+    std::mutex wake_mu_; // scheduler sleep; leaf lock
+    std::condition_variable wake_cv_;
+    bool wake_ = false;
+    bool stopping_ = false;
+    std::atomic<uint64_t> lead_{0}; // samples ready ahead of the slowest rank
+    std::thread scheduler_;
+};
+
+} // namespace clairfs::prefetch

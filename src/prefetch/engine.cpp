@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: MIT
+#include "clairfs/prefetch/engine.hpp"
+
+#include "active_job.hpp"
+#include "clairfs/log.hpp"
+
+namespace clairfs::prefetch {
+namespace {
+
+// Enough queued prefetches to keep every fetch thread busy across a
+// scheduler round, few enough that a withdrawn registration wastes little.
+size_t queue_depth(unsigned threads) {
+    return size_t{threads} * 4;
+}
+
+} // namespace
+
+Engine::Engine(const index::Index& idx, int backing_fd, EngineOptions opt)
+    : index_(idx), opt_(opt), backing_(idx, backing_fd), ram_(opt.mem) {
+    if (opt_.max_file == 0) opt_.max_file = opt_.mem / 16;
+}
+
+void Engine::start() {
+    pool_ = std::make_unique<FetchPool>(
+        backing_, opt_.fetch_threads, queue_depth(opt_.fetch_threads),
+        [this](index::NodeId id, const FetchResult& r, bool demanded) { admit(id, r, demanded); });
+    scheduler_ = std::thread([this] { schedule_loop(); });
+}
+
+Engine::~Engine() {
+    {
+        std::lock_guard lk(wake_mu_);
+        stopping_ = true;
+    }
+    wake_cv_.notify_all();
+    if (scheduler_.joinable()) scheduler_.join();
+    pool_.reset(); // joins the fetch threads before the tier they admit into goes
+}
+
+bool Engine::tiered(const index::Node& n) const {
+    return opt_.mem > 0 && n.size <= opt_.max_file;
+}
+
+std::shared_ptr<Engine::Active> Engine::active() const {
+    std::lock_guard lk(job_mu_);
+    return active_;
+}
+
+cache::BlobRef Engine::opened(index::NodeId id, uint32_t pid) {
+    if (auto a = active()) {
+        track::Observation o = a->tracker->observe(id, track::Clock::now(), pid);
+        if (o.matched) {
+            {
+                std::lock_guard lk(wake_mu_);
+                wake_ = true;
+            }
+            wake_cv_.notify_one();
+        }
+    }
+    return tiered(index_.node(id)) ? ram_.get(id) : nullptr;
+}
+
+int Engine::bytes_of(index::NodeId id, cache::BlobRef& out) {
+    if (cache::BlobRef b = ram_.peek(id)) {
+        out = std::move(b);
+        return 0;
+    }
+    FetchResult r = pool_->demand(id);
+    if (r.error) return r.error;
+    out = std::move(r.blob);
+    return 0;
+}
+
+// Runs on a fetch thread. A tier never evicts by itself, so this only keeps
+// what fits: in clairvoyant mode the scheduler made room for what it
+// prefetches by dropping what falls outside the window; otherwise the first
+// files touched stay and later ones pass through (for a fresh random order
+// every epoch, keeping a fixed set beats LRU, which would keep nothing).
+void Engine::admit(index::NodeId id, const FetchResult& r, bool) {
+    if (r.error == 0) ram_.put(id, r.blob);
+}
+
+void Engine::activate(std::shared_ptr<const plan::Job> job) {
+    auto a = std::make_shared<Active>(std::move(job), index_);
+    {
+        std::lock_guard lk(job_mu_);
+        active_ = std::move(a);
+    }
+    if (pool_) pool_->drop_queued_prefetches();
+    {
+        std::lock_guard lk(wake_mu_);
+        wake_ = true;
+    }
+    wake_cv_.notify_one();
+}
+
+void Engine::deactivate() {
+    {
+        std::lock_guard lk(job_mu_);
+        active_.reset();
+    }
+    if (pool_) pool_->drop_queued_prefetches();
+}
+
+track::Mode Engine::mode() const {
+    auto a = active();
+    return a ? a->tracker->mode() : track::Mode::unregistered;
+}
+
+} // namespace clairfs::prefetch

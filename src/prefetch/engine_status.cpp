@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: MIT
+// The engine's part of .clairfs/status (keys documented in clairfs-control(5)).
+#include "active_job.hpp"
+
+#include <nlohmann/json.hpp>
+
+namespace clairfs::prefetch {
+
+void Engine::status(nlohmann::json& out) const {
+    auto a = active();
+    track::Snapshot snap;
+    if (a) snap = a->tracker->snapshot(track::Clock::now());
+    out["mode"] = track::mode_name(a ? snap.mode : track::Mode::unregistered);
+    out["reason"] = snap.reason.empty() ? nlohmann::json(nullptr) : nlohmann::json(snap.reason);
+    out["epoch"] = a ? nlohmann::json(snap.epoch) : nlohmann::json(nullptr);
+    out["match_rate"] = a ? nlohmann::json(snap.match_rate) : nlohmann::json(nullptr);
+    out["opens"] = snap.opens;
+    out["matched"] = snap.matched;
+
+    cache::BackingStats b = backing_.stats();
+    out["backing"] = {{"reads", b.reads},
+                      {"bytes", b.bytes},
+                      {"files", b.files},
+                      {"errors", b.errors},
+                      {"stale", b.stale}};
+    cache::TierStats r = ram_.stats();
+    out["ram"] = {{"bytes", r.bytes},       {"capacity", r.capacity},
+                  {"files", r.entries},     {"hits", r.hits},
+                  {"misses", r.misses},     {"evictions", r.evictions},
+                  {"rejected", r.rejected}, {"max_file", opt_.mem ? opt_.max_file : 0}};
+    FetchStats f = pool_ ? pool_->stats() : FetchStats{};
+    out["stall_seconds"] = static_cast<double>(f.stall_ns) / 1e9;
+    out["prefetch"] = {{"lead", lead_.load(std::memory_order_relaxed)},
+                       {"queued", f.queued},
+                       {"running", f.running},
+                       {"prefetched", f.prefetched},
+                       {"demand_fetches", f.demand},
+                       {"joined", f.joined}};
+
+    auto ranks = nlohmann::json::array();
+    for (const auto& rp : snap.ranks) {
+        uint64_t samples = rp.current ? rp.current->size() : 0;
+        ranks.push_back(
+            {{"rank", rp.rank},
+             {"epoch", rp.current ? nlohmann::json(rp.current->epoch) : nlohmann::json(nullptr)},
+             {"position", rp.frontier},
+             {"opened", rp.opened},
+             {"finished", rp.finished},
+             {"samples", samples},
+             {"samples_per_second",
+              rp.epoch_seconds > 0 ? static_cast<double>(rp.opened) / rp.epoch_seconds : 0.0}});
+    }
+    out["ranks"] = std::move(ranks);
+}
+
+} // namespace clairfs::prefetch

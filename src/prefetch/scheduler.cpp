@@ -1,0 +1,226 @@
+// SPDX-License-Identifier: MIT
+// The scheduler thread: turns the tracker's view of where each local rank
+// stands into what the RAM tier should hold (the files needed soonest, up to
+// the budget: Belady's choice, since the future is known) and prefetches
+// what it lacks, soonest first.
+#include "active_job.hpp"
+#include "clairfs/log.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+namespace clairfs::prefetch {
+namespace {
+
+using namespace std::chrono_literals;
+
+// A round walks up to the budget's worth of the future (tens of
+// microseconds per thousand files); on a machine whose cores decode images,
+// a few dozen rounds a second keep the window moving without taking a
+// noticeable share of them. At ~300 opens/s a round sees a handful of opens.
+constexpr auto min_round_gap = 10ms;
+// Without opens (the job between epochs, a prefetch finishing) the window
+// still moves on.
+constexpr auto idle_round = 50ms;
+
+// One rank's future from its frontier: the unopened rest of its current
+// epoch, then its next epoch.
+class RankFuture {
+public:
+    explicit RankFuture(const track::RankProgress& r) : r_(r), p_(r.frontier) {}
+
+    // The next position's node; false once both epochs are walked.
+    bool next(index::NodeId& out) {
+        while (true) {
+            const plan::EpochPlan* e = in_next_ ? r_.next.get() : r_.current.get();
+            if (!e) return false;
+            if (p_ >= e->size()) {
+                if (in_next_) return false;
+                in_next_ = true;
+                p_ = 0;
+                continue;
+            }
+            uint64_t p = p_++;
+            if (!in_next_ && r_.opened_at(p)) continue; // its open came already
+            out = e->nodes[p];
+            if (out == layout::no_node) continue;
+            return true;
+        }
+    }
+
+private:
+    const track::RankProgress& r_;
+    uint64_t p_;
+    bool in_next_ = false;
+};
+
+// Where `id` is next opened by any local rank, counted in positions from
+// the ranks' frontiers; UINT64_MAX if in neither epoch the tracker holds.
+uint64_t next_use(const track::Snapshot& snap, index::NodeId id) {
+    uint64_t best = UINT64_MAX;
+    for (const auto& r : snap.ranks) {
+        if (!r.current) continue;
+        const plan::EpochPlan& cur = *r.current;
+        uint64_t d = UINT64_MAX;
+        for (uint32_t p = cur.position_at_or_after(id, static_cast<uint32_t>(r.frontier));
+             p != plan::no_position; p = cur.position_at_or_after(id, p + 1)) {
+            if (!r.opened_at(p)) {
+                d = p - r.frontier;
+                break;
+            }
+        }
+        if (d == UINT64_MAX && r.next && id < r.next->first_position.size() &&
+            r.next->first_position[id] != plan::no_position)
+            d = (cur.size() - r.frontier) + r.next->first_position[id];
+        best = std::min(best, d);
+    }
+    return best;
+}
+
+} // namespace
+
+// How many files ahead of the ranks must be on their way in so that no
+// open waits: every batch the loaders may have in flight, twice over, and
+// enough to keep every fetch thread busy.
+uint64_t Engine::lead_items(const Active& a, const track::Snapshot& snap) const {
+    const order::JobSpec& s = a.job->spec;
+    uint64_t in_flight = uint64_t{s.num_workers == 0 ? 1u : s.num_workers * s.prefetch_factor} *
+                         s.batch_size * snap.ranks.size();
+    return std::max<uint64_t>(2 * in_flight, 4 * uint64_t{opt_.fetch_threads});
+}
+
+// Held files in the order to evict them, the first to go last: files
+// outside the window by their next use (farthest last), then the window's
+// own by position. A window file's rank is its index; outside files rank
+// after every window index.
+std::vector<std::pair<uint64_t, index::NodeId>>
+Engine::eviction_order(const Active& a, const track::Snapshot& snap,
+                       const std::vector<index::NodeId>& held, size_t window_size,
+                       uint32_t round) const {
+    std::vector<std::pair<uint64_t, index::NodeId>> out;
+    out.reserve(held.size());
+    for (index::NodeId id : held) {
+        if (a.in_window[id] == round) {
+            out.emplace_back(a.window_index[id], id);
+        } else {
+            uint64_t d = next_use(snap, id);
+            out.emplace_back(d == UINT64_MAX ? UINT64_MAX : window_size + d, id);
+        }
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+void Engine::schedule_loop() {
+    std::unique_lock lk(wake_mu_);
+    while (!stopping_) {
+        wake_cv_.wait_for(lk, idle_round, [this] { return wake_ || stopping_; });
+        if (stopping_) break;
+        wake_ = false;
+        lk.unlock();
+        if (auto a = active()) schedule_round(a);
+        std::this_thread::sleep_for(min_round_gap);
+        lk.lock();
+    }
+}
+
+void Engine::schedule_round(const std::shared_ptr<Active>& a) {
+    track::Snapshot snap = a->tracker->snapshot(track::Clock::now());
+    if (snap.mode != track::Mode::clairvoyant) {
+        // Fallback keeps what is cached and stops acting on the prediction.
+        if (!a->fallback_logged) {
+            LOG_WARN("prediction abandoned, caching on first touch from now on: %s",
+                     snap.reason.c_str());
+            a->fallback_logged = true;
+            pool_->drop_queued_prefetches();
+        }
+        lead_.store(0, std::memory_order_relaxed);
+        return;
+    }
+    uint32_t round = ++a->round;
+    if (round == 0) { // wrapped: stale stamps could alias the new round
+        std::fill(a->in_window.begin(), a->in_window.end(), 0);
+        std::fill(a->held.begin(), a->held.end(), 0);
+        round = a->round = 1;
+    }
+
+    // One lock for the whole snapshot of what is held, not one per file.
+    std::vector<index::NodeId> held;
+    ram_.held(held);
+    for (index::NodeId id : held) a->held[id] = round;
+
+    // The window: the files the local ranks open next, ranks taking turns
+    // (they move at about the same speed), until the budget is spoken for.
+    std::vector<RankFuture> futures;
+    futures.reserve(snap.ranks.size());
+    for (const auto& r : snap.ranks) futures.emplace_back(r);
+    std::vector<index::NodeId> window;
+    uint64_t budget = ram_.stats().capacity, used = 0;
+    bool full = false;
+    for (size_t live = futures.size(); live > 0 && !full;) {
+        live = 0;
+        for (auto& f : futures) {
+            index::NodeId id;
+            if (!f.next(id)) continue;
+            ++live;
+            if (a->in_window[id] == round) continue; // another rank needs it sooner
+            const index::Node& n = index_.node(id);
+            if (!tiered(n)) continue;
+            if (used + n.size > budget) {
+                full = true;
+                break;
+            }
+            used += n.size;
+            a->in_window[id] = round;
+            a->window_index[id] = static_cast<uint32_t>(window.size());
+            window.push_back(id);
+        }
+    }
+
+    // Prefetch in window order. Into free room always; by evicting only
+    // within the lead that hides the backing store's latency, and then only
+    // files needed later than the one fetched (Belady's choice, and never a
+    // fetch that costs more reads than it saves). Files used this epoch and
+    // not again before the next are the first to go, but only when room is
+    // needed: while memory lasts they may still save a read next epoch.
+    uint64_t lead_target = lead_items(*a, snap);
+    int64_t free = static_cast<int64_t>(budget) - static_cast<int64_t>(ram_.stats().bytes);
+    std::vector<std::pair<uint64_t, index::NodeId>> victims; // built on first need
+    bool victims_built = false;
+    uint64_t lead = 0;
+    bool ready = true;
+    std::vector<index::NodeId> to_fetch;
+    for (size_t i = 0; i < window.size(); ++i) {
+        index::NodeId id = window[i];
+        // The snapshot of what is held may miss a fetch that landed since.
+        // A fetch is busy until its bytes are admitted, so asking the pool
+        // first and the tier second cannot miss one and read a file twice.
+        bool have = a->held[id] == round;
+        bool busy = !have && pool_->busy(id);
+        if (!have && !busy) have = ram_.contains(id);
+        if (ready && have)
+            ++lead;
+        else
+            ready = false;
+        auto size = static_cast<int64_t>(index_.node(id).size);
+        if (busy) free -= size; // on its way in
+        if (have || busy) continue;
+        if (free < size) {
+            if (i >= lead_target) break; // not urgent: keep what is held
+            if (!victims_built) {
+                victims = eviction_order(*a, snap, held, window.size(), round);
+                victims_built = true;
+            }
+            while (free < size && !victims.empty() && victims.back().first > i) {
+                free += static_cast<int64_t>(ram_.evict(victims.back().second));
+                victims.pop_back();
+            }
+            if (free < size) break;
+        }
+        if (!pool_->prefetch(id)) break; // the queue is full
+        free -= size;
+    }
+    lead_.store(lead, std::memory_order_relaxed);
+}
+
+} // namespace clairfs::prefetch

@@ -1,0 +1,202 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""Real, unmodified PyTorch jobs (Debian's torch and torchvision: ImageFolder
++ DataLoader with 2 workers) reading through a real clairfs mount after
+registering through .clairfs/control:
+
+- DistributedSampler, world 2, both ranks on this node, 3 epochs;
+- shuffle=True with an explicit generator, 3 epochs;
+- each with --mem larger than the dataset: every byte equals the backing
+  file's, status says clairvoyant with match_rate >= 0.99, and no file is
+  read from the backing store more than once over the 3 epochs;
+- --mem at 30% of the dataset: still exact, still clairvoyant, fewer
+  backing reads than the job's opens;
+- a wrong seed, and a job that forgets set_epoch: mode fallback with a
+  reason, the job still gets every byte right;
+- no registration: first-touch caching, each file read once.
+
+Needs root, /dev/fuse and /usr/bin/python3 with torch (exit 77 otherwise)."""
+import hashlib
+import json
+import os
+import random
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "mount"))
+import mountlib as ml  # noqa: E402
+
+try:
+    import torchvision
+except ImportError as e:
+    print(f"SKIP: /usr/bin/python3 cannot import torchvision ({e})")
+    sys.exit(77)
+
+JOB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_job.py")
+CLASSES, PER_CLASS = 8, 60  # 480 files: a wrong order cannot match by luck
+SEED = 7
+
+
+def make_dataset(root):
+    rng = random.Random(11)
+    total = 0
+    for c in range(CLASSES):
+        d = os.path.join(root, f"class{c:02d}")
+        os.makedirs(d)
+        for i in range(PER_CLASS):
+            size = rng.randint(1, 160_000)
+            with open(os.path.join(d, f"img{i:04d}.jpg"), "wb") as f:
+                f.write(rng.randbytes(size))
+            total += size
+    return total
+
+
+def digests(root):
+    """Dataset index -> SHA-1 of the backing file, numbered as torchvision does."""
+    samples = torchvision.datasets.ImageFolder(root, loader=lambda p: p).samples
+    out = []
+    for path, _ in samples:
+        with open(path, "rb") as f:
+            out.append(hashlib.sha1(f.read()).hexdigest())
+    return out
+
+
+def status(mp):
+    with open(os.path.join(mp, ".clairfs", "status")) as f:
+        return json.load(f)
+
+
+def register(mp, **keys):
+    with open(os.path.join(mp, ".clairfs", "control"), "w") as f:
+        f.write(json.dumps(keys))
+
+
+def start_job(mp, **cfg):
+    cfg = {"root": mp, "seed": SEED, "batch_size": 4, "num_workers": 2, "epochs": 3, **cfg}
+    return subprocess.Popen(["/usr/bin/python3", JOB, json.dumps(cfg)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def finish(proc, what):
+    out, err = proc.communicate(timeout=600)
+    ml.check(proc.returncode == 0, f"{what}: the job failed ({proc.returncode}): {err[-2000:]}")
+    return [json.loads(line) for line in out.splitlines()]
+
+
+def check_bytes(epochs, expected, what, share=None):
+    """Every sample the job got has the backing file's bytes; each epoch
+    covers the whole dataset (or `share` samples of it)."""
+    for e in epochs:
+        got = e["samples"]
+        ml.check(len(got) == (share or len(expected)),
+                 f"{what} epoch {e['epoch']}: {len(got)} samples")
+        bad = [i for i, h in got if expected[i] != h]
+        ml.check(not bad, f"{what} epoch {e['epoch']}: wrong bytes for samples {bad[:5]}")
+
+
+def check_clairvoyant(st, what, files):
+    ml.check(st["mode"] == "clairvoyant", f"{what}: mode {st['mode']} ({st.get('reason')})")
+    ml.check(st["match_rate"] >= 0.99, f"{what}: match_rate {st['match_rate']}")
+    ml.check(st["backing"]["files"] <= files,
+             f"{what}: {st['backing']['files']} backing file reads for {files} files")
+    ml.check(st["prefetch"]["prefetched"] > 0, f"{what}: nothing was prefetched")
+
+
+def case_distributed_two_ranks(tmp, expected, size):
+    backing, mp = os.path.join(tmp, "data"), os.path.join(tmp, "mnt-d")
+    os.makedirs(mp)
+    with ml.mounted(backing, mp, "--mem", "256M"):
+        register(mp, sampler="distributed", world_size=2, ranks=[0, 1], seed=SEED,
+                 batch_size=4, num_workers=2, epochs=3)
+        procs = [start_job(mp, sampler="distributed", world_size=2, rank=r) for r in (0, 1)]
+        runs = [finish(p, f"rank {r}") for r, p in enumerate(procs)]
+        for r, epochs in enumerate(runs):
+            check_bytes(epochs, expected, f"rank {r}", share=len(expected) // 2)
+        for e in range(3):  # the two ranks' shares make up the dataset
+            seen = {i for run in runs for i, _ in run[e]["samples"]}
+            ml.check(len(seen) == len(expected), f"epoch {e}: ranks cover {len(seen)} samples")
+        st = status(mp)
+        check_clairvoyant(st, "distributed", len(expected))
+        ml.check([r["epoch"] for r in st["ranks"]] == [2, 2], f"rank epochs {st['ranks']}")
+        ml.log(f"distributed: backing {st['backing']}, ram hits {st['ram']['hits']}, "
+               f"stall {st['stall_seconds']:.3f} s")
+
+
+def case_shuffle_explicit_generator(tmp, expected, size):
+    backing, mp = os.path.join(tmp, "data"), os.path.join(tmp, "mnt-r")
+    os.makedirs(mp)
+    with ml.mounted(backing, mp, "--mem", "256M"):
+        register(mp, sampler="random", generator="explicit", seed=SEED, batch_size=4,
+                 num_workers=2, epochs=3)
+        check_bytes(finish(start_job(mp), "shuffle"), expected, "shuffle")
+        st = status(mp)
+        check_clairvoyant(st, "shuffle", len(expected))
+        ml.log(f"shuffle: backing {st['backing']}, ram {st['ram']}")
+
+
+def case_ram_for_30_percent(tmp, expected, size):
+    backing, mp = os.path.join(tmp, "data"), os.path.join(tmp, "mnt-30")
+    os.makedirs(mp)
+    with ml.mounted(backing, mp, "--mem", str(size * 3 // 10)):
+        register(mp, sampler="random", generator="explicit", seed=SEED, batch_size=4,
+                 num_workers=2, epochs=3)
+        check_bytes(finish(start_job(mp), "30%"), expected, "30%")
+        st = status(mp)
+        ml.check(st["mode"] == "clairvoyant", f"30%: mode {st['mode']} ({st.get('reason')})")
+        ml.check(st["ram"]["bytes"] <= st["ram"]["capacity"], f"30%: over budget {st['ram']}")
+        reads = st["backing"]["files"]
+        ml.check(reads < 3 * len(expected),
+                 f"30%: {reads} backing reads, not fewer than the job's {3 * len(expected)} opens")
+        ml.log(f"30%: {reads} backing reads for {3 * len(expected)} opens, ram {st['ram']}")
+
+
+def case_wrong_seed(tmp, expected, size):
+    backing, mp = os.path.join(tmp, "data"), os.path.join(tmp, "mnt-w")
+    os.makedirs(mp)
+    with ml.mounted(backing, mp, "--mem", "256M"):
+        register(mp, sampler="random", generator="explicit", seed=SEED + 1, batch_size=4,
+                 num_workers=2, epochs=3)
+        check_bytes(finish(start_job(mp, epochs=2), "wrong seed"), expected, "wrong seed")
+        st = status(mp)
+        ml.check(st["mode"] == "fallback", f"wrong seed: mode {st['mode']}")
+        ml.check(st["reason"] and "seed" in st["reason"], f"wrong seed: reason {st['reason']}")
+        ml.log(f"wrong seed: {st['reason']}")
+
+
+def case_forgotten_set_epoch(tmp, expected, size):
+    backing, mp = os.path.join(tmp, "data"), os.path.join(tmp, "mnt-f")
+    os.makedirs(mp)
+    with ml.mounted(backing, mp, "--mem", "256M"):
+        register(mp, sampler="distributed", world_size=1, ranks=[0], seed=SEED, batch_size=4,
+                 num_workers=2, epochs=3)
+        job = start_job(mp, sampler="distributed", world_size=1, rank=0, epochs=2,
+                        forget_set_epoch=True)
+        check_bytes(finish(job, "no set_epoch"), expected, "no set_epoch")
+        st = status(mp)
+        ml.check(st["mode"] == "fallback", f"no set_epoch: mode {st['mode']}")
+        ml.check(st["reason"] and "set_epoch" in st["reason"], f"reason {st['reason']}")
+        ml.log(f"no set_epoch: {st['reason']}")
+
+
+def case_unregistered_first_touch(tmp, expected, size):
+    backing, mp = os.path.join(tmp, "data"), os.path.join(tmp, "mnt-u")
+    os.makedirs(mp)
+    with ml.mounted(backing, mp, "--mem", "256M"):
+        check_bytes(finish(start_job(mp, epochs=2), "unregistered"), expected, "unregistered")
+        st = status(mp)
+        ml.check(st["mode"] == "unregistered", f"unregistered: mode {st['mode']}")
+        ml.check(st["backing"]["files"] == len(expected),
+                 f"unregistered: {st['backing']['files']} backing reads for {len(expected)} files")
+
+
+@ml.main
+def test():
+    ml.skip_unless_fuse()
+    with ml.temp_dir() as tmp:
+        data = os.path.join(tmp, "data")
+        size = make_dataset(data)
+        expected = digests(data)
+        ml.log(f"dataset: {len(expected)} files, {size / 1e6:.1f} MB")
+        ml.run_cases(*((c.__name__[5:], lambda c=c: c(tmp, expected, size)) for c in (
+            case_distributed_two_ranks, case_shuffle_explicit_generator, case_ram_for_30_percent,
+            case_wrong_seed, case_forgotten_set_epoch, case_unregistered_first_touch)))

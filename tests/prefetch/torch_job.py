@@ -1,0 +1,61 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""An unmodified input pipeline, as a training script would write it:
+torchvision ImageFolder over the mount, a DataLoader with workers, and
+optionally a DistributedSampler for one rank. Its loader reads each sample's
+file whole and yields the bytes' SHA-1, so the test can check every byte
+the job was served. Prints one JSON line per epoch: the samples it got, as
+[dataset index, sha1] pairs in the order the loop received them.
+
+usage: torch_job.py '{"root": ..., "seed": 0, "batch_size": 4, ...}'"""
+import hashlib
+import json
+import sys
+
+import torch
+import torchvision
+
+
+def sha1_loader(path):
+    with open(path, "rb") as f:
+        return hashlib.sha1(f.read()).hexdigest()
+
+
+class Indexed(torch.utils.data.Dataset):
+    """The ImageFolder, yielding (index, sha1) so the test can name the file."""
+
+    def __init__(self, folder):
+        self.folder = folder
+
+    def __len__(self):
+        return len(self.folder)
+
+    def __getitem__(self, i):
+        return i, self.folder[i][0]
+
+
+def main():
+    cfg = json.loads(sys.argv[1])
+    folder = torchvision.datasets.ImageFolder(cfg["root"], loader=sha1_loader)
+    ds = Indexed(folder)
+    kw = dict(batch_size=cfg.get("batch_size", 4), num_workers=cfg.get("num_workers", 2))
+    sampler = None
+    if cfg.get("sampler") == "distributed":
+        sampler = torch.utils.data.DistributedSampler(
+            ds, num_replicas=cfg["world_size"], rank=cfg["rank"], seed=cfg["seed"])
+        loader = torch.utils.data.DataLoader(ds, sampler=sampler, **kw)
+    else:
+        g = torch.Generator()
+        g.manual_seed(cfg["seed"])
+        loader = torch.utils.data.DataLoader(ds, shuffle=True, generator=g, **kw)
+    for epoch in range(cfg.get("epochs", 1)):
+        if sampler is not None and not cfg.get("forget_set_epoch"):
+            sampler.set_epoch(epoch)
+        got = []
+        for idx, digests in loader:
+            got.extend(zip(idx.tolist(), digests))
+        print(json.dumps({"epoch": epoch, "samples": got}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
