@@ -1,14 +1,13 @@
 // SPDX-License-Identifier: MIT
 #include "clairfs/plan/epoch_plan.hpp"
-
-#include <atomic>
+#include "plan_pool.hpp"
 
 namespace clairfs::plan {
 
 RankPlanner::RankPlanner(const order::JobSpec& spec, const layout::Dataset& dataset,
                          const index::Index& idx)
     : orders_(spec, static_cast<uint32_t>(dataset.samples.size())), left_(spec.epochs),
-      index_size_(idx.size()) {
+      index_size_(idx.size()), pool_(std::make_shared<PlanPool>()) {
     // Symlinks are resolved once here, not per epoch: an epoch then maps
     // sample to node with one load per position.
     sample_node_.reserve(dataset.samples.size());
@@ -19,7 +18,8 @@ RankPlanner::RankPlanner(const order::JobSpec& spec, const layout::Dataset& data
 std::shared_ptr<const EpochPlan> RankPlanner::next() {
     if (left_ == 0) return nullptr;
     --left_;
-    std::shared_ptr<EpochPlan> plan = fresh_plan();
+    std::shared_ptr<EpochPlan> plan = pool_->take();
+    plan->next_same.clear();
     plan->epoch = orders_.epoch();
     orders_.next(scratch_);
 
@@ -39,28 +39,7 @@ std::shared_ptr<const EpochPlan> RankPlanner::next() {
             repeats = true;
     }
     if (repeats) link_repeats(*plan);
-    if (left_ == 0) made_.clear(); // no epoch left to refill a plan for
-    return plan;
-}
-
-// The tracker holds a rank's current and next epoch; the one before is
-// usually released by the time the one after is planned.
-std::shared_ptr<EpochPlan> RankPlanner::fresh_plan() {
-    constexpr size_t kept = 3;
-    for (auto it = made_.begin(); it != made_.end(); ++it) {
-        if (it->use_count() != 1) continue;
-        // use_count() is a relaxed load: the fence orders the last owner's
-        // reads of the plan (before its release decrement) before our writes.
-        std::atomic_thread_fence(std::memory_order_acquire);
-        std::shared_ptr<EpochPlan> plan = std::move(*it);
-        made_.erase(it);
-        plan->next_same.clear();
-        made_.push_back(plan);
-        return plan;
-    }
-    auto plan = std::make_shared<EpochPlan>();
-    if (made_.size() == kept) made_.erase(made_.begin());
-    made_.push_back(plan);
+    if (left_ == 0) pool_->close(); // no epoch left to refill a plan for
     return plan;
 }
 

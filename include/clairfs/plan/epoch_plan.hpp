@@ -63,6 +63,8 @@ struct WorkerLayout {
     }
 };
 
+class PlanPool;
+
 // Produces one local rank's epochs in order, from spec.start_epoch on.
 class RankPlanner {
 public:
@@ -76,7 +78,6 @@ public:
     std::shared_ptr<const EpochPlan> next();
 
 private:
-    std::shared_ptr<EpochPlan> fresh_plan();
     void link_repeats(EpochPlan& plan);
 
     order::EpochOrders orders_;
@@ -87,10 +88,7 @@ private:
     // Node -> a later position of it while linking repeats; all no_position
     // between epochs, so only epochs with repeats pay for it.
     std::vector<uint32_t> later_;
-    // The last few plans handed out. One nobody else holds any more is
-    // refilled instead of allocating (and page-faulting) tens of megabytes
-    // per epoch.
-    std::vector<std::shared_ptr<EpochPlan>> made_;
+    std::shared_ptr<PlanPool> pool_; // plans released by their holders, to refill
 };
 
 } // namespace clairfs::plan

@@ -142,8 +142,10 @@ private:
     uint64_t slack_ = 1;          // opt_.slack, 0 resolved to one batch
     std::vector<uint64_t> zeros_; // the cursors of an epoch nobody has opened yet
     std::unordered_map<uint32_t, size_t>
-        slot_of_pid_;       // loader process -> rank slot it last matched
-    mutable std::mutex mu_; // leaf lock: nothing is called with it held but the sources
+        slot_of_pid_; // loader process -> rank slot it last matched
+    // Lock order: mu_, then whatever the sources and a dropped plan's deleter
+    // take (plan::PlanPool's leaf lock); nothing else is called with it held.
+    mutable std::mutex mu_;
     std::vector<Rank> ranks_;
     // Written under mu_, read without it: the FUSE threads and the scheduler
     // only need to know whether to act on the prediction.

@@ -340,3 +340,26 @@ TEST_CASE("ranks opening from their own threads while the scheduler takes snapsh
     CHECK(snap.epoch == 2);
     CHECK(snap.mode == track::Mode::clairvoyant);
 }
+
+TEST_CASE("a loader process's opens go to the rank it matched before") {
+    // Rank 0's epoch 1 is rank 1's epoch 0: while rank 1 lags an epoch, the
+    // files alone cannot tell the ranks apart.
+    auto a0 = make_plan(0, {1, 2, 3, 4}, 9), a1 = make_plan(1, {5, 6, 7, 8}, 9);
+    auto b0 = make_plan(0, {5, 6, 7, 8}, 9), b1 = make_plan(1, {1, 2, 3, 4}, 9);
+    auto run = [&](uint32_t pid0, uint32_t pid1) {
+        track::Tracker t({0, 1}, {source_of({a0, a1}), source_of({b0, b1})}, options(1, 0));
+        for (index::NodeId x : {1u, 2u, 3u, 4u}) CHECK(t.observe(x, t0, pid0).slot == 0);
+        return std::pair{t.observe(5, t0, pid0), t.observe(5, t0, pid1)};
+    };
+    auto [rank0, rank1] = run(100, 200);
+    CHECK(rank0.matched);
+    CHECK(rank0.slot == 0);
+    CHECK(rank0.new_epoch);
+    CHECK(rank1.matched);
+    CHECK(rank1.slot == 1);
+    CHECK(rank1.epoch == 0);
+    // Without pids the lagging rank's stream claims rank 0's open.
+    auto [blind0, blind1] = run(0, 0);
+    CHECK(blind0.slot == 1);
+    CHECK_FALSE(blind0.new_epoch);
+}
