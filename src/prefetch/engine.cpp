@@ -65,7 +65,7 @@ int Engine::bytes_of(index::NodeId id, cache::BlobRef& out) {
         out = std::move(b);
         return 0;
     }
-    FetchResult r = pool_->demand(id);
+    FetchResult r = pool_->demand(id, [&] { return ram_.peek(id); });
     if (r.error) return r.error;
     out = std::move(r.blob);
     return 0;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <exception>
+#include <pthread.h>
 
 namespace clairfs::prefetch {
 
@@ -57,7 +58,7 @@ FetchPool::~FetchPool() {
     idle_cv_.wait(lk, [&] { return waiters_ == 0; });
 }
 
-FetchResult FetchPool::demand(index::NodeId id) {
+FetchResult FetchPool::demand(index::NodeId id, const std::function<cache::BlobRef()>& landed) {
     const auto start = std::chrono::steady_clock::now();
     std::unique_lock lk(mu_);
     // Only a caller racing the destructor gets here; no thread would serve it.
@@ -76,6 +77,9 @@ FetchResult FetchPool::demand(index::NodeId id) {
             work_cv_.notify_one();
         }
     } else {
+        if (landed) {
+            if (cache::BlobRef b = landed()) return {0, std::move(b)};
+        }
         p = std::make_shared<Pending>();
         pending_.emplace(id, p);
         demand_queue_.push_back(id);
@@ -124,6 +128,9 @@ FetchStats FetchPool::stats() const {
 }
 
 void FetchPool::run() {
+    // Named so `top -H` and per-thread CPU figures tell readers from the
+    // FUSE workers.
+    pthread_setname_np(pthread_self(), "clairfs-fetch");
     for (;;) {
         index::NodeId id;
         std::shared_ptr<Pending> p;

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <pthread.h>
 
 namespace clairfs::prefetch {
 namespace {
@@ -112,6 +113,7 @@ Engine::eviction_order(const Active& a, const track::Snapshot& snap,
 }
 
 void Engine::schedule_loop() {
+    pthread_setname_np(pthread_self(), "clairfs-sched");
     std::unique_lock lk(wake_mu_);
     while (!stopping_) {
         wake_cv_.wait_for(lk, idle_round, [this] { return wake_ || stopping_; });

@@ -53,7 +53,11 @@ public:
     // The file's bytes, waiting for them: joins a queued or running fetch of
     // the same file (a queued prefetch is moved ahead of all others), or
     // queues one ahead of every prefetch. The wait counts as stall time.
-    FetchResult demand(index::NodeId id);
+    // `landed`, if given, is asked (with the pool's lock held) before a new
+    // fetch is queued: a fetch that finished between the caller's own look
+    // at its tier and this call was admitted before it left the pool, so
+    // this second look finds it instead of reading the file again.
+    FetchResult demand(index::NodeId id, const std::function<cache::BlobRef()>& landed = {});
 
     // Queues a prefetch behind the others. False if the file is already
     // queued or being fetched, or the queue is full.
@@ -77,7 +81,9 @@ private:
     cache::BackingStore& store_;
     Completion done_;
     size_t max_queued_;
-    mutable std::mutex mu_; // lock order: mu_ only; never held across a read or `done_`
+    // Lock order: mu_, then a tier's leaf lock inside `landed`; never held
+    // across a read or `done_`.
+    mutable std::mutex mu_;
     std::condition_variable work_cv_;
     std::deque<index::NodeId> demand_queue_;
     std::deque<index::NodeId> prefetch_queue_;

@@ -405,3 +405,35 @@ TEST_CASE("many demanders, a prefetcher and drops together neither hang nor mix 
     CHECK(store.stats().files == completions.load());
     CHECK(store.stats().errors == 0);
 }
+
+TEST_CASE("a demand after the fetch landed takes the tier's copy instead of reading again") {
+    // The reader's own look at the tier misses; before it reaches the pool
+    // the prefetch completes and is admitted. The second look, under the
+    // pool's lock, must find it.
+    test::Dataset d(4);
+    cache::BackingStore store(d.idx, d.root_fd);
+    cache::RamTier ram(1 << 20);
+    test::within(30s, "landed", [&] {
+        FetchPool pool(store, 1, 8, [&](index::NodeId id, const FetchResult& r, bool) {
+            if (r.error == 0) ram.put(id, r.blob);
+        });
+        REQUIRE(pool.prefetch(d.id(2)));
+        while (pool.busy(d.id(2))) std::this_thread::sleep_for(1ms);
+        uint64_t files_before = store.stats().files;
+        int asked = 0;
+        FetchResult r = pool.demand(d.id(2), [&] {
+            ++asked;
+            return ram.peek(d.id(2));
+        });
+        CHECK(asked == 1);
+        CHECK(r.error == 0);
+        CHECK(test::view(r.blob) == d.contents[2]);
+        CHECK(store.stats().files == files_before); // no second read
+        CHECK(pool.stats().demand == 0);            // nobody waited
+
+        // Not in the tier: the hook's miss leads to a real fetch.
+        FetchResult miss = pool.demand(d.id(3), [&] { return ram.peek(d.id(3)); });
+        CHECK(test::view(miss.blob) == d.contents[3]);
+        CHECK(store.stats().files == files_before + 1);
+    });
+}
