@@ -202,7 +202,10 @@ class Bench:
                 log(f"    epoch {rec['epoch']}: {rec['wall_s']:.1f} s, "
                     f"{rec['samples_per_s']:.0f} samples/s, shared FS "
                     f"{rec['shared_fs_bytes'] / 1e6:.0f} MB, outside-job CPU "
-                    f"{rec.get('outside_job_cpu_s', 0):.1f} s")
+                    f"{rec.get('outside_job_cpu_s', 0):.1f} s"
+                    + (" (" + ", ".join(f"{k} {v:.2f}" for k, v in
+                                        rec["daemon_threads_cpu_s"].items()) + ")"
+                       if rec.get("daemon_threads_cpu_s") else ""))
         rc = self.reap(p, timeout=self.cfg.get("job_timeout_s", 3600))
         if rc != 0:
             errlog.seek(0)

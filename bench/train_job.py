@@ -22,6 +22,7 @@ Prints one JSON object per epoch on stdout:
                     + anything else put into that cgroup)
   outside_job_cpu_s cgroup_cpu_s - job_cpu_s: what the daemon under test cost
   daemon_cpu_s      utime+stime of --daemon-pid (all threads), if given
+  daemon_threads_cpu_s  the same per thread name (clairfs-fetch, ...)
   others_cpu_s      busy CPU in /proc/stat - cgroup_cpu_s: processes outside
                     the cgroup (should be ~0; a large value means noise)
 and first a line {"setup_s": ...} with the time ImageFolder took to scan.
@@ -70,6 +71,28 @@ def pid_cpu(pid):
         return float("nan")
 
 
+def thread_cpu(pid):
+    """utime+stime per thread name (comm) of a process: which of the
+    daemon's threads (FUSE workers, fetchers, scheduler) costs what."""
+    out = {}
+    if not pid:
+        return out
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except FileNotFoundError:
+        return out
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                head, rest = f.read().rsplit(")", 1)
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        comm = head.split("(", 1)[1]
+        rest = rest.split()
+        out[comm] = out.get(comm, 0.0) + (int(rest[11]) + int(rest[12])) / TICK
+    return out
+
+
 def own_cpu():
     s = resource.getrusage(resource.RUSAGE_SELF)
     c = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -80,7 +103,7 @@ def snapshot(a):
     reqs, nbytes = loop_stat(a.loop_dev)
     return {"t": time.perf_counter(), "bytes": nbytes, "reqs": reqs,
             "job": own_cpu(), "cg": cpuacct(a.cpuacct), "busy": proc_busy(),
-            "daemon": pid_cpu(a.daemon_pid)}
+            "daemon": pid_cpu(a.daemon_pid), "threads": thread_cpu(a.daemon_pid)}
 
 
 def main():
@@ -135,7 +158,7 @@ def main():
                 time.sleep(a.step_sleep)
         s1 = snapshot(a)  # workers are joined: their CPU is in RUSAGE_CHILDREN
         wall = s1["t"] - s0["t"]
-        d = {k: s1[k] - s0[k] for k in s0}
+        d = {k: s1[k] - s0[k] for k in s0 if k != "threads"}
         out = {"epoch": epoch, "samples": n, "wall_s": round(wall, 3),
                "samples_per_s": round(n / wall, 2),
                "first_batch_s": round(first or 0.0, 3),
@@ -148,6 +171,9 @@ def main():
             out["others_cpu_s"] = round(d["busy"] - d["cg"], 3)
         if a.daemon_pid:
             out["daemon_cpu_s"] = round(d["daemon"], 3)
+            out["daemon_threads_cpu_s"] = {
+                k: round(v - s0["threads"].get(k, 0.0), 3)
+                for k, v in sorted(s1["threads"].items())}
         print(json.dumps(out), flush=True)
 
 

@@ -5,8 +5,9 @@
 
 namespace clairfs::cache {
 
-RamTier::RamTier(uint64_t capacity) {
+RamTier::RamTier(uint64_t capacity, size_t nodes) : nodes_(nodes) {
     stats_.capacity = capacity;
+    if (nodes) resident_ = std::make_unique<std::atomic<uint8_t>[]>(nodes);
 }
 
 BlobRef RamTier::get(index::NodeId id) {
@@ -27,6 +28,7 @@ BlobRef RamTier::peek(index::NodeId id) const {
 }
 
 bool RamTier::contains(index::NodeId id) const {
+    if (id < nodes_) return resident_[id].load(std::memory_order_acquire) != 0;
     std::lock_guard lk(mu_);
     return files_.contains(id);
 }
@@ -43,6 +45,7 @@ bool RamTier::put(index::NodeId id, BlobRef blob) {
     stats_.bytes += blob->size;
     files_.emplace(id, std::move(blob));
     stats_.entries = files_.size();
+    if (id < nodes_) resident_[id].store(1, std::memory_order_release);
     return true;
 }
 
@@ -56,6 +59,7 @@ uint64_t RamTier::evict(index::NodeId id) {
         if (it == files_.end()) return 0;
         dropped = std::move(it->second);
         files_.erase(it);
+        if (id < nodes_) resident_[id].store(0, std::memory_order_release);
         stats_.bytes -= dropped->size;
         stats_.entries = files_.size();
         ++stats_.evictions;

@@ -1,11 +1,19 @@
 // SPDX-License-Identifier: MIT
 #include "active_job.hpp"
 
+#include <sys/stat.h>
+
 namespace clairfs::prefetch {
 
-Engine::Active::Active(std::shared_ptr<const plan::Job> j, const index::Index& idx)
-    : job(std::move(j)), in_window(idx.size(), 0), held(idx.size(), 0),
-      window_index(idx.size(), 0) {
+Engine::Active::Active(std::shared_ptr<const plan::Job> j, const index::Index& idx,
+                       const Engine& engine)
+    : job(std::move(j)), in_window(idx.size(), 0), window_index(idx.size(), 0),
+      tier_size(idx.size(), not_tiered) {
+    for (index::NodeId id = 0; id < idx.size(); ++id) {
+        const index::Node& n = idx.node(id);
+        if (S_ISREG(n.mode) && engine.tiered(n) && n.size < not_tiered)
+            tier_size[id] = static_cast<uint32_t>(n.size);
+    }
     std::vector<track::EpochSource> sources;
     for (uint32_t rank : job->ranks) {
         order::JobSpec spec = job->spec;

@@ -16,7 +16,7 @@ size_t queue_depth(unsigned threads) {
 } // namespace
 
 Engine::Engine(const index::Index& idx, int backing_fd, EngineOptions opt)
-    : index_(idx), opt_(opt), backing_(idx, backing_fd), ram_(opt.mem) {
+    : index_(idx), opt_(opt), backing_(idx, backing_fd), ram_(opt.mem, idx.size()) {
     if (opt_.max_file == 0) opt_.max_file = opt_.mem / 16;
 }
 
@@ -50,6 +50,7 @@ cache::BlobRef Engine::opened(index::NodeId id, uint32_t pid) {
     if (auto a = active()) {
         track::Observation o = a->tracker->observe(id, track::Clock::now(), pid);
         if (o.matched) {
+            matched_opens_.fetch_add(1, std::memory_order_relaxed);
             {
                 std::lock_guard lk(wake_mu_);
                 wake_ = true;
@@ -78,10 +79,11 @@ int Engine::bytes_of(index::NodeId id, cache::BlobRef& out) {
 // every epoch, keeping a fixed set beats LRU, which would keep nothing).
 void Engine::admit(index::NodeId id, const FetchResult& r, bool) {
     if (r.error == 0) ram_.put(id, r.blob);
+    landed_.fetch_add(1, std::memory_order_release);
 }
 
 void Engine::activate(std::shared_ptr<const plan::Job> job) {
-    auto a = std::make_shared<Active>(std::move(job), index_);
+    auto a = std::make_shared<Active>(std::move(job), index_, *this);
     {
         std::lock_guard lk(job_mu_);
         active_ = std::move(a);

@@ -90,6 +90,75 @@ uint64_t Engine::lead_items(const Active& a, const track::Snapshot& snap) const 
     return std::max<uint64_t>(2 * in_flight, 4 * uint64_t{opt_.fetch_threads});
 }
 
+namespace {
+
+// The files the local ranks open next, ranks taking turns (they move at
+// about the same speed), until the budget is spoken for. Built only as far
+// as a round looks: most rounds stop at the first files not yet fetched,
+// and only a round that must evict walks it to the end.
+class Window {
+public:
+    Window(Engine::Active& a, const track::Snapshot& snap, uint64_t budget, uint32_t round)
+        : a_(a), budget_(budget), round_(round) {
+        futures_.reserve(snap.ranks.size());
+        for (const auto& r : snap.ranks) futures_.emplace_back(r);
+        live_.assign(futures_.size(), true);
+        live_count_ = futures_.size();
+    }
+
+    // Whether the window has an i-th file, extending it as needed.
+    bool reach(size_t i) {
+        while (ids_.size() <= i && !ended_) step();
+        return i < ids_.size();
+    }
+    void complete() {
+        while (!ended_) step();
+    }
+    index::NodeId operator[](size_t i) const { return ids_[i]; }
+    size_t size() const { return ids_.size(); }
+
+private:
+    void step() {
+        if (live_count_ == 0) {
+            ended_ = true;
+            return;
+        }
+        size_t t = turn_;
+        turn_ = (turn_ + 1) % futures_.size();
+        if (!live_[t]) return;
+        index::NodeId id;
+        if (!futures_[t].next(id)) {
+            live_[t] = false;
+            --live_count_;
+            return;
+        }
+        if (a_.in_window[id] == round_) return; // another rank needs it sooner
+        uint32_t size = a_.tier_size[id];
+        if (size == Engine::Active::not_tiered) return;
+        if (used_ + size > budget_) {
+            ended_ = true;
+            return;
+        }
+        used_ += size;
+        a_.in_window[id] = round_;
+        a_.window_index[id] = static_cast<uint32_t>(ids_.size());
+        ids_.push_back(id);
+    }
+
+    Engine::Active& a_;
+    uint64_t budget_;
+    uint32_t round_;
+    std::vector<RankFuture> futures_;
+    std::vector<bool> live_;
+    size_t live_count_ = 0;
+    size_t turn_ = 0;
+    uint64_t used_ = 0;
+    bool ended_ = false;
+    std::vector<index::NodeId> ids_;
+};
+
+} // namespace
+
 // Held files in the order to evict them, the first to go last: files
 // outside the window by their next use (farthest last), then the window's
 // own by position. A window file's rank is its index; outside files rank
@@ -112,6 +181,18 @@ Engine::eviction_order(const Active& a, const track::Snapshot& snap,
     return out;
 }
 
+// A round can change what is held only when the ranks have moved on (files
+// fall out of the window behind them, new ones enter ahead) or, if the last
+// round filled the prefetch queue before the window, when a fetch landed.
+// Skipping the rest keeps the scheduler's CPU in proportion to the opens,
+// not to the size of the window times the wake-ups.
+bool Engine::round_due(Active& a) const {
+    if (!a.ran) return true;
+    if (a.wanted_more && landed_.load(std::memory_order_acquire) != a.last_landed) return true;
+    uint64_t step = std::max<uint64_t>(1, a.lead_target / 16);
+    return matched_opens_.load(std::memory_order_relaxed) - a.last_opens >= step;
+}
+
 void Engine::schedule_loop() {
     pthread_setname_np(pthread_self(), "clairfs-sched");
     std::unique_lock lk(wake_mu_);
@@ -120,13 +201,20 @@ void Engine::schedule_loop() {
         if (stopping_) break;
         wake_ = false;
         lk.unlock();
-        if (auto a = active()) schedule_round(a);
+        if (auto a = active(); a && round_due(*a)) schedule_round(a);
         std::this_thread::sleep_for(min_round_gap);
         lk.lock();
     }
 }
 
 void Engine::schedule_round(const std::shared_ptr<Active>& a) {
+    // Read before the snapshot: an open or a landing after these loads is
+    // seen by the next round at the latest.
+    a->last_opens = matched_opens_.load(std::memory_order_relaxed);
+    a->last_landed = landed_.load(std::memory_order_acquire);
+    a->ran = true;
+    a->wanted_more = false;
+
     track::Snapshot snap = a->tracker->snapshot(track::Clock::now());
     if (snap.mode != track::Mode::clairvoyant) {
         // Fallback keeps what is cached and stops acting on the prediction.
@@ -142,42 +230,9 @@ void Engine::schedule_round(const std::shared_ptr<Active>& a) {
     uint32_t round = ++a->round;
     if (round == 0) { // wrapped: stale stamps could alias the new round
         std::fill(a->in_window.begin(), a->in_window.end(), 0);
-        std::fill(a->held.begin(), a->held.end(), 0);
         round = a->round = 1;
     }
-
-    // One lock for the whole snapshot of what is held, not one per file.
-    std::vector<index::NodeId> held;
-    ram_.held(held);
-    for (index::NodeId id : held) a->held[id] = round;
-
-    // The window: the files the local ranks open next, ranks taking turns
-    // (they move at about the same speed), until the budget is spoken for.
-    std::vector<RankFuture> futures;
-    futures.reserve(snap.ranks.size());
-    for (const auto& r : snap.ranks) futures.emplace_back(r);
-    std::vector<index::NodeId> window;
-    uint64_t budget = ram_.stats().capacity, used = 0;
-    bool full = false;
-    for (size_t live = futures.size(); live > 0 && !full;) {
-        live = 0;
-        for (auto& f : futures) {
-            index::NodeId id;
-            if (!f.next(id)) continue;
-            ++live;
-            if (a->in_window[id] == round) continue; // another rank needs it sooner
-            const index::Node& n = index_.node(id);
-            if (!tiered(n)) continue;
-            if (used + n.size > budget) {
-                full = true;
-                break;
-            }
-            used += n.size;
-            a->in_window[id] = round;
-            a->window_index[id] = static_cast<uint32_t>(window.size());
-            window.push_back(id);
-        }
-    }
+    a->lead_target = lead_items(*a, snap);
 
     // Prefetch in window order. Into free room always; by evicting only
     // within the lead that hides the backing store's latency, and then only
@@ -185,31 +240,34 @@ void Engine::schedule_round(const std::shared_ptr<Active>& a) {
     // fetch that costs more reads than it saves). Files used this epoch and
     // not again before the next are the first to go, but only when room is
     // needed: while memory lasts they may still save a read next epoch.
-    uint64_t lead_target = lead_items(*a, snap);
-    int64_t free = static_cast<int64_t>(budget) - static_cast<int64_t>(ram_.stats().bytes);
+    cache::TierStats ram = ram_.stats();
+    Window window(*a, snap, ram.capacity, round);
+    int64_t free = static_cast<int64_t>(ram.capacity) - static_cast<int64_t>(ram.bytes);
     std::vector<std::pair<uint64_t, index::NodeId>> victims; // built on first need
     bool victims_built = false;
     uint64_t lead = 0;
     bool ready = true;
-    std::vector<index::NodeId> to_fetch;
-    for (size_t i = 0; i < window.size(); ++i) {
+    for (size_t i = 0; window.reach(i); ++i) {
         index::NodeId id = window[i];
-        // The snapshot of what is held may miss a fetch that landed since.
-        // A fetch is busy until its bytes are admitted, so asking the pool
-        // first and the tier second cannot miss one and read a file twice.
-        bool have = a->held[id] == round;
+        // A fetch is busy until its bytes are admitted, so asking the tier,
+        // then the pool, then the tier again cannot miss one that lands
+        // meanwhile and read the file twice.
+        bool have = ram_.contains(id);
         bool busy = !have && pool_->busy(id);
         if (!have && !busy) have = ram_.contains(id);
         if (ready && have)
             ++lead;
         else
             ready = false;
-        auto size = static_cast<int64_t>(index_.node(id).size);
+        auto size = static_cast<int64_t>(a->tier_size[id]);
         if (busy) free -= size; // on its way in
         if (have || busy) continue;
         if (free < size) {
-            if (i >= lead_target) break; // not urgent: keep what is held
+            if (i >= a->lead_target) break; // not urgent: keep what is held
             if (!victims_built) {
+                window.complete();
+                std::vector<index::NodeId> held;
+                ram_.held(held);
                 victims = eviction_order(*a, snap, held, window.size(), round);
                 victims_built = true;
             }
@@ -219,7 +277,10 @@ void Engine::schedule_round(const std::shared_ptr<Active>& a) {
             }
             if (free < size) break;
         }
-        if (!pool_->prefetch(id)) break; // the queue is full
+        if (!pool_->prefetch(id)) { // the queue is full
+            a->wanted_more = true;
+            break;
+        }
         free -= size;
     }
     lead_.store(lead, std::memory_order_relaxed);

@@ -3,6 +3,8 @@
 
 #include "clairfs/cache/tier.hpp"
 
+#include <atomic>
+#include <memory>
 #include <mutex>
 #include <unordered_map>
 
@@ -12,7 +14,10 @@ namespace clairfs::cache {
 // references, so evicting one never frees bytes a FUSE reply is copying.
 class RamTier final : public Tier {
 public:
-    explicit RamTier(uint64_t capacity);
+    // `nodes`: the index's node count. With it, contains() answers from a
+    // byte per node without the lock, which the prefetch scheduler asks for
+    // thousands of files a round; 0 keeps only the map.
+    explicit RamTier(uint64_t capacity, size_t nodes = 0);
 
     const char* name() const override { return "ram"; }
     BlobRef get(index::NodeId id) override;
@@ -27,6 +32,10 @@ private:
     mutable std::mutex mu_; // leaf lock, held for map operations only
     std::unordered_map<index::NodeId, BlobRef> files_;
     TierStats stats_;
+    // Written under mu_ with files_, read without it. A reader racing a put
+    // or evict sees the state before or after it, as it would with the lock.
+    std::unique_ptr<std::atomic<uint8_t>[]> resident_;
+    size_t nodes_ = 0;
 };
 
 } // namespace clairfs::cache

@@ -62,12 +62,13 @@ public:
     // stall_seconds, prefetch, ranks (see clairfs-control(5)).
     void status(nlohmann::json& out) const;
 
-private:
-    struct Active; // a registered job's tracker and plans
+    struct Active; // a registered job's tracker and plans (src/prefetch/active_job.hpp)
 
+private:
     void admit(index::NodeId id, const FetchResult& r, bool demanded);
     void schedule_loop();
     void schedule_round(const std::shared_ptr<Active>& job);
+    bool round_due(Active& a) const;
     std::shared_ptr<Active> active() const;
     uint64_t lead_items(const Active& a, const track::Snapshot& snap) const;
     std::vector<std::pair<uint64_t, index::NodeId>>
@@ -89,6 +90,11 @@ private:
     bool wake_ = false;
     bool stopping_ = false;
     std::atomic<uint64_t> lead_{0}; // samples ready ahead of the slowest rank
+    // Wake-up accounting: a round only runs when the ranks moved on enough
+    // to change what the window holds, or when a round that could not queue
+    // everything it wanted sees a fetch land.
+    std::atomic<uint64_t> matched_opens_{0};
+    std::atomic<uint64_t> landed_{0};
     std::thread scheduler_;
 };
 
