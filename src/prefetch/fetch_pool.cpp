@@ -14,16 +14,26 @@ namespace clairfs::prefetch {
 // hold their own reference, so it outlives its map entry until they read it.
 // Every field is guarded by the pool's mu_.
 struct FetchPool::Pending {
-    bool demanded = false; // in the demand queue, or some demand() waits for it
-    bool running = false;  // a pool thread took it
-    bool done = false;     // result is final
+    bool demanded = false;   // in the demand queue, or some demand() waits for it
+    bool background = false; // in the background queue
+    bool running = false;    // a pool thread took it
+    bool done = false;       // result is final
     FetchResult result;
     std::condition_variable cv; // waits on mu_; signalled once, when done
 };
 
 FetchPool::FetchPool(cache::BackingStore& store, unsigned threads, size_t max_queued,
                      Completion done)
-    : store_(store), done_(std::move(done)), max_queued_(max_queued) {
+    : FetchPool(
+          [&store](index::NodeId id) {
+              FetchResult r;
+              r.error = store.read_whole(id, r.blob);
+              return r;
+          },
+          threads, max_queued, std::move(done)) {}
+
+FetchPool::FetchPool(Reader read, unsigned threads, size_t max_queued, Completion done)
+    : read_(std::move(read)), done_(std::move(done)), max_queued_(max_queued) {
     threads = std::max(threads, 1u);
     threads_.reserve(threads);
     try {
@@ -49,6 +59,8 @@ FetchPool::~FetchPool() {
         // the demand queue), so dropping it strands no caller.
         for (index::NodeId id : prefetch_queue_) pending_.erase(id);
         prefetch_queue_.clear();
+        for (index::NodeId id : background_queue_) pending_.erase(id);
+        background_queue_.clear();
     }
     work_cv_.notify_all();
     for (auto& t : threads_) t.join();
@@ -71,8 +83,10 @@ FetchResult FetchPool::demand(index::NodeId id, const std::function<cache::BlobR
         if (!p->running && !p->demanded) {
             // A queued prefetch is now needed by a reader: it moves ahead of
             // every other prefetch instead of being read a second time.
-            auto q = std::find(prefetch_queue_.begin(), prefetch_queue_.end(), id);
-            if (q != prefetch_queue_.end()) prefetch_queue_.erase(q);
+            auto& from = p->background ? background_queue_ : prefetch_queue_;
+            auto q = std::find(from.begin(), from.end(), id);
+            if (q != from.end()) from.erase(q);
+            p->background = false;
             demand_queue_.push_back(id);
             work_cv_.notify_one();
         }
@@ -102,16 +116,38 @@ FetchResult FetchPool::demand(index::NodeId id, const std::function<cache::BlobR
 
 bool FetchPool::prefetch(index::NodeId id) {
     std::lock_guard lk(mu_);
-    if (stopping_ || pending_.contains(id) || prefetch_queue_.size() >= max_queued_) return false;
+    if (stopping_ || prefetch_queue_.size() >= max_queued_) return false;
+    if (auto it = pending_.find(id); it != pending_.end()) {
+        Pending& p = *it->second;
+        if (!p.background || p.running) return false;
+        // Stage-in queued it; the prediction needs it sooner.
+        auto q = std::find(background_queue_.begin(), background_queue_.end(), id);
+        if (q != background_queue_.end()) background_queue_.erase(q);
+        p.background = false;
+        prefetch_queue_.push_back(id);
+        return true;
+    }
     pending_.emplace(id, std::make_shared<Pending>());
     prefetch_queue_.push_back(id);
     work_cv_.notify_one();
     return true;
 }
 
+bool FetchPool::background(index::NodeId id) {
+    std::lock_guard lk(mu_);
+    if (stopping_ || pending_.contains(id) || background_queue_.size() >= max_queued_) return false;
+    auto p = std::make_shared<Pending>();
+    p->background = true;
+    pending_.emplace(id, std::move(p));
+    background_queue_.push_back(id);
+    work_cv_.notify_one();
+    return true;
+}
+
 bool FetchPool::busy(index::NodeId id) const {
     std::lock_guard lk(mu_);
-    return pending_.contains(id);
+    auto it = pending_.find(id);
+    return it != pending_.end() && (!it->second->background || it->second->running);
 }
 
 void FetchPool::drop_queued_prefetches() {
@@ -120,10 +156,17 @@ void FetchPool::drop_queued_prefetches() {
     prefetch_queue_.clear();
 }
 
+void FetchPool::drop_background() {
+    std::lock_guard lk(mu_);
+    for (index::NodeId id : background_queue_) pending_.erase(id);
+    background_queue_.clear();
+}
+
 FetchStats FetchPool::stats() const {
     std::lock_guard lk(mu_);
     FetchStats s = stats_;
     s.queued = prefetch_queue_.size();
+    s.background_queued = background_queue_.size();
     return s;
 }
 
@@ -137,11 +180,14 @@ void FetchPool::run() {
         {
             std::unique_lock lk(mu_);
             work_cv_.wait(lk, [&] {
-                return stopping_ || !demand_queue_.empty() || !prefetch_queue_.empty();
+                return stopping_ || !demand_queue_.empty() || !prefetch_queue_.empty() ||
+                       !background_queue_.empty();
             });
             // Demand entries are finished even when stopping: someone waits
-            // on each. The destructor already emptied the prefetch queue.
-            auto& q = !demand_queue_.empty() ? demand_queue_ : prefetch_queue_;
+            // on each. The destructor already emptied the other queues.
+            auto& q = !demand_queue_.empty()     ? demand_queue_
+                      : !prefetch_queue_.empty() ? prefetch_queue_
+                                                 : background_queue_;
             if (q.empty()) return;
             id = q.front();
             q.pop_front();
@@ -151,7 +197,11 @@ void FetchPool::run() {
         }
 
         FetchResult r;
-        r.error = store_.read_whole(id, r.blob);
+        try {
+            r = read_(id);
+        } catch (const std::bad_alloc&) {
+            r = {-ENOMEM, nullptr};
+        }
         finish(id, *p, std::move(r));
     }
 }
@@ -181,7 +231,10 @@ void FetchPool::finish(index::NodeId id, Pending& p, FetchResult r) {
         p.done = true;
         pending_.erase(id);
         --stats_.running;
-        if (!demanded) ++stats_.prefetched;
+        if (p.background && !demanded)
+            ++stats_.background;
+        else if (!demanded)
+            ++stats_.prefetched;
     }
     // `p` stays alive through run()'s reference, and the destructor cannot
     // get past join() before this returns, so notifying unlocked is safe.

@@ -20,18 +20,24 @@
 
 namespace clairfs::prefetch {
 
+// Where a fetch found the bytes.
+enum class Source : uint8_t { backing, ssd };
+
 struct FetchResult {
-    int error = 0; // 0 or -errno from the backing store
+    int error = 0; // 0 or -errno
     cache::BlobRef blob;
+    Source from = Source::backing;
 };
 
 struct FetchStats {
     uint64_t demand = 0;     // demand() calls that had to wait for a fetch
     uint64_t joined = 0;     // ... of which found the file already queued or being fetched
     uint64_t prefetched = 0; // prefetches completed
-    uint64_t stall_ns = 0;   // total time demand() callers waited
-    uint64_t queued = 0;     // prefetches waiting for a thread now
-    uint64_t running = 0;    // fetches being read now
+    uint64_t background = 0; // background fetches completed
+    uint64_t background_queued = 0;
+    uint64_t stall_ns = 0; // total time demand() callers waited
+    uint64_t queued = 0;   // prefetches waiting for a thread now
+    uint64_t running = 0;  // fetches being read now
 };
 
 class FetchPool {
@@ -42,8 +48,14 @@ public:
     // some demand() caller was waiting for this fetch.
     using Completion = std::function<void(index::NodeId id, const FetchResult& r, bool demanded)>;
 
-    // `threads` >= 1. At most `max_queued` prefetches wait for a thread;
-    // prefetch() beyond that returns false.
+    // Reads one whole file, on a pool thread, with no pool lock held.
+    using Reader = std::function<FetchResult(index::NodeId id)>;
+
+    // `threads` >= 1. At most `max_queued` prefetches, and as many
+    // background fetches, wait for a thread; prefetch() and background()
+    // beyond that return false.
+    FetchPool(Reader read, unsigned threads, size_t max_queued, Completion done);
+    // Reads straight from the backing store.
     FetchPool(cache::BackingStore& store, unsigned threads, size_t max_queued, Completion done);
     // Drops queued prefetches, lets running fetches finish, joins the threads.
     ~FetchPool();
@@ -63,12 +75,21 @@ public:
     // queued or being fetched, or the queue is full.
     bool prefetch(index::NodeId id);
 
-    // Whether the file is queued or being fetched.
+    // Queues a fetch behind every prefetch (stage-in: work for idle
+    // threads). False if already queued or being fetched, or that queue is
+    // full. A demand or prefetch of the same file moves it up.
+    bool background(index::NodeId id);
+
+    // Whether the file is being fetched, or queued ahead of the background
+    // (a file only waiting in the background queue is not busy: prefetch()
+    // moves it up).
     bool busy(index::NodeId id) const;
 
-    // Forgets queued prefetches (not running ones, nor demand fetches), e.g.
-    // when the registration they came from is withdrawn.
+    // Forgets queued prefetches (not running ones, nor demand or background
+    // fetches), e.g. when the registration they came from is withdrawn.
     void drop_queued_prefetches();
+    // Forgets queued background fetches.
+    void drop_background();
 
     FetchStats stats() const;
 
@@ -78,7 +99,7 @@ private:
     void run();
     void finish(index::NodeId id, Pending& p, FetchResult r);
 
-    cache::BackingStore& store_;
+    Reader read_;
     Completion done_;
     size_t max_queued_;
     // Lock order: mu_, then a tier's leaf lock inside `landed`; never held
@@ -87,6 +108,7 @@ private:
     std::condition_variable work_cv_;
     std::deque<index::NodeId> demand_queue_;
     std::deque<index::NodeId> prefetch_queue_;
+    std::deque<index::NodeId> background_queue_;
     std::unordered_map<index::NodeId, std::shared_ptr<Pending>> pending_;
     FetchStats stats_;
     bool stopping_ = false;

@@ -437,3 +437,78 @@ TEST_CASE("a demand after the fetch landed takes the tier's copy instead of read
         CHECK(store.stats().files == files_before + 1);
     });
 }
+
+TEST_CASE("background fetches run after every prefetch; a prefetch or demand moves one up") {
+    test::Dataset d(8);
+    cache::BackingStore store(d.idx, d.root_fd);
+    Log log;
+    Gate gate;
+    test::within(30s, "background", [&] {
+        FetchPool pool(store, 1, 3, [&](index::NodeId id, const FetchResult& r, bool demanded) {
+            gate.hold_first();
+            log.add(id, r, demanded);
+        });
+        REQUIRE(pool.prefetch(d.id(0)));
+        REQUIRE(test::eventually([&] { return gate.entered.load(); }));
+        // The only thread holds file 0.
+        REQUIRE(pool.background(d.id(1)));
+        REQUIRE(pool.background(d.id(2)));
+        REQUIRE(pool.background(d.id(3)));
+        CHECK_FALSE(pool.background(d.id(4))); // that queue is full
+        CHECK_FALSE(pool.background(d.id(1))); // already queued
+        CHECK_FALSE(pool.busy(d.id(1)));       // only waiting in the background
+        CHECK(pool.stats().background_queued == 3);
+
+        REQUIRE(pool.prefetch(d.id(5)));
+        CHECK(pool.prefetch(d.id(2))); // moved up from the background
+        CHECK(pool.busy(d.id(2)));
+        CHECK(pool.stats().background_queued == 2);
+        CHECK(pool.stats().queued == 2);
+
+        FetchResult r3;
+        std::thread t([&] { r3 = pool.demand(d.id(3)); });
+        REQUIRE(test::eventually([&] { return pool.stats().demand == 1; }));
+        CHECK(pool.stats().background_queued == 1);
+
+        pool.drop_queued_prefetches(); // leaves the background queue alone
+        CHECK(pool.stats().background_queued == 1);
+        REQUIRE(pool.prefetch(d.id(5)));
+        gate.open.count_down();
+        t.join();
+        CHECK(test::view(r3.blob) == d.contents[3]);
+        REQUIRE(test::eventually([&] { return log.snapshot().size() == 4; }));
+        auto s = pool.stats();
+        CHECK(s.background == 1);
+        CHECK(s.prefetched == 2);
+    });
+    // 0 ran first; then the demand, the prefetch, and the background last.
+    auto order = log.ids();
+    REQUIRE(order.size() == 4);
+    CHECK(order[0] == d.id(0));
+    CHECK(order[1] == d.id(3));
+    CHECK(order[2] == d.id(5));
+    CHECK(order[3] == d.id(1));
+    CHECK(store.stats().files == 4);
+}
+
+TEST_CASE("drop_background forgets queued background fetches only") {
+    test::Dataset d(4);
+    cache::BackingStore store(d.idx, d.root_fd);
+    Gate gate;
+    test::within(30s, "drop background", [&] {
+        FetchPool pool(store, 1, 4,
+                       [&](index::NodeId, const FetchResult&, bool) { gate.hold_first(); });
+        REQUIRE(pool.background(d.id(0)));
+        REQUIRE(test::eventually([&] { return gate.entered.load(); }));
+        CHECK(pool.busy(d.id(0))); // running, even from the background
+        REQUIRE(pool.background(d.id(1)));
+        REQUIRE(pool.prefetch(d.id(2)));
+        pool.drop_background();
+        CHECK(pool.stats().background_queued == 0);
+        CHECK(pool.stats().queued == 1);
+        CHECK(pool.background(d.id(1))); // forgotten, so it may be queued again
+        gate.open.count_down();
+        REQUIRE(test::eventually([&] { return pool.stats().background == 2; }));
+        CHECK(pool.stats().prefetched == 1);
+    });
+}
