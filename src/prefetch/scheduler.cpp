@@ -4,6 +4,7 @@
 // the budget: Belady's choice, since the future is known) and prefetches
 // what it lacks, soonest first.
 #include "active_job.hpp"
+#include "rank_future.hpp"
 #include "clairfs/log.hpp"
 
 #include <algorithm>
@@ -23,37 +24,6 @@ constexpr auto min_round_gap = 10ms;
 // Without opens (the job between epochs, a prefetch finishing) the window
 // still moves on.
 constexpr auto idle_round = 50ms;
-
-// One rank's future from its frontier: the unopened rest of its current
-// epoch, then its next epoch.
-class RankFuture {
-public:
-    explicit RankFuture(const track::RankProgress& r) : r_(r), p_(r.frontier) {}
-
-    // The next position's node; false once both epochs are walked.
-    bool next(index::NodeId& out) {
-        while (true) {
-            const plan::EpochPlan* e = in_next_ ? r_.next.get() : r_.current.get();
-            if (!e) return false;
-            if (p_ >= e->size()) {
-                if (in_next_) return false;
-                in_next_ = true;
-                p_ = 0;
-                continue;
-            }
-            uint64_t p = p_++;
-            if (!in_next_ && r_.opened_at(p)) continue; // its open came already
-            out = e->nodes[p];
-            if (out == layout::no_node) continue;
-            return true;
-        }
-    }
-
-private:
-    const track::RankProgress& r_;
-    uint64_t p_;
-    bool in_next_ = false;
-};
 
 // Where `id` is next opened by any local rank, counted in positions from
 // the ranks' frontiers; UINT64_MAX if in neither epoch the tracker holds.
