@@ -113,10 +113,14 @@ constexpr OptionSpec specs[] = {
     {"fetch_threads", 0, OptionType::count, "N", "16",
      "threads reading whole files from the backing store (prefetches and misses)",
      set_count_field<&MountOptions::fetch_threads, 1, max_threads>},
-    {"register", 0, OptionType::text, "FILE",
-     "", "register a job at mount time (the JSON of .clairfs/control, see clairfs-control(5)), "
+    {"register", 0, OptionType::text, "FILE", "",
+     "register a job at mount time (the JSON of .clairfs/control, see clairfs-control(5)), "
      "so prefetching starts before the job does",
      set_register_file},
+    {"push_ahead", 0, OptionType::flag, "", "false",
+     "while a job is registered, copy the files its loaders open next into the kernel's page "
+     "cache just before they are opened, so their reads need no round trip to the daemon",
+     set_bool_field<&MountOptions::push_ahead>},
     {"fuse_debug", 0, OptionType::flag, "", "false", "print every FUSE request (libfuse -d)",
      set_bool_field<&MountOptions::fuse_debug>},
 };

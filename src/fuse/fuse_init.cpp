@@ -38,6 +38,17 @@ void fuse_init(void* userdata, fuse_conn_info* conn) {
     conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
     conn->time_gran = 1;
 
+    if (fs.options.push_ahead) {
+        fuse_session* se = fs.session;
+        fs.engine->set_pusher([se](index::NodeId id, const cache::Blob& b) {
+            fuse_bufvec bv{};
+            bv.count = 1;
+            bv.buf[0].size = b.size;
+            bv.buf[0].mem = b.bytes.get();
+            bv.buf[0].fd = -1;
+            return fuse_lowlevel_notify_store(se, ino_of(id), 0, &bv, FUSE_BUF_NO_SPLICE);
+        });
+    }
     // Here, in the process that serves, after any fork: threads start now.
     fs.engine->start();
 

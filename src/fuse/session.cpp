@@ -85,6 +85,7 @@ std::string serve(Filesystem& fs) {
     std::unique_ptr<fuse_session, SessionDeleter> se(
         fuse_session_new(&args, &operations(), sizeof(fuse_lowlevel_ops), &fs));
     if (!se) return "cannot create the FUSE session (see the libfuse message above)";
+    fs.session = se.get();
     if (fuse_set_signal_handlers(se.get()) != 0) return "cannot install signal handlers";
     if (fuse_session_mount(se.get(), o.mountpoint.c_str()) != 0) {
         fuse_remove_signal_handlers(se.get());
@@ -109,6 +110,10 @@ std::string serve(Filesystem& fs) {
     }
 
     int rv = run_loop(se.get(), o);
+    // Its threads may be writing to the session (page-cache pushes): they
+    // end before the session does.
+    fs.engine->stop();
+    fs.session = nullptr;
     fuse_session_unmount(se.get());
     fuse_remove_signal_handlers(se.get());
     cache::BackingStats b = fs.engine->backing().stats();

@@ -16,7 +16,9 @@ size_t queue_depth(unsigned threads) {
 } // namespace
 
 Engine::Engine(const index::Index& idx, int backing_fd, EngineOptions opt)
-    : index_(idx), opt_(opt), backing_(idx, backing_fd), ram_(opt.mem, idx.size()) {
+    : index_(idx), opt_(opt), backing_(idx, backing_fd), ram_(opt.mem, idx.size()),
+      last_open_(std::make_unique<std::atomic<uint64_t>[]>(idx.size())),
+      pushed_at_(std::make_unique<uint64_t[]>(idx.size())) {
     if (opt_.max_file == 0) opt_.max_file = opt_.mem / 16;
 }
 
@@ -28,6 +30,10 @@ void Engine::start() {
 }
 
 Engine::~Engine() {
+    stop();
+}
+
+void Engine::stop() {
     {
         std::lock_guard lk(wake_mu_);
         stopping_ = true;
@@ -58,7 +64,10 @@ cache::BlobRef Engine::opened(index::NodeId id, uint32_t pid) {
             wake_cv_.notify_one();
         }
     }
-    return tiered(index_.node(id)) ? ram_.get(id) : nullptr;
+    if (!tiered(index_.node(id))) return nullptr;
+    last_open_[id].store(opens_.fetch_add(1, std::memory_order_relaxed) + 1,
+                         std::memory_order_relaxed);
+    return ram_.get(id);
 }
 
 int Engine::bytes_of(index::NodeId id, cache::BlobRef& out) {

@@ -35,7 +35,10 @@ void Engine::status(nlohmann::json& out) const {
                        {"running", f.running},
                        {"prefetched", f.prefetched},
                        {"demand_fetches", f.demand},
-                       {"joined", f.joined}};
+                       {"joined", f.joined},
+                       {"pushed", pushes_.load(std::memory_order_relaxed)},
+                       {"push_skipped", push_skipped_.load(std::memory_order_relaxed)},
+                       {"push_errors", push_errors_.load(std::memory_order_relaxed)}};
 
     auto ranks = nlohmann::json::array();
     for (const auto& rp : snap.ranks) {

@@ -4,10 +4,11 @@
 // the budget: Belady's choice, since the future is known) and prefetches
 // what it lacks, soonest first.
 #include "active_job.hpp"
-#include "rank_future.hpp"
 #include "clairfs/log.hpp"
+#include "rank_future.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <pthread.h>
 
@@ -24,6 +25,8 @@ constexpr auto min_round_gap = 10ms;
 // Without opens (the job between epochs, a prefetch finishing) the window
 // still moves on.
 constexpr auto idle_round = 50ms;
+// Largest file put into the kernel's page cache ahead of its open.
+constexpr uint64_t max_push = 16 << 20;
 
 // Where `id` is next opened by any local rank, counted in positions from
 // the ranks' frontiers; UINT64_MAX if in neither epoch the tracker holds.
@@ -254,6 +257,38 @@ void Engine::schedule_round(const std::shared_ptr<Active>& a) {
         free -= size;
     }
     lead_.store(lead, std::memory_order_relaxed);
+
+    // The files due within the loaders' reach go into the kernel's page
+    // cache before they are opened: the open then finds every page there
+    // (keep_cache) and the job's read never waits on a round trip to the
+    // daemon. Only that far ahead, so the pages are still there when the
+    // file is opened and the page cache never holds a second copy of the
+    // whole budget.
+    if (push_) {
+        std::vector<index::NodeId> next;
+        size_t reach = std::min<size_t>(lead, a->lead_target / 2);
+        for (size_t i = 0; i < reach; ++i) next.push_back(window[i]);
+        push_ahead(next);
+    }
+}
+
+void Engine::push_ahead(const std::vector<index::NodeId>& next) {
+    for (index::NodeId id : next) {
+        // Pushed after its last open: the pages are there already (or the
+        // kernel chose to drop them, which a READ then repairs).
+        if (pushed_at_[id] > last_open_[id].load(std::memory_order_relaxed)) continue;
+        cache::BlobRef b = ram_.peek(id);
+        // A large file's pages would crowd out many small ones; its READs
+        // are few and large anyway.
+        if (!b || b->size > max_push) continue;
+        pushed_at_[id] = opens_.load(std::memory_order_relaxed) + 1;
+        int rv = push_(id, *b);
+        // ENOENT: the kernel has no inode for it yet (never looked up).
+        (rv == 0         ? pushes_
+         : rv == -ENOENT ? push_skipped_
+                         : push_errors_)
+            .fetch_add(1, std::memory_order_relaxed);
+    }
 }
 
 } // namespace clairfs::prefetch

@@ -125,12 +125,17 @@ def case_distributed_two_ranks(tmp, expected, size):
 def case_shuffle_explicit_generator(tmp, expected, size):
     backing, mp = os.path.join(tmp, "data"), os.path.join(tmp, "mnt-r")
     os.makedirs(mp)
-    with ml.mounted(backing, mp, "--mem", "256M"):
+    # --push-ahead: the next files reach the page cache before their opens,
+    # and the bytes the job reads there must still be the backing files'.
+    with ml.mounted(backing, mp, "--mem", "256M", "--push-ahead"):
         register(mp, sampler="random", generator="explicit", seed=SEED, batch_size=4,
                  num_workers=2, epochs=3)
         check_bytes(finish(start_job(mp), "shuffle"), expected, "shuffle")
         st = status(mp)
         check_clairvoyant(st, "shuffle", len(expected))
+        pushed = st["prefetch"]["pushed"]
+        ml.check(pushed > len(expected), f"shuffle: only {pushed} files pushed over 3 epochs")
+        ml.check(st["prefetch"]["push_errors"] == 0, f"shuffle: push errors {st['prefetch']}")
         ml.log(f"shuffle: backing {st['backing']}, ram {st['ram']}")
 
 

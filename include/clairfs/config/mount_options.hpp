@@ -33,6 +33,7 @@ struct MountOptions {
     uint64_t mem = auto_mem;      // RAM tier budget in bytes; auto_mem: see resolve_mem()
     unsigned fetch_threads = 16;  // backing-store readers (latency-bound: more than cores)
     std::string register_file;    // a registration (control-file JSON) applied at mount
+    bool push_ahead = false;      // registered: put the next files into the page cache
 
     uint64_t effective_blksize() const { return blksize ? blksize : max_read; }
 };

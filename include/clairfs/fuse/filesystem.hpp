@@ -26,8 +26,9 @@ struct Filesystem {
     const config::MountOptions& options;
     Counters counters;
     int ready_fd = -1; // background start-up: told once the kernel handshake reaches us
-    prefetch::Engine* engine = nullptr;      // set before serving, lives as long as the mount
-    control::Controller* control = nullptr;  // likewise
+    prefetch::Engine* engine = nullptr;     // set before serving, lives as long as the mount
+    control::Controller* control = nullptr; // likewise
+    fuse_session* session = nullptr;        // while serving: for notifications to the kernel
 };
 
 inline Filesystem& filesystem_of(fuse_req_t req) {

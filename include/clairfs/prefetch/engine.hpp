@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json_fwd.hpp>
@@ -38,6 +39,14 @@ public:
     void start();
     Engine(const Engine&) = delete;
     Engine& operator=(const Engine&) = delete;
+    // Joins every thread the engine started; idempotent. The FUSE layer
+    // calls it before its session goes, since the pusher writes to it.
+    void stop();
+
+    // Copies a file's bytes into the kernel's page cache for its inode
+    // (FUSE_NOTIFY_STORE); 0 or -errno. Set before start().
+    using Pusher = std::function<int(index::NodeId id, const cache::Blob& bytes)>;
+    void set_pusher(Pusher push) { push_ = std::move(push); }
 
     // --- the FUSE side -------------------------------------------------
     // Whether reads of this file are served whole from the tiers (false:
@@ -68,6 +77,7 @@ private:
     void admit(index::NodeId id, const FetchResult& r, bool demanded);
     void schedule_loop();
     void schedule_round(const std::shared_ptr<Active>& job);
+    void push_ahead(const std::vector<index::NodeId>& next);
     bool round_due(Active& a) const;
     std::shared_ptr<Active> active() const;
     uint64_t lead_items(const Active& a, const track::Snapshot& snap) const;
@@ -95,6 +105,13 @@ private:
     // everything it wanted sees a fetch land.
     std::atomic<uint64_t> matched_opens_{0};
     std::atomic<uint64_t> landed_{0};
+    // Page-cache pushes: per node, the open count at its last open and just
+    // after its last push. A file is pushed again only once opened since.
+    Pusher push_;
+    std::atomic<uint64_t> opens_{0}; // opens of files the tiers take
+    std::unique_ptr<std::atomic<uint64_t>[]> last_open_;
+    std::unique_ptr<uint64_t[]> pushed_at_; // scheduler thread only
+    std::atomic<uint64_t> pushes_{0}, push_skipped_{0}, push_errors_{0};
     std::thread scheduler_;
 };
 
