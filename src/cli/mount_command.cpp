@@ -63,6 +63,7 @@ prefetch::EngineOptions engine_options(const config::MountOptions& o) {
     prefetch::EngineOptions e;
     e.mem = o.mem == config::auto_mem ? config::usable_memory() / 4 : o.mem;
     e.fetch_threads = o.fetch_threads;
+    e.stage = o.stage;
     return e;
 }
 

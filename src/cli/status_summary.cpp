@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "status_summary.hpp"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace clairfs::cli {
@@ -64,6 +65,29 @@ std::string ranks_lines(const json& ranks) {
 
 } // namespace
 
+std::string stage_line(const json& st) {
+    double done = number(at(st, "done_bytes")), total = number(at(st, "total_bytes"));
+    double frac = total > 0 ? std::min(1.0, done / total) : 0;
+    constexpr int width = 24;
+    int filled = static_cast<int>(frac * width + 0.5);
+    std::string bar = "[" + std::string(static_cast<size_t>(filled), '#') +
+                      std::string(static_cast<size_t>(width - filled), '.') + "]";
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s %3.0f%% %s of %s into %s, %s", bar.c_str(), frac * 100,
+             bytes(done).c_str(), bytes(total).c_str(), text_of(at(st, "target")).c_str(),
+             text_of(at(st, "state")).c_str());
+    std::string out = buf;
+    if (text_of(at(st, "state")) == "running") {
+        snprintf(buf, sizeof buf, ", %s/s", bytes(number(at(st, "rate_bytes_per_second"))).c_str());
+        out += buf;
+        if (const json& eta = at(st, "eta_seconds"); eta.is_number()) {
+            snprintf(buf, sizeof buf, ", ETA %.0f s", number(eta));
+            out += buf;
+        }
+    }
+    return out;
+}
+
 std::string status_summary(const json& s) {
     std::string out;
     std::string mode = text_of(at(s, "mode"));
@@ -92,9 +116,23 @@ std::string status_summary(const json& s) {
             ? (std::to_string(static_cast<int>(100 * hits / (hits + misses) + 0.5)) + "%").c_str()
             : "-");
     out += line("ram:", buf);
-    snprintf(buf, sizeof buf, "%.0f reads, %s", number(at(s, "backing/reads")),
-             bytes(number(at(s, "backing/bytes"))).c_str());
+    if (at(s, "ssd/enabled").is_boolean()) {
+        if (at(s, "ssd/enabled").get<bool>()) {
+            snprintf(buf, sizeof buf, "%s of %s, %.0f hits, %.0f errors",
+                     bytes(number(at(s, "ssd/bytes"))).c_str(),
+                     bytes(number(at(s, "ssd/capacity"))).c_str(), number(at(s, "ssd/hits")),
+                     number(at(s, "ssd/errors")));
+            out += line("ssd:", buf);
+        } else if (const json& err = at(s, "ssd/error"); err.is_string()) {
+            out += line("ssd:", "off: " + err.get<std::string>());
+        }
+    }
+    snprintf(buf, sizeof buf, "%.0f reads, %s, %.0f file reads saved",
+             number(at(s, "backing/reads")), bytes(number(at(s, "backing/bytes"))).c_str(),
+             number(at(s, "backing/saved_reads")));
     out += line("backing:", buf);
+    if (std::string state = text_of(at(s, "stage/state")); state != "idle" && state != "null")
+        out += line("stage:", stage_line(at(s, "stage")));
     snprintf(buf, sizeof buf, "lead %.0f samples, stalls %.2f s", number(at(s, "prefetch/lead")),
              number(at(s, "stall_seconds")));
     out += line("prefetch:", buf);

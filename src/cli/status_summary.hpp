@@ -11,4 +11,7 @@ namespace clairfs::cli {
 // prints.
 std::string status_summary(const nlohmann::json& status);
 
+// Stage-in progress in one line: a bar, percent, bytes, rate and ETA.
+std::string stage_line(const nlohmann::json& stage);
+
 } // namespace clairfs::cli

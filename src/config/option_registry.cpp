@@ -121,6 +121,10 @@ constexpr OptionSpec specs[] = {
      "while a job is registered, copy the files its loaders open next into the kernel's page "
      "cache just before they are opened, so their reads need no round trip to the daemon",
      set_bool_field<&MountOptions::push_ahead>},
+    {"stage", 0, OptionType::flag, "", "false",
+     "copy the whole dataset into the tiers in the background from mount time (in predicted "
+     "first-use order once a job is registered); see clairfs stage",
+     set_bool_field<&MountOptions::stage>},
     {"fuse_debug", 0, OptionType::flag, "", "false", "print every FUSE request (libfuse -d)",
      set_bool_field<&MountOptions::fuse_debug>},
 };

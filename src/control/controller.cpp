@@ -40,6 +40,12 @@ int Controller::write_control(std::string_view text, std::string& why) {
     ControlRequest req;
     plan::Job job;
     why = parse_control(text, req);
+    if (why.empty() && req.stage_only) {
+        engine_.stage();
+        std::lock_guard lock(mu_);
+        error_.clear();
+        return 0;
+    }
     if (why.empty() && !req.unregister) {
         std::string manifest;
         if (req.registration.layout == layout::LayoutKind::list)
@@ -62,6 +68,7 @@ int Controller::write_control(std::string_view text, std::string& why) {
                  active_->spec.batch_size, active_->ranks.size());
     }
     error_.clear();
+    if (req.stage) engine_.stage();
     return 0;
 }
 

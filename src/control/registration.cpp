@@ -193,10 +193,23 @@ std::string parse_control(std::string_view text, ControlRequest& out) {
         out = std::move(req);
         return "";
     }
+    // {"stage": true} alone starts a stage-in and leaves the registration as
+    // it is; with registration keys it registers, then stages.
+    if (auto st = j.find("stage"); st != j.end()) {
+        if (!st->is_boolean()) return "stage must be true or false";
+        req.stage = st->get<bool>();
+        j.erase(st);
+        if (j.empty()) {
+            if (!req.stage) return "stage: false on its own does nothing";
+            req.stage_only = true;
+            out = std::move(req);
+            return "";
+        }
+    }
     if (auto u = j.find("unregister"); u != j.end()) {
         if (!u->is_boolean()) return "unregister must be true or false";
         if (u->get<bool>()) {
-            if (j.size() > 1) return "unregister: true takes no other keys";
+            if (j.size() > 1 || req.stage) return "unregister: true takes no other keys";
             req.unregister = true;
             out = std::move(req);
             return "";

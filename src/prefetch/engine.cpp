@@ -3,6 +3,7 @@
 
 #include "active_job.hpp"
 #include "clairfs/log.hpp"
+#include "ssd_writer.hpp"
 
 namespace clairfs::prefetch {
 namespace {
@@ -22,11 +23,23 @@ Engine::Engine(const index::Index& idx, int backing_fd, EngineOptions opt)
     if (opt_.max_file == 0) opt_.max_file = opt_.mem / 16;
 }
 
+void Engine::attach_ssd(std::unique_ptr<cache::Tier> ssd) {
+    ssd_ = std::move(ssd);
+    // A few hundred files' worth in flight covers a burst of fetches
+    // without pinning much beyond what the RAM tier holds anyway.
+    if (ssd_)
+        writer_ = std::make_unique<SsdWriter>(*ssd_, std::max<uint64_t>(opt_.mem / 8, 64 << 20));
+}
+
 void Engine::start() {
+    if (writer_) writer_->start();
     pool_ = std::make_unique<FetchPool>(
-        backing_, opt_.fetch_threads, queue_depth(opt_.fetch_threads),
+        [this](index::NodeId id) { return read_whole(id); }, opt_.fetch_threads,
+        queue_depth(opt_.fetch_threads),
         [this](index::NodeId id, const FetchResult& r, bool demanded) { admit(id, r, demanded); });
     scheduler_ = std::thread([this] { schedule_loop(); });
+    stager_ = std::thread([this] { stage_loop(); });
+    if (opt_.stage) stage();
 }
 
 Engine::~Engine() {
@@ -35,12 +48,38 @@ Engine::~Engine() {
 
 void Engine::stop() {
     {
+        std::lock_guard lk(stage_mu_);
+        stage_stopping_ = true;
+    }
+    stage_cv_.notify_all();
+    if (stager_.joinable()) stager_.join();
+    {
         std::lock_guard lk(wake_mu_);
         stopping_ = true;
     }
     wake_cv_.notify_all();
     if (scheduler_.joinable()) scheduler_.join();
-    pool_.reset(); // joins the fetch threads before the tier they admit into goes
+    pool_.reset();   // joins the fetch threads before the tiers they admit into go
+    writer_.reset(); // finishes the SSD writes queued, before the SSD tier goes
+}
+
+// On a fetch thread: the SSD tier when it holds the file (a promotion to
+// RAM), else the backing store. A copy the SSD fails to return (an I/O
+// error, a checksum mismatch) is dropped by the tier and read again from
+// the backing store: a bad SSD costs time, never bytes.
+FetchResult Engine::read_whole(index::NodeId id) {
+    // Read from the backing store a moment ago and still on its way to the
+    // SSD. Asked before the tier: the writer publishes there before it
+    // lets go, so one of the two looks finds it.
+    if (writer_) {
+        if (cache::BlobRef b = writer_->peek(id)) return {0, std::move(b), Source::ssd};
+    }
+    if (ssd_ && ssd_->contains(id)) {
+        if (cache::BlobRef b = ssd_->get(id)) return {0, std::move(b), Source::ssd};
+    }
+    FetchResult r;
+    r.error = backing_.read_whole(id, r.blob);
+    return r;
 }
 
 bool Engine::tiered(const index::Node& n) const {
@@ -86,8 +125,18 @@ int Engine::bytes_of(index::NodeId id, cache::BlobRef& out) {
 // prefetches by dropping what falls outside the window; otherwise the first
 // files touched stay and later ones pass through (for a fresh random order
 // every epoch, keeping a fixed set beats LRU, which would keep nothing).
+//
+// The SSD tier keeps every file read from the backing store while it has
+// room, and never evicts: each epoch opens every file once, in a fresh
+// order, so a fixed set of files is as good as any (N - C backing reads per
+// epoch for a dataset of N bytes and C bytes of SSD), and it is the set a
+// restarted job finds again.
 void Engine::admit(index::NodeId id, const FetchResult& r, bool) {
-    if (r.error == 0) ram_.put(id, r.blob);
+    if (r.error == 0) {
+        ram_.put(id, r.blob);
+        if (writer_ && r.from == Source::backing && !ssd_->contains(id))
+            writer_->enqueue(id, r.blob);
+    }
     landed_.fetch_add(1, std::memory_order_release);
 }
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The engine's part of .clairfs/status (keys documented in clairfs-control(5)).
 #include "active_job.hpp"
+#include "ssd_writer.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -28,6 +29,19 @@ void Engine::status(nlohmann::json& out) const {
                   {"files", r.entries},     {"hits", r.hits},
                   {"misses", r.misses},     {"evictions", r.evictions},
                   {"rejected", r.rejected}, {"max_file", opt_.mem ? opt_.max_file : 0}};
+    // Opens a direct read would each have paid with a backing read, less
+    // the backing reads clairfs made (prefetches and stage-in included).
+    uint64_t opens = opens_.load(std::memory_order_relaxed);
+    out["backing"]["saved_reads"] = opens > b.files ? opens - b.files : 0;
+    if (ssd_) ssd_status(out["ssd"]);
+    StageStatus st = stage_status();
+    out["stage"] = {{"state", st.state},
+                    {"target", st.target},
+                    {"done_bytes", st.done_bytes},
+                    {"total_bytes", st.total_bytes},
+                    {"rate_bytes_per_second", st.rate},
+                    {"eta_seconds", st.eta_seconds < 0 ? nlohmann::json(nullptr)
+                                                       : nlohmann::json(st.eta_seconds)}};
     FetchStats f = pool_ ? pool_->stats() : FetchStats{};
     out["stall_seconds"] = static_cast<double>(f.stall_ns) / 1e9;
     out["prefetch"] = {{"lead", lead_.load(std::memory_order_relaxed)},
@@ -54,6 +68,26 @@ void Engine::status(nlohmann::json& out) const {
               rp.epoch_seconds > 0 ? static_cast<double>(rp.opened) / rp.epoch_seconds : 0.0}});
     }
     out["ranks"] = std::move(ranks);
+}
+
+void Engine::ssd_status(nlohmann::json& out) const {
+    cache::TierStats t = ssd_->stats();
+    cache::TierHealth h = ssd_->health();
+    SsdWriterStats w = writer_ ? writer_->stats() : SsdWriterStats{};
+    out = {{"enabled", h.enabled},
+           {"error", h.error.empty() ? nlohmann::json(nullptr) : nlohmann::json(h.error)},
+           {"bytes", t.bytes},
+           {"capacity", t.capacity},
+           {"files", t.entries},
+           {"hits", t.hits},
+           {"misses", t.misses},
+           {"errors", h.errors},
+           {"reused", h.reused},
+           {"invalidated", h.invalidated},
+           {"written", w.written},
+           {"refused", w.refused},
+           {"skipped", w.skipped},
+           {"pending_bytes", w.pending_bytes}};
 }
 
 } // namespace clairfs::prefetch

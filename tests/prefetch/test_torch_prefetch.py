@@ -16,82 +16,14 @@ registering through .clairfs/control:
 - no registration: first-touch caching, each file read once.
 
 Needs root, /dev/fuse and /usr/bin/python3 with torch (exit 77 otherwise)."""
-import hashlib
-import json
 import os
-import random
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "mount"))
 import mountlib as ml  # noqa: E402
 
-try:
-    import torchvision
-except ImportError as e:
-    print(f"SKIP: /usr/bin/python3 cannot import torchvision ({e})")
-    sys.exit(77)
-
-JOB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_job.py")
-CLASSES, PER_CLASS = 8, 60  # 480 files: a wrong order cannot match by luck
-SEED = 7
-
-
-def make_dataset(root):
-    rng = random.Random(11)
-    total = 0
-    for c in range(CLASSES):
-        d = os.path.join(root, f"class{c:02d}")
-        os.makedirs(d)
-        for i in range(PER_CLASS):
-            size = rng.randint(1, 160_000)
-            with open(os.path.join(d, f"img{i:04d}.jpg"), "wb") as f:
-                f.write(rng.randbytes(size))
-            total += size
-    return total
-
-
-def digests(root):
-    """Dataset index -> SHA-1 of the backing file, numbered as torchvision does."""
-    samples = torchvision.datasets.ImageFolder(root, loader=lambda p: p).samples
-    out = []
-    for path, _ in samples:
-        with open(path, "rb") as f:
-            out.append(hashlib.sha1(f.read()).hexdigest())
-    return out
-
-
-def status(mp):
-    with open(os.path.join(mp, ".clairfs", "status")) as f:
-        return json.load(f)
-
-
-def register(mp, **keys):
-    with open(os.path.join(mp, ".clairfs", "control"), "w") as f:
-        f.write(json.dumps(keys))
-
-
-def start_job(mp, **cfg):
-    cfg = {"root": mp, "seed": SEED, "batch_size": 4, "num_workers": 2, "epochs": 3, **cfg}
-    return subprocess.Popen(["/usr/bin/python3", JOB, json.dumps(cfg)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-
-
-def finish(proc, what):
-    out, err = proc.communicate(timeout=600)
-    ml.check(proc.returncode == 0, f"{what}: the job failed ({proc.returncode}): {err[-2000:]}")
-    return [json.loads(line) for line in out.splitlines()]
-
-
-def check_bytes(epochs, expected, what, share=None):
-    """Every sample the job got has the backing file's bytes; each epoch
-    covers the whole dataset (or `share` samples of it)."""
-    for e in epochs:
-        got = e["samples"]
-        ml.check(len(got) == (share or len(expected)),
-                 f"{what} epoch {e['epoch']}: {len(got)} samples")
-        bad = [i for i, h in got if expected[i] != h]
-        ml.check(not bad, f"{what} epoch {e['epoch']}: wrong bytes for samples {bad[:5]}")
+from torchlib import (SEED, check_bytes, digests, finish, make_dataset,  # noqa: E402
+                      register, start_job, status)
 
 
 def check_clairvoyant(st, what, files):

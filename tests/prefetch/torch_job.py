@@ -5,7 +5,8 @@ torchvision ImageFolder over the mount, a DataLoader with workers, and
 optionally a DistributedSampler for one rank. Its loader reads each sample's
 file whole and yields the bytes' SHA-1, so the test can check every byte
 the job was served. Prints one JSON line per epoch: the samples it got, as
-[dataset index, sha1] pairs in the order the loop received them.
+[dataset index, sha1] pairs in the order the loop received them, and with
+"status": PATH in the config, that file's JSON as the epoch ended.
 
 usage: torch_job.py '{"root": ..., "seed": 0, "batch_size": 4, ...}'"""
 import hashlib
@@ -54,7 +55,11 @@ def main():
         got = []
         for idx, digests in loader:
             got.extend(zip(idx.tolist(), digests))
-        print(json.dumps({"epoch": epoch, "samples": got}), flush=True)
+        line = {"epoch": epoch, "samples": got}
+        if cfg.get("status"):  # the mount's status as this epoch ends
+            with open(cfg["status"]) as f:
+                line["status"] = json.load(f)
+        print(json.dumps(line), flush=True)
 
 
 if __name__ == "__main__":

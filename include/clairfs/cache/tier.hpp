@@ -9,6 +9,7 @@
 #include "clairfs/index/node.hpp"
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace clairfs::cache {
@@ -21,6 +22,16 @@ struct TierStats {
     uint64_t misses = 0; // get() that did not
     uint64_t evictions = 0;
     uint64_t rejected = 0; // put() refused for want of room
+};
+
+// Whether a tier works, for status: a tier backed by a device can turn
+// itself off after errors and keep serving nothing.
+struct TierHealth {
+    bool enabled = true;
+    std::string error;        // the one-line reason it is off, or ""
+    uint64_t errors = 0;      // failed reads or writes, checksum mismatches
+    uint64_t reused = 0;      // entries kept from a previous mount
+    uint64_t invalidated = 0; // ... and dropped because the file changed
 };
 
 class Tier {
@@ -44,6 +55,7 @@ public:
     // Appends every held file's id (any order).
     virtual void held(std::vector<index::NodeId>& out) const = 0;
     virtual TierStats stats() const = 0;
+    virtual TierHealth health() const { return {}; }
 };
 
 } // namespace clairfs::cache

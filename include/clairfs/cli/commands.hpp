@@ -17,5 +17,6 @@ int order_command(const std::vector<std::string>& args);
 int register_command(const std::vector<std::string>& args);
 int unregister_command(const std::vector<std::string>& args);
 int status_command(const std::vector<std::string>& args);
+int stage_command(const std::vector<std::string>& args);
 
 } // namespace clairfs::cli

@@ -34,6 +34,7 @@ struct MountOptions {
     unsigned fetch_threads = 16;  // backing-store readers (latency-bound: more than cores)
     std::string register_file;    // a registration (control-file JSON) applied at mount
     bool push_ahead = false;      // registered: put the next files into the page cache
+    bool stage = false;           // copy the whole dataset into the tiers at mount
 
     uint64_t effective_blksize() const { return blksize ? blksize : max_read; }
 };

@@ -34,6 +34,8 @@ inline constexpr uint32_t unlimited_epochs = 100000;
 
 struct ControlRequest {
     bool unregister = false; // {} or {"unregister": true}
+    bool stage = false;      // "stage": true: begin a stage-in pass
+    bool stage_only = false; // {"stage": true}: nothing else to do
     Registration registration;
 };
 

@@ -8,11 +8,13 @@
 
 #include "clairfs/cache/backing_store.hpp"
 #include "clairfs/cache/ram_tier.hpp"
+#include "clairfs/cache/tier.hpp"
 #include "clairfs/plan/job.hpp"
 #include "clairfs/prefetch/fetch_pool.hpp"
 #include "clairfs/track/tracker.hpp"
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <memory>
@@ -24,10 +26,25 @@
 
 namespace clairfs::prefetch {
 
+class SsdWriter;
+
 struct EngineOptions {
     uint64_t mem = 0;            // RAM tier budget in bytes; 0 disables the tiers
     unsigned fetch_threads = 16; // backing-store readers
     uint64_t max_file = 0;       // larger files bypass the tiers; 0 = mem / 16
+    bool stage = false;          // begin a stage-in pass at start()
+};
+
+// Stage-in as status reports it.
+struct StageStatus {
+    // idle, running, done, full (the tier ran out of room), incomplete (some
+    // files could not be read or written: see backing.errors, ssd.errors)
+    const char* state = "idle";
+    uint64_t done_bytes = 0;    // dataset bytes the target tier holds
+    uint64_t total_bytes = 0;   // bytes of every file the tiers take
+    double rate = 0;            // bytes per second since the pass began
+    double eta_seconds = -1;    // -1 when unknown
+    const char* target = "ram"; // "ssd" when there is an SSD tier
 };
 
 class Engine {
@@ -47,6 +64,8 @@ public:
     // (FUSE_NOTIFY_STORE); 0 or -errno. Set before start().
     using Pusher = std::function<int(index::NodeId id, const cache::Blob& bytes)>;
     void set_pusher(Pusher push) { push_ = std::move(push); }
+    // Before start(): the SSD tier, between RAM and the backing store.
+    void attach_ssd(std::unique_ptr<cache::Tier> ssd);
 
     // --- the FUSE side -------------------------------------------------
     // Whether reads of this file are served whole from the tiers (false:
@@ -66,6 +85,11 @@ public:
     void activate(std::shared_ptr<const plan::Job> job);
     // Back to unregistered: first-touch caching, nothing prefetched.
     void deactivate();
+    // Starts a stage-in pass (or a new one, in the current predicted order,
+    // if one is running): every file the tiers take is copied into the SSD
+    // tier (RAM without one) in the background, behind every prefetch.
+    void stage();
+    StageStatus stage_status() const;
     track::Mode mode() const;
     // Fills status keys: mode, reason, epoch, match_rate, backing, ram,
     // stall_seconds, prefetch, ranks (see clairfs-control(5)).
@@ -75,6 +99,14 @@ public:
 
 private:
     void admit(index::NodeId id, const FetchResult& r, bool demanded);
+    FetchResult read_whole(index::NodeId id);
+    void ssd_status(nlohmann::json& out) const;
+    void stage_loop();
+    void stage_pass();
+    std::vector<index::NodeId> stage_order();
+    bool staged(index::NodeId id) const;
+    uint64_t stage_room(uint64_t planned) const;
+    uint64_t target_bytes() const;
     void schedule_loop();
     void schedule_round(const std::shared_ptr<Active>& job);
     void push_ahead(const std::vector<index::NodeId>& next);
@@ -90,7 +122,9 @@ private:
     EngineOptions opt_;
     cache::BackingStore backing_;
     cache::RamTier ram_;
-    std::unique_ptr<FetchPool> pool_; // after ram_: its threads admit into it
+    std::unique_ptr<cache::Tier> ssd_;  // the local-SSD tier, or null
+    std::unique_ptr<SsdWriter> writer_; // after ssd_: drains into it when destroyed
+    std::unique_ptr<FetchPool> pool_;   // after the tiers: its threads admit into them
 
     mutable std::mutex job_mu_; // guards active_ (the pointer only); leaf lock
     std::shared_ptr<Active> active_;
@@ -113,6 +147,15 @@ private:
     std::unique_ptr<uint64_t[]> pushed_at_; // scheduler thread only
     std::atomic<uint64_t> pushes_{0}, push_skipped_{0}, push_errors_{0};
     std::thread scheduler_;
+
+    mutable std::mutex stage_mu_; // guards the stage fields below; leaf lock
+    std::condition_variable stage_cv_;
+    bool stage_requested_ = false;
+    bool stage_stopping_ = false;
+    StageStatus stage_;
+    std::chrono::steady_clock::time_point stage_started_{};
+    uint64_t stage_bytes_at_start_ = 0;
+    std::thread stager_;
 };
 
 } // namespace clairfs::prefetch

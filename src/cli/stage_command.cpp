@@ -1,0 +1,90 @@
+// SPDX-License-Identifier: MIT
+// `clairfs stage MOUNT [--wait]`: start copying the whole dataset into the
+// mount's tiers in the background, and optionally follow it to the end.
+#include "clairfs/cli/commands.hpp"
+#include "clairfs/log.hpp"
+#include "control_client.hpp"
+#include "status_summary.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <thread>
+#include <unistd.h>
+
+namespace clairfs::cli {
+namespace {
+
+int usage_error(const std::string& why) {
+    fprintf(stderr, "clairfs: %s (see clairfs stage --help)\n", why.c_str());
+    return exit_usage;
+}
+
+// The stage object of the mount's status, or why it could not be read.
+std::string read_stage(const std::string& abs, nlohmann::json& out) {
+    std::string text;
+    if (int rv = read_control_file(status_path(abs), text); rv < 0)
+        return "cannot read " + status_path(abs) + ": " + strerror(-rv);
+    try {
+        out = nlohmann::json::parse(text).at("stage");
+    } catch (const nlohmann::json::exception&) {
+        return status_path(abs) + " has no stage progress (is the daemon older than this command?)";
+    }
+    return "";
+}
+
+} // namespace
+
+int stage_command(const std::vector<std::string>& args) {
+    std::string mount;
+    bool wait = false;
+    for (const auto& a : args) {
+        if (a == "--help" || a == "-h") {
+            printf("usage: clairfs stage MOUNT [--wait]\n\n"
+                   "Copies every file of the mounted dataset into the mount's RAM tier (until it\n"
+                   "is full) in the background, in the registered job's order of first use when\n"
+                   "there is one. The job may read meanwhile. Progress is in\n"
+                   "`clairfs status`; --wait follows it here and returns when the pass ends:\n"
+                   "exit 0 when everything is staged, 1 when the tier ran out of room or some\n"
+                   "files could not be copied.\n");
+            return exit_ok;
+        }
+        if (a == "--wait") {
+            wait = true;
+            continue;
+        }
+        if (a.starts_with("-")) return usage_error("unknown option '" + a + "'");
+        if (!mount.empty()) return usage_error("unexpected argument '" + a + "'");
+        mount = a;
+    }
+    if (mount.empty()) return usage_error("expected MOUNT");
+    std::string abs;
+    if (auto why = find_clairfs_mount(mount, abs); !why.empty()) {
+        LOG_ERROR("%s", why.c_str());
+        return exit_failure;
+    }
+    if (int rv = write_control_file(abs, "{\"stage\": true}\n"); rv < 0)
+        return report_write_failure(abs, rv);
+    if (!wait) return exit_ok;
+
+    using namespace std::chrono_literals;
+    bool tty = isatty(STDERR_FILENO);
+    std::this_thread::sleep_for(100ms); // the pass reports "running" once it has its order
+    for (;;) {
+        nlohmann::json st;
+        if (auto why = read_stage(abs, st); !why.empty()) {
+            LOG_ERROR("%s", why.c_str());
+            return exit_failure;
+        }
+        std::string state = st.value("state", "");
+        std::string l = stage_line(st);
+        if (state != "running") {
+            fprintf(stderr, tty ? "\r%s\033[K\n" : "%s\n", l.c_str());
+            return state == "done" ? exit_ok : exit_failure;
+        }
+        if (tty) fprintf(stderr, "\r%s\033[K", l.c_str());
+        std::this_thread::sleep_for(tty ? 500ms : 5s);
+        if (!tty) fprintf(stderr, "%s\n", l.c_str());
+    }
+}
+
+} // namespace clairfs::cli

@@ -1,0 +1,181 @@
+// SPDX-License-Identifier: MIT
+// Stage-in: copies the whole dataset into the node's tiers in the
+// background (clairfs mount --stage, clairfs stage), in the order the
+// registered job will first open the files when there is one, so the copy
+// and the job's first epoch help each other instead of competing; in index
+// order otherwise. Its fetches wait behind every demand read and prefetch.
+#include "active_job.hpp"
+#include "clairfs/log.hpp"
+#include "rank_future.hpp"
+#include "ssd_writer.hpp"
+
+#include <algorithm>
+#include <pthread.h>
+#include <sys/stat.h>
+
+namespace clairfs::prefetch {
+
+using namespace std::chrono_literals;
+
+void Engine::stage() {
+    {
+        std::lock_guard lk(stage_mu_);
+        stage_requested_ = true;
+    }
+    stage_cv_.notify_all();
+}
+
+StageStatus Engine::stage_status() const {
+    std::lock_guard lk(stage_mu_);
+    StageStatus s = stage_;
+    s.target = ssd_ ? "ssd" : "ram";
+    if (s.total_bytes == 0) return s;
+    s.done_bytes = std::min(target_bytes(), s.total_bytes);
+    if (std::string_view(s.state) == "running") {
+        double secs =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - stage_started_)
+                .count();
+        uint64_t gained =
+            s.done_bytes > stage_bytes_at_start_ ? s.done_bytes - stage_bytes_at_start_ : 0;
+        s.rate = secs > 0 ? static_cast<double>(gained) / secs : 0;
+        s.eta_seconds =
+            s.rate > 0 ? static_cast<double>(s.total_bytes - s.done_bytes) / s.rate : -1;
+    }
+    return s;
+}
+
+// The tier a stage-in fills: the SSD when there is one (RAM then only holds
+// what the prefetcher puts there), else RAM.
+uint64_t Engine::target_bytes() const {
+    return ssd_ ? ssd_->stats().bytes : ram_.stats().bytes;
+}
+
+bool Engine::staged(index::NodeId id) const {
+    if (ssd_) return ssd_->contains(id) || writer_->pending(id);
+    return ram_.contains(id);
+}
+
+// Room left in the target tier, counting what this pass has already sent
+// for (`planned`: the tier's bytes when the pass began plus every file it
+// queued since), so a pass never fetches more than will fit.
+uint64_t Engine::stage_room(uint64_t planned) const {
+    cache::TierStats t = ssd_ ? ssd_->stats() : ram_.stats();
+    uint64_t pending = writer_ ? writer_->stats().pending_bytes : 0;
+    uint64_t used = std::max(t.bytes + pending, planned);
+    return t.capacity > used ? t.capacity - used : 0;
+}
+
+// Registered: each local rank's future, ranks taking turns, then every file
+// the prediction does not reach; unregistered: every file in index order.
+std::vector<index::NodeId> Engine::stage_order() {
+    std::vector<index::NodeId> out;
+    std::vector<uint8_t> seen(index_.size(), 0);
+    if (auto a = active()) {
+        track::Snapshot snap = a->tracker->snapshot(track::Clock::now());
+        if (snap.mode == track::Mode::clairvoyant) {
+            std::vector<RankFuture> futures;
+            for (const auto& r : snap.ranks) futures.emplace_back(r);
+            for (size_t live = futures.size(); live > 0;) {
+                live = 0;
+                for (auto& f : futures) {
+                    index::NodeId id;
+                    if (!f.next(id)) continue;
+                    ++live;
+                    if (!seen[id]) {
+                        seen[id] = 1;
+                        out.push_back(id);
+                    }
+                }
+            }
+        }
+    }
+    for (index::NodeId id = 0; id < index_.size(); ++id) {
+        const index::Node& n = index_.node(id);
+        if (!seen[id] && S_ISREG(n.mode) && tiered(n)) out.push_back(id);
+    }
+    // The futures may name files the tiers do not take (too large).
+    std::erase_if(out, [&](index::NodeId id) { return !tiered(index_.node(id)); });
+    return out;
+}
+
+void Engine::stage_loop() {
+    pthread_setname_np(pthread_self(), "clairfs-stage");
+    std::unique_lock lk(stage_mu_);
+    while (true) {
+        stage_cv_.wait(lk, [&] { return stage_requested_ || stage_stopping_; });
+        if (stage_stopping_) return;
+        stage_requested_ = false;
+        lk.unlock();
+        stage_pass();
+        lk.lock();
+    }
+}
+
+void Engine::stage_pass() {
+    std::vector<index::NodeId> order = stage_order();
+    uint64_t total = 0;
+    for (index::NodeId id : order) total += index_.node(id).size;
+    {
+        std::lock_guard lk(stage_mu_);
+        stage_.state = "running";
+        stage_.total_bytes = total;
+        stage_started_ = std::chrono::steady_clock::now();
+        stage_bytes_at_start_ = std::min(target_bytes(), total);
+    }
+    LOG_INFO("stage-in: %zu files, %.2f GB into %s", order.size(), static_cast<double>(total) / 1e9,
+             ssd_ ? "the SSD tier" : "RAM");
+    // Stops early, leaving the state as it is, when asked to stop or to
+    // begin again (a new registration changes the order).
+    auto interrupted = [&] {
+        std::lock_guard lk(stage_mu_);
+        return stage_stopping_ || stage_requested_;
+    };
+    auto pause = [&](std::chrono::milliseconds d) {
+        std::unique_lock lk(stage_mu_);
+        stage_cv_.wait_for(lk, d, [&] { return stage_stopping_ || stage_requested_; });
+    };
+    uint64_t writer_bound = writer_ ? std::max<uint64_t>(opt_.mem / 16, 32 << 20) : 0;
+    bool out_of_room = false;
+    uint64_t planned = ssd_ ? ssd_->stats().bytes : ram_.stats().bytes;
+    for (index::NodeId id : order) {
+        if (interrupted()) return;
+        if (staged(id)) continue;
+        uint64_t size = index_.node(id).size;
+        if (stage_room(planned) < size) {
+            out_of_room = true;
+            continue; // a smaller file may still fit
+        }
+        planned += size;
+        // Never outrun the SSD writes: a fetch whose write is then skipped
+        // would be a backing read for nothing.
+        while (writer_ && writer_->stats().pending_bytes > writer_bound) {
+            if (interrupted()) return;
+            pause(5ms);
+        }
+        while (!pool_->background(id)) {
+            if (pool_->busy(id) || staged(id)) break; // on its way anyway
+            if (interrupted()) return;
+            pause(2ms);
+        }
+    }
+    // The last fetches and writes land: wait until the tier holds it all,
+    // or nothing is queued and the tier stopped growing.
+    for (uint64_t last = UINT64_MAX, still = 0;;) {
+        if (interrupted()) return;
+        uint64_t now = target_bytes();
+        if (now >= total) break;
+        bool idle = pool_->stats().background_queued == 0 &&
+                    (!writer_ || writer_->stats().pending_bytes == 0);
+        still = idle && now == last ? still + 1 : 0;
+        if (still >= 5) break;
+        last = now;
+        pause(20ms);
+    }
+    std::lock_guard lk(stage_mu_);
+    stage_.state = target_bytes() >= total ? "done" : out_of_room ? "full" : "incomplete";
+    LOG_INFO("stage-in %s: %.2f of %.2f GB in %s", stage_.state,
+             static_cast<double>(std::min(target_bytes(), total)) / 1e9,
+             static_cast<double>(total) / 1e9, ssd_ ? "the SSD tier" : "RAM");
+}
+
+} // namespace clairfs::prefetch

@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: MIT
+#include "ssd_writer.hpp"
+
+#include <pthread.h>
+
+namespace clairfs::prefetch {
+
+SsdWriter::SsdWriter(cache::Tier& ssd, uint64_t max_pending_bytes)
+    : ssd_(ssd), max_pending_(max_pending_bytes) {}
+
+void SsdWriter::start() {
+    thread_ = std::thread([this] { run(); });
+}
+
+SsdWriter::~SsdWriter() {
+    {
+        std::lock_guard lk(mu_);
+        stopping_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+}
+
+bool SsdWriter::enqueue(index::NodeId id, cache::BlobRef blob) {
+    if (!blob) return false;
+    std::lock_guard lk(mu_);
+    if (stopping_ || pending_.contains(id)) return false;
+    // One file is always let through, so a file larger than the bound can
+    // still reach the SSD when nothing else waits.
+    if (stats_.pending_bytes > 0 && stats_.pending_bytes + blob->size > max_pending_) {
+        ++stats_.skipped;
+        return false;
+    }
+    stats_.pending_bytes += blob->size;
+    pending_.emplace(id, blob);
+    queue_.emplace_back(id, std::move(blob));
+    cv_.notify_one();
+    return true;
+}
+
+bool SsdWriter::pending(index::NodeId id) const {
+    std::lock_guard lk(mu_);
+    return pending_.contains(id);
+}
+
+cache::BlobRef SsdWriter::peek(index::NodeId id) const {
+    std::lock_guard lk(mu_);
+    auto it = pending_.find(id);
+    return it == pending_.end() ? nullptr : it->second;
+}
+
+SsdWriterStats SsdWriter::stats() const {
+    std::lock_guard lk(mu_);
+    return stats_;
+}
+
+void SsdWriter::run() {
+    pthread_setname_np(pthread_self(), "clairfs-ssdw");
+    for (;;) {
+        std::pair<index::NodeId, cache::BlobRef> job;
+        {
+            std::unique_lock lk(mu_);
+            cv_.wait(lk, [&] { return stopping_ || !queue_.empty(); });
+            if (queue_.empty()) return; // stopping, and everything is written
+            job = std::move(queue_.front());
+            queue_.pop_front();
+        }
+        bool ok = ssd_.contains(job.first) || ssd_.put(job.first, job.second);
+        std::lock_guard lk(mu_);
+        ++(ok ? stats_.written : stats_.refused);
+        stats_.pending_bytes -= job.second->size;
+        pending_.erase(job.first);
+    }
+}
+
+} // namespace clairfs::prefetch
