@@ -202,7 +202,7 @@ class Bench:
                 log(f"    epoch {rec['epoch']}: {rec['wall_s']:.1f} s, "
                     f"{rec['samples_per_s']:.0f} samples/s, shared FS "
                     f"{rec['shared_fs_bytes'] / 1e6:.0f} MB, outside-job CPU "
-                    f"{rec.get('outside_job_cpu_s', 0):.1f} s"
+                    f"{rec.get('outside_job_cpu_s', 0):.1f} s, steal {rec.get('steal_s', 0):.1f} s"
                     + (" (" + ", ".join(f"{k} {v:.2f}" for k, v in
                                         rec["daemon_threads_cpu_s"].items()) + ")"
                        if rec.get("daemon_threads_cpu_s") else ""))
@@ -375,11 +375,20 @@ class Bench:
                 self.local = os.path.join(self.work, "local")
                 subprocess.run(["cp", "-a", self.data, self.local], check=True)
             runs = []
+            self.failures = []
             for rep in range(reps):
                 order = runnable if rep % 2 == 0 else runnable[::-1]
                 for sc in order:
                     log(f"rep {rep + 1}/{reps}: {sc}")
-                    runs.append(self.run_one(sc, rep))
+                    try:
+                        runs.append(self.run_one(sc, rep))
+                    except RuntimeError as e:
+                        # One failed run (a job killed by the memory
+                        # cgroup's OOM killer, say) is reported, not fatal.
+                        lines = [l for l in str(e).strip().splitlines() if l.strip()]
+                        msg = (lines[-1] if lines else "failed")[:300]
+                        log(f"    FAILED: {msg}")
+                        self.failures.append({"scenario": sc, "rep": rep, "error": msg})
             return self.report(info, runs, unavailable, reps)
         finally:
             abort_cleanup()
@@ -402,11 +411,14 @@ class Bench:
         out = {"command": command, "git": rev, "config": cfg, "dataset": info,
                "slowfs": {k: self.st[k] for k in ("bps", "iops", "mem", "direct_io")},
                "repetitions": reps, "unavailable": unavailable, "runs": runs,
-               "summary": summary}
+               "failures": getattr(self, "failures", []), "summary": summary}
         with open(prefix + ".json", "w") as f:
             json.dump(out, f, indent=1)
         plot(prefix + ".png", self.scenarios, runs, cfg, info)
         table = markdown(summary, self.scenarios, unavailable, cfg)
+        for f in getattr(self, "failures", []):
+            table += f"\n\nFailed run: {f['scenario']} rep {f['rep'] + 1}: `{f['error']}`"
+        # Runs per scenario are in the table's "runs" column.
         print(table if a.full_table else short_table(summary, self.scenarios))
         print(f"\nresults: {prefix}.json\nplot:    {prefix}.png")
         if not a.no_results_md:
@@ -441,6 +453,7 @@ def summarize(scenarios, runs, unavailable, files):
                                               if "shared_fs_reads" in r["epochs"][i]]) for i in range(ne)],
              "outside_job_ms_per_file": [med([r["epochs"][i].get("outside_job_cpu_s", 0) * 1e3 / files for r in rs]) for i in range(ne)],
              "others_cpu_s_max": max(max(ep.get("others_cpu_s", 0) for ep in r["epochs"]) for r in rs),
+             "steal_s_max": max(max(ep.get("steal_s", 0) for ep in r["epochs"]) for r in rs),
              "copy_s": med([r.get("copy_s") for r in rs]),
              "total_s": med([r["total_s"] for r in rs]),
              "mem_max_usage": max(r["mem_max_usage"] for r in rs)}
@@ -476,14 +489,14 @@ def markdown(summary, scenarios, unavailable, cfg):
     ep = "/".join(f"e{i}" for i in range(ne))
     lines = [f"| scenario | runs | epoch s ({ep}) | samples/s ({ep}) | first batch s ({ep}) "
              f"| shared-FS MB ({ep}) | shared-FS reads/file ({ep}) | copy s | total s | × local-warm | × direct "
-             f"| outside-job CPU ms/file ({ep}) | others' CPU s (max/epoch) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             f"| outside-job CPU ms/file ({ep}) | others' CPU s (max/epoch) | host steal s (max/epoch) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for sc in scenarios:
         e = summary.get(sc)
         if e is None:
             continue
         if "unavailable" in e:
-            lines.append(f"| {sc} | – | unavailable: {e['unavailable']} |  |  |  |  |  |  |  |  |  |  |")
+            lines.append(f"| {sc} | – | unavailable: {e['unavailable']} |  |  |  |  |  |  |  |  |  |  |  |")
             continue
         rng = " / ".join(f"{m:.1f}" if lo == hi else f"{m:.1f} ({lo:.1f}–{hi:.1f})"
                          for m, lo, hi in zip(e["epoch_s"], e["epoch_s_min"], e["epoch_s_max"]))
@@ -495,7 +508,8 @@ def markdown(summary, scenarios, unavailable, cfg):
             f"| {one(e['copy_s'], '{:.1f}')} | {e['total_s']:.1f} "
             f"| {one(e['x_local_warm'], '{:.2f}')} "
             f"| {one(e['x_direct'], '{:.2f}')} "
-            f"| {fmt(e['outside_job_ms_per_file'], '{:.2f}')} | {e['others_cpu_s_max']:.1f} |")
+            f"| {fmt(e['outside_job_ms_per_file'], '{:.2f}')} | {e['others_cpu_s_max']:.1f} "
+            f"| {e.get('steal_s_max', 0):.1f} |")
     cl = [sc for sc in scenarios if "clairfs" in summary.get(sc, {})]
     if cl:
         lines += ["", "| clairfs scenario | mode | match rate | stall s | backing-store file reads "

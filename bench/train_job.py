@@ -23,7 +23,9 @@ Prints one JSON object per epoch on stdout:
   outside_job_cpu_s cgroup_cpu_s - job_cpu_s: what the daemon under test cost
   daemon_cpu_s      utime+stime of --daemon-pid (all threads), if given
   daemon_threads_cpu_s  the same per thread name (clairfs-fetch, ...)
-  others_cpu_s      busy CPU in /proc/stat - cgroup_cpu_s: processes outside
+  steal_s           CPU time the hypervisor gave to other guests during the
+                    epoch (/proc/stat steal): how noisy the host was
+  others_cpu_s      busy CPU in /proc/stat (steal excluded) - cgroup_cpu_s: processes outside
                     the cgroup (should be ~0; a large value means noise)
 and first a line {"setup_s": ...} with the time ImageFolder took to scan.
 """
@@ -53,11 +55,13 @@ def cpuacct(d):
         return int(f.read()) / 1e9
 
 
-def proc_busy():
+def proc_stat():
+    """(busy, steal) CPU seconds of the whole machine: busy without steal,
+    which is time the hypervisor gave to other guests, not ours to use."""
     with open("/proc/stat") as f:
         v = [int(x) for x in f.readline().split()[1:]]
     # user nice system idle iowait irq softirq steal
-    return (v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / TICK
+    return (v[0] + v[1] + v[2] + v[5] + v[6]) / TICK, v[7] / TICK
 
 
 def pid_cpu(pid):
@@ -102,7 +106,8 @@ def own_cpu():
 def snapshot(a):
     reqs, nbytes = loop_stat(a.loop_dev)
     return {"t": time.perf_counter(), "bytes": nbytes, "reqs": reqs,
-            "job": own_cpu(), "cg": cpuacct(a.cpuacct), "busy": proc_busy(),
+            "job": own_cpu(), "cg": cpuacct(a.cpuacct), "busy": proc_stat()[0],
+            "steal": proc_stat()[1],
             "daemon": pid_cpu(a.daemon_pid), "threads": thread_cpu(a.daemon_pid)}
 
 
@@ -169,6 +174,7 @@ def main():
             out["cgroup_cpu_s"] = round(d["cg"], 3)
             out["outside_job_cpu_s"] = round(d["cg"] - d["job"], 3)
             out["others_cpu_s"] = round(d["busy"] - d["cg"], 3)
+        out["steal_s"] = round(d["steal"], 3)
         if a.daemon_pid:
             out["daemon_cpu_s"] = round(d["daemon"], 3)
             out["daemon_threads_cpu_s"] = {
