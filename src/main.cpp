@@ -16,7 +16,8 @@ void usage(FILE* out) {
         "  umount MOUNTPOINT [--lazy]           unmount it\n"
         "  register MOUNT [--KEY VALUE ...]     tell a mount the job's sampler, so it prefetches\n"
         "  unregister MOUNT                     forget the registered job\n"
-        "  stage MOUNT [--wait]                 copy the whole dataset into the tiers, in the background\n"
+        "  stage MOUNT [--wait]                 copy the whole dataset into the tiers, in the "
+        "background\n"
         "  status MOUNT [--json]                what a mount is doing\n"
         "  order [--KEY VALUE ...]              print the order a PyTorch job reads samples in\n\n"
         "clairfs COMMAND --help shows a command's options; man clairfs has the details.\n");

@@ -6,8 +6,8 @@
 #include "clairfs/control/controller.hpp"
 #include "clairfs/fuse/session.hpp"
 #include "clairfs/index/load_index.hpp"
-#include "clairfs/prefetch/engine.hpp"
 #include "clairfs/log.hpp"
+#include "clairfs/prefetch/engine.hpp"
 #include "mount_checks.hpp"
 #include "mount_table.hpp"
 

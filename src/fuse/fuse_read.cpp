@@ -58,8 +58,7 @@ void fuse_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file
     if (!fs.engine->tiered(*n)) return read_through(req, fs, *n, of, size, off);
 
     cache::BlobRef blob;
-    if (int rv = file_bytes(fs, of, fs.index.id_of(*n), blob); rv < 0)
-        return reply_error(req, rv);
+    if (int rv = file_bytes(fs, of, fs.index.id_of(*n), blob); rv < 0) return reply_error(req, rv);
     count(fs, size);
     // The blob is the whole file, verified to be the scanned size.
     fuse_reply_buf(req, blob->bytes.get() + off_u, size);

@@ -30,11 +30,11 @@ struct MountOptions {
     std::string log_file; // empty: stderr in the foreground, syslog otherwise
     index::Progress progress = index::Progress::auto_;
     bool fuse_debug = false;
-    uint64_t mem = auto_mem;      // RAM tier budget in bytes; auto_mem: see resolve_mem()
-    unsigned fetch_threads = 16;  // backing-store readers (latency-bound: more than cores)
-    std::string register_file;    // a registration (control-file JSON) applied at mount
-    bool push_ahead = false;      // registered: put the next files into the page cache
-    bool stage = false;           // copy the whole dataset into the tiers at mount
+    uint64_t mem = auto_mem;     // RAM tier budget in bytes; auto_mem: see resolve_mem()
+    unsigned fetch_threads = 16; // backing-store readers (latency-bound: more than cores)
+    std::string register_file;   // a registration (control-file JSON) applied at mount
+    bool push_ahead = false;     // registered: put the next files into the page cache
+    bool stage = false;          // copy the whole dataset into the tiers at mount
 
     uint64_t effective_blksize() const { return blksize ? blksize : max_read; }
 };
