@@ -4,15 +4,34 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 
 namespace clairfs::cache {
 
-struct Blob {
-    std::unique_ptr<char[]> bytes;
-    uint64_t size = 0;
+struct AlignedFree {
+    void operator()(char* p) const noexcept { std::free(p); }
+};
 
-    static std::shared_ptr<Blob> make(uint64_t size); // bytes uninitialised
+struct Blob {
+    // The SSD tier reads and writes blobs with O_DIRECT, which wants the
+    // address and the length aligned to the device's block size.
+    static constexpr uint64_t alignment = 4096;
+
+    std::unique_ptr<char[], AlignedFree> bytes;
+    uint64_t size = 0;
+    // Bytes allocated at `bytes`: `size` rounded up to `alignment` (one block
+    // for an empty file); 0 for a blob not made by make(), which the SSD
+    // tier then copies before a direct write.
+    uint64_t capacity = 0;
+
+    // bytes[0, size) uninitialised; bytes[size, capacity) zero, so a direct
+    // write of whole blocks puts nothing but the file on disk.
+    static std::shared_ptr<Blob> make(uint64_t size);
+
+    static constexpr uint64_t round_up(uint64_t n) {
+        return (n + alignment - 1) & ~(alignment - 1);
+    }
 };
 
 using BlobRef = std::shared_ptr<const Blob>;

@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: MIT
+// The local-SSD tier: whole files in one preallocated cache file per
+// dataset in --cache-dir, read and written with O_DIRECT through libaio,
+// every read checked against the checksum taken when the file was stored,
+// and a journal next to the cache file so that a remount over an unchanged
+// dataset starts warm. A device that fails turns the tier off, never the
+// mount: a disabled tier holds nothing and refuses everything.
+#pragma once
+
+#include "clairfs/cache/block_device.hpp"
+#include "clairfs/cache/tier.hpp"
+#include "clairfs/index/index.hpp"
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace clairfs::cache {
+
+// A file as the current mount sees it. The journal names files by relative
+// path, because NodeIds change from one mount to the next.
+struct FileIdentity {
+    std::string path; // relative to the backing root
+    uint64_t size = 0;
+    int64_t mtime_ns = 0;
+};
+
+// Fills `out` for a regular file of this mount; false for anything else.
+// Called from any thread, and for every id at open.
+using DescribeFile = std::function<bool(index::NodeId id, FileIdentity& out)>;
+
+// Describes the files of `idx`, which must outlive the tier.
+DescribeFile describe_index(const index::Index& idx);
+
+// "clairfs-<16 hex digits>": the cache file's and journal's name without
+// the suffix (".cache", ".journal"), from a hash of the absolute backing
+// root. For callers that size --ssd auto: the cache file already there
+// counts as room, or a remount would shrink it and lose entries.
+std::string cache_file_stem(const std::string& dataset);
+
+struct SsdOptions {
+    std::string dir;       // --cache-dir; must exist
+    uint64_t capacity = 0; // --ssd; the cache file's size, rounded down to 4 KiB
+    // The absolute backing root: names the cache file and its journal, so
+    // mounts of different datasets can share a cache directory.
+    std::string dataset;
+    DescribeFile describe;
+    size_t nodes = 0; // ids [0, nodes) are described at open, for restart-warm
+    // After this many failed reads or writes the tier turns itself off.
+    unsigned max_io_errors = 8;
+    // Wraps the cache file's device; tests use it to inject errors.
+    std::function<std::unique_ptr<BlockDevice>(std::unique_ptr<BlockDevice>)> wrap_device;
+};
+
+// Everything status may want to say about the tier.
+struct SsdState {
+    bool enabled = false;
+    bool direct = false;    // O_DIRECT; false: buffered I/O, where O_DIRECT was refused
+    std::string error;      // the last error, one line ("" if none)
+    std::string cache_file; // the path, for messages
+    uint64_t errors = 0;    // failed reads and writes, checksum mismatches, journal failures
+    uint64_t io_errors = 0; // ... of which device errors, the ones that turn the tier off
+    uint64_t reads = 0;     // device reads that returned intact bytes
+    uint64_t writes = 0;    // files written
+    uint64_t bytes_read = 0;
+    uint64_t bytes_written = 0;
+    uint64_t reused = 0;       // entries kept from a previous mount
+    uint64_t invalidated = 0;  // entries dropped at open: the file changed or is gone
+    uint64_t discarded = 0;    // entries dropped at open: extent outside the file or overlapping
+    uint64_t allocated = 0;    // bytes of the cache file in use: sizes rounded up to 4 KiB
+    uint64_t largest_free = 0; // the largest file a put could store now, rounded to 4 KiB
+};
+
+class SsdTier final : public Tier {
+public:
+    // Opens or creates the cache file and its journal, preallocates it and
+    // takes back the entries of a previous mount whose files did not change.
+    // Never throws for the environment: a missing directory, no space, no
+    // permission or a cache file in use give a disabled tier whose error
+    // says why (logged once).
+    static std::unique_ptr<SsdTier> open(const SsdOptions& options);
+    // Makes the written data durable and rewrites the journal compactly.
+    ~SsdTier() override;
+    SsdTier(const SsdTier&) = delete;
+    SsdTier& operator=(const SsdTier&) = delete;
+
+    const char* name() const override { return "ssd"; }
+    // Both read the file from the device, without the lock, into a fresh
+    // blob and check its checksum; a failed read or a mismatch drops the
+    // entry and returns nullptr (get() counts a miss then).
+    BlobRef get(index::NodeId id) override;
+    BlobRef peek(index::NodeId id) const override;
+    bool contains(index::NodeId id) const override;
+    // Writes in the calling thread; the entry is visible once the bytes are
+    // on the device. Bytes are accounted as the files' sizes, room as their
+    // extents (sizes rounded up to 4 KiB, contiguous): put refuses a file
+    // whose extent does not fit, so it can refuse while stats() shows free
+    // bytes. A put of a file another thread is writing returns true; a put
+    // of an id the file table does not describe returns false.
+    bool put(index::NodeId id, BlobRef blob) override;
+    uint64_t evict(index::NodeId id) override;
+    void held(std::vector<index::NodeId>& out) const override;
+    TierStats stats() const override;
+    TierHealth health() const override;
+
+    SsdState state() const;
+
+private:
+    struct Core;
+    explicit SsdTier(std::unique_ptr<Core> core);
+    std::unique_ptr<Core> core_;
+};
+
+} // namespace clairfs::cache

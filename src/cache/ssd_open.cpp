@@ -1,0 +1,183 @@
+// SPDX-License-Identifier: MIT
+// Bringing the SSD tier up: the cache directory, the cache file (created
+// 0600, locked against a second mount, preallocated so a full disk shows
+// now and not in the middle of a write) and its device. Every failure here
+// gives a disabled tier with a one-line reason; the mount goes on without it.
+#include "aio_file.hpp"
+#include "clairfs/log.hpp"
+#include "clairfs/sys/syscalls.hpp"
+#include "ssd_core.hpp"
+
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <fcntl.h>
+#include <filesystem>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+namespace clairfs::cache {
+namespace {
+
+// The same dataset must give the same name whichever way it was spelled.
+std::string absolute_root(const std::string& root) {
+    std::error_code ec;
+    std::filesystem::path p = std::filesystem::absolute(root, ec);
+    std::string out = (ec ? std::filesystem::path(root) : p).lexically_normal().string();
+    while (out.size() > 1 && out.back() == '/') out.pop_back();
+    return out;
+}
+
+// Closes a descriptor on every early return until it is handed on.
+struct FdGuard {
+    int fd = -1;
+    ~FdGuard() {
+        if (fd >= 0) sys::close(fd);
+    }
+    int release() { return std::exchange(fd, -1); }
+};
+
+int open_cache(int dir_fd, const std::string& name, bool direct) {
+    int flags = O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | (direct ? O_DIRECT : 0);
+    return sys::neg_errno(::openat(dir_fd, name.c_str(), flags, 0600));
+}
+
+// A second mount of the same dataset with the same cache dir would write
+// over this one's extents.
+int lock_cache(int fd) {
+    int rv;
+    do {
+        rv = sys::neg_errno(::flock(fd, LOCK_EX | LOCK_NB));
+    } while (rv == -EINTR);
+    return rv;
+}
+
+int preallocate(int fd, uint64_t capacity, uint64_t old_size) {
+    if (old_size > capacity) {
+        if (int rv = sys::neg_errno(::ftruncate(fd, static_cast<off_t>(capacity))); rv < 0)
+            return rv;
+    }
+    int rv = sys::neg_errno(::fallocate(fd, 0, 0, static_cast<off_t>(capacity)));
+    // Some file systems lack fallocate; glibc then writes a byte per block.
+    if (rv == -EOPNOTSUPP) rv = -::posix_fallocate(fd, 0, static_cast<off_t>(capacity));
+    return rv;
+}
+
+// Some file systems accept O_DIRECT at open and refuse it at the first
+// transfer; one block read now tells.
+int probe_direct(int fd) {
+    void* p = std::aligned_alloc(Blob::alignment, Blob::alignment);
+    if (!p) return -ENOMEM;
+    int rv = static_cast<int>(sys::pread(fd, p, Blob::alignment, 0));
+    std::free(p);
+    return rv < 0 ? rv : 0;
+}
+
+} // namespace
+
+std::string cache_file_stem(const std::string& dataset) {
+    std::string root = absolute_root(dataset);
+    char stem[40];
+    std::snprintf(stem, sizeof(stem), "clairfs-%016" PRIx64, XXH3_64bits(root.data(), root.size()));
+    return stem;
+}
+
+SsdTier::Core::Core(const SsdOptions& o)
+    : describe(o.describe), nodes(o.nodes), max_io_errors(o.max_io_errors ? o.max_io_errors : 1),
+      dir(o.dir) {
+    if (nodes) resident = std::make_unique<std::atomic<uint8_t>[]>(nodes);
+}
+
+SsdTier::Core::~Core() {
+    if (dir_fd >= 0) sys::close(dir_fd);
+}
+
+std::string SsdTier::Core::open_files(const SsdOptions& o, bool& existed) {
+    const std::string off = "ssd tier disabled: ";
+    uint64_t capacity = o.capacity & ~(Blob::alignment - 1);
+    if (!describe) return off + "no file table was given";
+    if (capacity == 0)
+        return off + "--ssd " + std::to_string(o.capacity) + " bytes is less than one 4 KiB block";
+    int dfd = sys::neg_errno(::open(o.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (dfd < 0) return off + "cannot open cache dir " + o.dir + ": " + sys::error_text(dfd);
+    dir_fd = dfd;
+
+    std::string root = absolute_root(o.dataset);
+    dataset_tag = XXH3_64bits(root.data(), root.size());
+    std::string stem = cache_file_stem(o.dataset);
+    cache_name = stem + ".cache";
+    journal_name = stem + ".journal";
+    const std::string path = dir + "/" + cache_name;
+
+    struct stat st;
+    existed = sys::fstatat(dir_fd, cache_name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
+    uint64_t old_size = existed ? static_cast<uint64_t>(st.st_size) : 0;
+
+    direct = true;
+    FdGuard fd{open_cache(dir_fd, cache_name, true)};
+    if (fd.fd == -EINVAL) {
+        fd.fd = open_cache(dir_fd, cache_name, false);
+        direct = false;
+    }
+    if (fd.fd < 0) return off + "cannot open " + path + ": " + sys::error_text(fd.release());
+    if (int rv = lock_cache(fd.fd); rv < 0)
+        return off + path +
+               (rv == -EWOULDBLOCK ? " is in use by another clairfs mount"
+                                   : std::string(": cannot lock: ") + sys::error_text(rv));
+    if (sys::fstat(fd.fd, &st) < 0 || !S_ISREG(st.st_mode))
+        return off + path + " is not a regular file";
+    ::fchmod(fd.fd, 0600);
+
+    if (int rv = preallocate(fd.fd, capacity, old_size); rv < 0) {
+        // Give the space back: a disabled tier must not sit on a full disk.
+        if (existed)
+            (void)::ftruncate(fd.fd, static_cast<off_t>(old_size));
+        else
+            ::unlinkat(dir_fd, cache_name.c_str(), 0);
+        return off + "cannot preallocate " + human_bytes(capacity) + " in " + dir + ": " +
+               sys::error_text(rv);
+    }
+    if (direct && probe_direct(fd.fd) == -EINVAL) {
+        sys::close(fd.release());
+        fd.fd = open_cache(dir_fd, cache_name, false);
+        direct = false;
+        if (fd.fd < 0) return off + "cannot open " + path + ": " + sys::error_text(fd.release());
+        if (int rv = lock_cache(fd.fd); rv < 0)
+            return off + path + ": cannot lock: " + sys::error_text(rv);
+    }
+    if (!direct)
+        LOG_WARN("ssd tier: %s does not support O_DIRECT; using buffered I/O with "
+                 "POSIX_FADV_DONTNEED, so the cache file competes with the page cache",
+                 dir.c_str());
+
+    device = std::make_unique<AioFile>(fd.release(), direct);
+    if (o.wrap_device) device = o.wrap_device(std::move(device));
+    extents = ExtentAllocator(capacity);
+    stats.capacity = capacity;
+    return "";
+}
+
+SsdTier::SsdTier(std::unique_ptr<Core> core) : core_(std::move(core)) {}
+
+SsdTier::~SsdTier() {
+    core_->close();
+}
+
+std::unique_ptr<SsdTier> SsdTier::open(const SsdOptions& options) {
+    auto core = std::make_unique<Core>(options);
+    bool existed = false;
+    std::string reason = core->open_files(options, existed);
+    if (reason.empty()) {
+        core->enabled.store(true);
+        core->restart_warm(existed);
+    } else {
+        core->counters.error = reason;
+        core->stats.capacity = 0;
+        LOG_ERROR("%s", reason.c_str());
+    }
+    return std::unique_ptr<SsdTier>(new SsdTier(std::move(core)));
+}
+
+} // namespace clairfs::cache

@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: MIT
+// Restart-warm: the journal of the previous mount, folded to the latest
+// state of each path, is matched against the files of this mount; entries
+// whose file kept its size and mtime are taken back, every other one is
+// dropped. The journal is then rewritten with only what was kept, and once
+// more at a clean close.
+//
+// Durability rule: data is not fdatasync'ed before its journal record is
+// appended, so after a crash a record may describe bytes that never reached
+// the disk, or that a later put overwrote. Such an entry is taken back, and
+// its checksum fails at its first read: it is dropped then, never served.
+// A clean close syncs the data before it writes the journal, so after one
+// every entry reads back intact.
+#include "clairfs/log.hpp"
+#include "clairfs/sys/syscalls.hpp"
+#include "ssd_core.hpp"
+
+#include <algorithm>
+#include <unistd.h>
+#include <utility>
+#include <vector>
+
+namespace clairfs::cache {
+namespace {
+
+using Kept = std::vector<std::pair<index::NodeId, JournalRecord>>;
+
+// The live records of the previous mount whose file is unchanged in this
+// one; counts the others as invalidated.
+Kept match_files(std::unordered_map<std::string, JournalRecord> live, const DescribeFile& describe,
+                 size_t nodes, uint64_t& invalidated) {
+    Kept keep;
+    FileIdentity f;
+    for (size_t i = 0; i < nodes && !live.empty(); ++i) {
+        auto id = static_cast<index::NodeId>(i);
+        if (!describe(id, f)) continue;
+        auto it = live.find(f.path);
+        if (it == live.end()) continue;
+        if (it->second.size == f.size && it->second.mtime_ns == f.mtime_ns) {
+            it->second.path = std::move(f.path);
+            keep.emplace_back(id, std::move(it->second));
+        } else {
+            ++invalidated;
+        }
+        live.erase(it);
+    }
+    invalidated += live.size(); // files no longer in the dataset
+    return keep;
+}
+
+} // namespace
+
+void SsdTier::Core::restart_warm(bool existed) {
+    JournalFold fold;
+    JournalReplay replay;
+    // A cache file made just now holds none of the journal's bytes.
+    if (existed) {
+        int rv = replay_journal(
+            dir_fd, journal_name, dataset_tag, [&](JournalRecord&& r) { fold.apply(std::move(r)); },
+            replay);
+        if (rv < 0)
+            LOG_WARN("ssd tier: cannot read the journal %s/%s: %s; reusing what was read before "
+                     "the error",
+                     dir.c_str(), journal_name.c_str(), sys::error_text(rv));
+        if (replay.ignored_bytes > 0)
+            LOG_INFO("ssd tier: ignored the last %s of the journal (torn by a crash or corrupt)",
+                     human_bytes(replay.ignored_bytes).c_str());
+    }
+    next_seq = fold.max_seq() + 1;
+    Kept keep = match_files(fold.take_live(), describe, nodes, counters.invalidated);
+
+    // Newest first: where a crash left two records on one extent, the later
+    // put is the one whose bytes are there.
+    std::sort(keep.begin(), keep.end(),
+              [](const auto& a, const auto& b) { return a.second.seq > b.second.seq; });
+    std::vector<JournalRecord> records;
+    for (auto& [id, r] : keep) {
+        if (!extents.reserve(r.offset, r.size)) {
+            ++counters.discarded;
+            continue;
+        }
+        files.emplace(id, SsdEntry{r.offset, r.size, r.checksum, r.seq});
+        set_resident(id, true);
+        stats.bytes += r.size;
+        records.push_back(std::move(r));
+    }
+    stats.entries = files.size();
+    counters.reused = files.size();
+    std::reverse(records.begin(), records.end());
+
+    int rv = write_journal(dir_fd, journal_name, dataset_tag, records);
+    if (rv == 0) rv = journal.open(dir_fd, journal_name);
+    if (rv < 0) {
+        ::unlinkat(dir_fd, journal_name.c_str(), 0);
+        fail(false, "ssd tier: cannot write the journal " + dir + "/" + journal_name + ": " +
+                        sys::error_text(rv) + "; the next mount will start cold");
+    }
+    LOG_INFO("ssd tier: %s cache file %s/%s (%s); reused %llu files (%s), invalidated %llu, "
+             "discarded %llu",
+             human_bytes(stats.capacity).c_str(), dir.c_str(), cache_name.c_str(),
+             direct ? "O_DIRECT" : "buffered", static_cast<unsigned long long>(counters.reused),
+             human_bytes(stats.bytes).c_str(),
+             static_cast<unsigned long long>(counters.invalidated),
+             static_cast<unsigned long long>(counters.discarded));
+}
+
+void SsdTier::Core::close() {
+    if (!enabled.load() || !device) return;
+    int rv = device->sync();
+    size_t saved = 0;
+    if (rv == 0) {
+        std::vector<std::pair<index::NodeId, SsdEntry>> held;
+        {
+            std::lock_guard lk(mu);
+            held.assign(files.begin(), files.end());
+        }
+        std::sort(held.begin(), held.end(),
+                  [](const auto& a, const auto& b) { return a.second.seq < b.second.seq; });
+        std::vector<JournalRecord> records;
+        records.reserve(held.size());
+        FileIdentity f;
+        for (const auto& [id, e] : held) {
+            if (!describe(id, f)) continue;
+            records.push_back(put_record(e, std::move(f)));
+        }
+        journal.close();
+        saved = records.size();
+        rv = write_journal(dir_fd, journal_name, dataset_tag, records);
+    }
+    if (rv < 0) {
+        journal.close();
+        ::unlinkat(dir_fd, journal_name.c_str(), 0);
+        LOG_WARN("ssd tier: cannot save the journal %s/%s: %s; the next mount starts cold",
+                 dir.c_str(), journal_name.c_str(), sys::error_text(rv));
+        return;
+    }
+    LOG_INFO("ssd tier: saved %zu files for the next mount", saved);
+}
+
+} // namespace clairfs::cache

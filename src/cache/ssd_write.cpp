@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: MIT
+// Writes to the SSD tier: reserve an extent under the lock, write without
+// it, then publish the entry under it and journal it. An entry is never
+// visible before its bytes are on the device, and a journal record never
+// precedes its data write (durability across a crash is the checksum's
+// job: see ssd_restart.cpp).
+#include "clairfs/sys/syscalls.hpp"
+#include "ssd_core.hpp"
+
+#include <cstring>
+#include <new>
+#include <xxhash.h>
+
+namespace clairfs::cache {
+namespace {
+
+// O_DIRECT needs an aligned buffer of whole blocks with a deterministic
+// tail; a blob from Blob::make is one, any other is copied.
+int write_blob(BlockDevice& dev, const Blob& b, uint64_t offset) {
+    uint64_t len = ExtentAllocator::aligned(b.size);
+    auto addr = reinterpret_cast<uintptr_t>(b.bytes.get());
+    if (b.capacity >= len && addr % Blob::alignment == 0)
+        return dev.write(b.bytes.get(), len, offset);
+    std::shared_ptr<Blob> copy;
+    try {
+        copy = Blob::make(b.size);
+    } catch (const std::bad_alloc&) {
+        return -ENOMEM;
+    }
+    std::memcpy(copy->bytes.get(), b.bytes.get(), b.size);
+    return dev.write(copy->bytes.get(), len, offset);
+}
+
+} // namespace
+
+JournalRecord put_record(const SsdEntry& e, FileIdentity&& file) {
+    JournalRecord r;
+    r.kind = JournalRecord::Kind::put;
+    r.seq = e.seq;
+    r.path = std::move(file.path);
+    r.offset = e.offset;
+    r.size = e.size;
+    r.mtime_ns = file.mtime_ns;
+    r.checksum = e.checksum;
+    return r;
+}
+
+bool SsdTier::Core::write(index::NodeId id, const BlobRef& blob) {
+    if (!blob || !enabled.load()) return false;
+    FileIdentity file;
+    if (!describe(id, file)) return false;
+
+    uint64_t offset;
+    {
+        std::lock_guard lk(mu);
+        if (!enabled.load()) return false;
+        if (files.contains(id) || writing.contains(id)) return true;
+        auto got = extents.allocate(blob->size);
+        if (!got) {
+            ++stats.rejected;
+            return false;
+        }
+        offset = *got;
+        writing.insert(id);
+    }
+
+    SsdEntry e{offset, blob->size, XXH3_64bits(blob->bytes.get(), blob->size), 0};
+    int rv = e.size > 0 ? write_blob(*device, *blob, offset) : 0;
+
+    bool published = false;
+    {
+        std::lock_guard lk(mu);
+        writing.erase(id);
+        if (rv == 0 && enabled.load()) {
+            e.seq = next_seq++;
+            files.emplace(id, e);
+            set_resident(id, true);
+            stats.bytes += e.size;
+            stats.entries = files.size();
+            ++counters.writes;
+            counters.bytes_written += e.size;
+            published = true;
+        } else if (e.size > 0) {
+            extents.release(offset, e.size);
+        }
+    }
+    if (published) {
+        if (!journal.failed()) {
+            int jrv = journal.append(put_record(e, std::move(file)));
+            if (jrv < 0 && jrv != -EBADF) journal_failed(jrv);
+        }
+        return true;
+    }
+    if (rv < 0)
+        fail(rv != -ENOMEM, "ssd tier: write of " +
+                                where(ExtentAllocator::aligned(e.size), offset) +
+                                " failed: " + sys::error_text(rv));
+    return false;
+}
+
+uint64_t SsdTier::Core::drop(index::NodeId id) {
+    SsdEntry e;
+    uint64_t seq;
+    {
+        std::lock_guard lk(mu);
+        if (!remove_locked(id, e)) return 0;
+        ++stats.evictions;
+        seq = next_seq++;
+    }
+    journal_evict(id, seq);
+    return e.size;
+}
+
+bool SsdTier::put(index::NodeId id, BlobRef blob) {
+    return core_->write(id, blob);
+}
+
+uint64_t SsdTier::evict(index::NodeId id) {
+    return core_->drop(id);
+}
+
+} // namespace clairfs::cache
