@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // `clairfs mount BACKING MOUNTPOINT`: check, scan, index, then serve.
+#include "clairfs/cache/ssd_tier.hpp"
 #include "clairfs/cli/commands.hpp"
 #include "clairfs/config/memory_budget.hpp"
 #include "clairfs/config/mount_args.hpp"
@@ -13,6 +14,8 @@
 
 #include <cstdio>
 #include <malloc.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 
 namespace clairfs::cli {
 namespace {
@@ -67,6 +70,42 @@ prefetch::EngineOptions engine_options(const config::MountOptions& o) {
     return e;
 }
 
+// The SSD tier of --cache-dir, sized by --ssd (auto: the dataset's files
+// rounded to 4 KiB extents, or 90% of the directory's free space if less).
+// Problems with the directory give a disabled tier that says why in status,
+// not a failed mount.
+std::unique_ptr<cache::SsdTier> open_ssd(const config::MountOptions& o, const index::Index& idx,
+                                         const std::string& backing_root) {
+    cache::SsdOptions s;
+    s.dir = absolute_path(o.cache_dir);
+    s.dataset = backing_root;
+    s.describe = cache::describe_index(idx);
+    s.nodes = idx.size();
+    s.capacity = o.ssd;
+    if (o.ssd == config::auto_ssd) {
+        uint64_t need = 0;
+        for (index::NodeId id = 0; id < idx.size(); ++id)
+            if (S_ISREG(idx.node(id).mode)) need += (idx.node(id).size + 4095) / 4096 * 4096;
+        s.capacity = std::max<uint64_t>(need, 4096);
+        struct statvfs v;
+        if (statvfs(s.dir.c_str(), &v) == 0) {
+            // A cache file from an earlier mount is room this one may reuse,
+            // not space taken: otherwise every remount would shrink it.
+            struct stat old {};
+            std::string cache_file = s.dir + "/" + cache::cache_file_stem(backing_root) + ".cache";
+            uint64_t reusable = stat(cache_file.c_str(), &old) == 0
+                                    ? static_cast<uint64_t>(old.st_blocks) * 512
+                                    : 0;
+            auto room = static_cast<uint64_t>(
+                (static_cast<double>(v.f_bavail) * static_cast<double>(v.f_frsize) +
+                 static_cast<double>(reusable)) *
+                0.9);
+            s.capacity = std::min(s.capacity, std::max<uint64_t>(room, 4096));
+        }
+    }
+    return cache::SsdTier::open(s);
+}
+
 } // namespace
 
 int mount_command(const std::vector<std::string>& args) {
@@ -97,6 +136,7 @@ int mount_command(const std::vector<std::string>& args) {
     if (auto why = build_index(backing, o, idx); !why.empty()) return fail(why);
 
     prefetch::Engine engine(idx, backing.fd, engine_options(o));
+    if (!o.cache_dir.empty() && o.ssd != 0) engine.attach_ssd(open_ssd(o, idx, backing.real));
     control::Controller control(idx, engine);
     // Before the mount, so a bad file fails the command with nothing mounted;
     // the engine's threads start after the fork and find the job waiting.

@@ -39,13 +39,15 @@ int stage_command(const std::vector<std::string>& args) {
     bool wait = false;
     for (const auto& a : args) {
         if (a == "--help" || a == "-h") {
-            printf("usage: clairfs stage MOUNT [--wait]\n\n"
-                   "Copies every file of the mounted dataset into the mount's RAM tier (until it\n"
-                   "is full) in the background, in the registered job's order of first use when\n"
-                   "there is one. The job may read meanwhile. Progress is in\n"
-                   "`clairfs status`; --wait follows it here and returns when the pass ends:\n"
-                   "exit 0 when everything is staged, 1 when the tier ran out of room or some\n"
-                   "files could not be copied.\n");
+            printf(
+                "usage: clairfs stage MOUNT [--wait]\n\n"
+                "Copies every file of the mounted dataset into the mount's tiers (the SSD tier\n"
+                "of --cache-dir, else RAM until it is full) in the background, in the registered\n"
+                "job's order of first use when there is one. The job may read meanwhile. Progress "
+                "is in\n"
+                "`clairfs status`; --wait follows it here and returns when the pass ends:\n"
+                "exit 0 when everything is staged, 1 when the tier ran out of room or some\n"
+                "files could not be copied.\n");
             return exit_ok;
         }
         if (a == "--wait") {

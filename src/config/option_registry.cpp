@@ -72,6 +72,23 @@ std::string set_register_file(MountOptions& o, std::string_view v) {
     return "";
 }
 
+std::string set_cache_dir(MountOptions& o, std::string_view v) {
+    if (v.empty()) return "expected a directory";
+    o.cache_dir = v;
+    return "";
+}
+
+std::string set_ssd(MountOptions& o, std::string_view v) {
+    if (v == "auto") {
+        o.ssd = auto_ssd;
+        return "";
+    }
+    uint64_t n;
+    if (!parse_size(v, n) || n == auto_ssd) return "expected auto or a size such as 0, 64G or 1T";
+    o.ssd = n;
+    return "";
+}
+
 constexpr uint64_t max_threads = 1024;
 
 constexpr OptionSpec specs[] = {
@@ -121,6 +138,14 @@ constexpr OptionSpec specs[] = {
      "while a job is registered, copy the files its loaders open next into the kernel's page "
      "cache just before they are opened, so their reads need no round trip to the daemon",
      set_bool_field<&MountOptions::push_ahead>},
+    {"cache_dir", 0, OptionType::text, "DIR", "",
+     "local-disk directory for the SSD tier's cache file and journal (one pair per dataset); "
+     "a later mount of the unchanged dataset with the same DIR reuses what it holds",
+     set_cache_dir},
+    {"ssd", 0, OptionType::size, "SIZE", "auto",
+     "SSD tier budget, preallocated in --cache-dir; auto is room for the whole dataset or 90% of "
+     "the directory's free space, whichever is less; 0 turns the tier off",
+     set_ssd},
     {"stage", 0, OptionType::flag, "", "false",
      "copy the whole dataset into the tiers in the background from mount time (in predicted "
      "first-use order once a job is registered); see clairfs stage",

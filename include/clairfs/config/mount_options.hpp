@@ -14,6 +14,9 @@ namespace clairfs::config {
 // --mem auto: a quarter of the memory the daemon may use (the smaller of
 // physical memory and its memory cgroup's limit), resolved at mount.
 inline constexpr uint64_t auto_mem = UINT64_MAX;
+// --ssd auto: room for the whole dataset, or 90% of the cache directory's
+// free space if that is less, resolved at mount.
+inline constexpr uint64_t auto_ssd = UINT64_MAX;
 
 struct MountOptions {
     std::string backing;
@@ -34,6 +37,8 @@ struct MountOptions {
     unsigned fetch_threads = 16; // backing-store readers (latency-bound: more than cores)
     std::string register_file;   // a registration (control-file JSON) applied at mount
     bool push_ahead = false;     // registered: put the next files into the page cache
+    std::string cache_dir;       // local-SSD tier directory; empty: no SSD tier
+    uint64_t ssd = auto_ssd;     // SSD tier budget in bytes; auto_ssd: see above
     bool stage = false;          // copy the whole dataset into the tiers at mount
 
     uint64_t effective_blksize() const { return blksize ? blksize : max_read; }
