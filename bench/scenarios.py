@@ -30,7 +30,14 @@ Scenarios:
                         the job's sampler settings (seed, batch, workers,
                         world/rank, epochs) as .clairfs/control takes them,
                         so prefetching starts at mount time.
-Both clairfs scenarios add the config's "clairfs_opts" (e.g. --mem 1200M)
+  clairfs-ssd-unregistered, clairfs-ssd-registered
+                        the same with the local-SSD tier: --cache-dir on
+                        local disk (fresh per run, so nothing is reused from
+                        an earlier run) plus the config's "clairfs_ssd_opts".
+  clairfs-ssd-staged    registered, SSD tier, and --stage: the whole dataset
+                        is copied to the SSD tier in the job's first-use order
+                        while the job runs.
+Every clairfs scenario adds the config's "clairfs_opts" (e.g. --mem 1200M)
 and record the daemon's .clairfs/status at the end of the job (mode,
 match_rate, stall_seconds, backing-store and RAM-tier counters).
 
@@ -58,7 +65,8 @@ import slowfs  # noqa: E402
 
 PY = "/usr/bin/python3"
 ALL = ["local-warm", "direct", "copy-first", "rclone",
-       "clairfs-unregistered", "clairfs-registered"]
+       "clairfs-unregistered", "clairfs-registered",
+       "clairfs-ssd-unregistered", "clairfs-ssd-registered", "clairfs-ssd-staged"]
 RUNNING = []  # Popen objects to kill on abort
 MOUNTS = []   # mount points to unmount on abort
 
@@ -262,10 +270,17 @@ class Bench:
             self.reap(p, timeout=60)
             shutil.rmtree(cache, ignore_errors=True)
 
-    def sc_clairfs(self, r, register=False):
+    def sc_clairfs(self, r, register=False, ssd=False, stage=False):
         mnt = os.path.join(self.work, "clairfs-mnt")
         os.makedirs(mnt, exist_ok=True)
         cmd = [self.clairfs, "mount", self.data, mnt] + self.cfg.get("clairfs_opts", [])
+        cache = os.path.join(self.work, "clairfs-ssd")
+        if ssd:
+            shutil.rmtree(cache, ignore_errors=True)
+            os.makedirs(cache)
+            cmd += ["--cache-dir", cache] + self.cfg.get("clairfs_ssd_opts", [])
+        if stage:
+            cmd += ["--stage"]
         if register:
             reg = os.path.join(self.work, "registration.json")
             with open(reg, "w") as f:
@@ -284,15 +299,23 @@ class Bench:
             with open(os.path.join(mnt, ".clairfs", "status")) as f:
                 r["clairfs_status"] = json.load(f)
             st = r["clairfs_status"]
+            ssd_note = ""
+            if st.get("ssd", {}).get("enabled"):
+                ssd_note = (f", ssd {st['ssd']['bytes'] / 1e6:.0f}/"
+                            f"{st['ssd']['capacity'] / 1e6:.0f} MB, {st['ssd']['hits']} hits")
+            elif st.get("ssd", {}).get("error"):
+                ssd_note = f", ssd off: {st['ssd']['error']}"
             log(f"    clairfs: mode {st['mode']}, match rate {st['match_rate']}, stall "
                 f"{st['stall_seconds']:.1f} s, backing {st['backing']['files']} files, "
-                f"ram {st['ram']['bytes'] / 1e6:.0f}/{st['ram']['capacity'] / 1e6:.0f} MB")
+                f"ram {st['ram']['bytes'] / 1e6:.0f}/{st['ram']['capacity'] / 1e6:.0f} MB"
+                + ssd_note)
             return out
         finally:
             if mounted(mnt):
                 subprocess.run([self.clairfs, "umount", mnt], capture_output=True)
             unmount(mnt)
             MOUNTS.remove(mnt)
+            shutil.rmtree(cache, ignore_errors=True)
 
     def registration(self):
         """The job's sampler as .clairfs/control takes it (see train_job.py)."""
@@ -312,6 +335,11 @@ class Bench:
                 av[sc] = f"{self.clairfs} not built"
             elif sc == "rclone" and not shutil.which("rclone"):
                 av[sc] = "rclone not installed"
+            elif sc.startswith("clairfs-ssd"):
+                h = subprocess.run([self.clairfs, "mount", "--help"], capture_output=True,
+                                   text=True).stdout
+                if "--cache-dir" not in h:
+                    av[sc] = "this clairfs has no SSD tier (--cache-dir)"
             elif sc == "clairfs-registered":
                 h = subprocess.run([self.clairfs, "mount", "--help"], capture_output=True,
                                    text=True).stdout
@@ -329,7 +357,11 @@ class Bench:
         fn = {"local-warm": self.sc_local_warm, "direct": self.sc_direct,
               "copy-first": self.sc_copy_first, "rclone": self.sc_rclone,
               "clairfs-unregistered": self.sc_clairfs,
-              "clairfs-registered": lambda r: self.sc_clairfs(r, True)}[sc]
+              "clairfs-registered": lambda r: self.sc_clairfs(r, True),
+              "clairfs-ssd-unregistered": lambda r: self.sc_clairfs(r, ssd=True),
+              "clairfs-ssd-registered": lambda r: self.sc_clairfs(r, True, ssd=True),
+              "clairfs-ssd-staged": lambda r: self.sc_clairfs(r, True, ssd=True, stage=True),
+              }[sc]
         r.update(fn(r))
         r["run_s"] = round(time.perf_counter() - t0, 3)
         r["total_s"] = round(r.get("copy_s", 0) + sum(e["wall_s"] for e in r["epochs"]), 3)
@@ -465,7 +497,10 @@ def summarize(scenarios, runs, unavailable, files):
                 "stall_s": med([x["stall_seconds"] for x in sts]),
                 "backing_files": med([x["backing"]["files"] for x in sts]),
                 "ram_capacity": sts[0]["ram"]["capacity"],
-                "ram_hits": med([x["ram"]["hits"] for x in sts])}
+                "ram_hits": med([x["ram"]["hits"] for x in sts]),
+                "ssd_hits": med([x.get("ssd", {}).get("hits", 0) for x in sts]),
+                "ssd_capacity": sts[0].get("ssd", {}).get("capacity", 0),
+                "ssd_error": sts[0].get("ssd", {}).get("error")}
         s[sc] = e
     ref = s.get("local-warm", {}).get("total_s")
     dref = s.get("direct", {}).get("total_s")
@@ -513,12 +548,15 @@ def markdown(summary, scenarios, unavailable, cfg):
     cl = [sc for sc in scenarios if "clairfs" in summary.get(sc, {})]
     if cl:
         lines += ["", "| clairfs scenario | mode | match rate | stall s | backing-store file reads "
-                  "(all epochs) | RAM hits | RAM budget MB |", "|---|---|---|---|---|---|---|"]
+                  "(all epochs) | RAM hits | RAM budget MB | SSD hits | SSD budget MB |",
+                  "|---|---|---|---|---|---|---|---|---|"]
         for sc in cl:
             c = summary[sc]["clairfs"]
             lines.append(f"| {sc} | {', '.join(c['modes'])} | {one(c['match_rate'], '{:.3f}')} "
                          f"| {c['stall_s']:.1f} | {c['backing_files']:.0f} | {c['ram_hits']:.0f} "
-                         f"| {c['ram_capacity'] / 1e6:.0f} |")
+                         f"| {c['ram_capacity'] / 1e6:.0f} "
+                         f"| {c.get('ssd_hits', 0):.0f} "
+                         f"| {(c.get('ssd_capacity') or 0) / 1e6:.0f} |")
     return "\n".join(lines)
 
 
