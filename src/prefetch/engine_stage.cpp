@@ -28,7 +28,7 @@ void Engine::stage() {
 StageStatus Engine::stage_status() const {
     std::lock_guard lk(stage_mu_);
     StageStatus s = stage_;
-    s.target = ssd_ ? "ssd" : "ram";
+    s.target = stage_target().name();
     if (s.total_bytes == 0) return s;
     s.done_bytes = std::min(target_bytes(), s.total_bytes);
     if (std::string_view(s.state) == "running") {
@@ -46,20 +46,23 @@ StageStatus Engine::stage_status() const {
 
 // The tier a stage-in fills: the SSD when there is one (RAM then only holds
 // what the prefetcher puts there), else RAM.
+const cache::Tier& Engine::stage_target() const {
+    return ssd_ ? static_cast<const cache::Tier&>(*ssd_) : ram_;
+}
+
 uint64_t Engine::target_bytes() const {
-    return ssd_ ? ssd_->stats().bytes : ram_.stats().bytes;
+    return stage_target().stats().bytes;
 }
 
 bool Engine::staged(index::NodeId id) const {
-    if (ssd_) return ssd_->contains(id) || writer_->pending(id);
-    return ram_.contains(id);
+    return stage_target().contains(id) || (writer_ && writer_->pending(id));
 }
 
 // Room left in the target tier, counting what this pass has already sent
 // for (`planned`: the tier's bytes when the pass began plus every file it
 // queued since), so a pass never fetches more than will fit.
 uint64_t Engine::stage_room(uint64_t planned) const {
-    cache::TierStats t = ssd_ ? ssd_->stats() : ram_.stats();
+    cache::TierStats t = stage_target().stats();
     uint64_t pending = writer_ ? writer_->stats().pending_bytes : 0;
     uint64_t used = std::max(t.bytes + pending, planned);
     return t.capacity > used ? t.capacity - used : 0;
@@ -73,19 +76,12 @@ std::vector<index::NodeId> Engine::stage_order() {
     if (auto a = active()) {
         track::Snapshot snap = a->tracker->snapshot(track::Clock::now());
         if (snap.mode == track::Mode::clairvoyant) {
-            std::vector<RankFuture> futures;
-            for (const auto& r : snap.ranks) futures.emplace_back(r);
-            for (size_t live = futures.size(); live > 0;) {
-                live = 0;
-                for (auto& f : futures) {
-                    index::NodeId id;
-                    if (!f.next(id)) continue;
-                    ++live;
-                    if (!seen[id]) {
-                        seen[id] = 1;
-                        out.push_back(id);
-                    }
-                }
+            RankFutures futures(snap);
+            for (index::NodeId id; futures.next(id);) {
+                if (seen[id]) continue;
+                seen[id] = 1;
+                // The futures also name files the tiers do not take (too large).
+                if (tiered(index_.node(id))) out.push_back(id);
             }
         }
     }
@@ -93,8 +89,6 @@ std::vector<index::NodeId> Engine::stage_order() {
         const index::Node& n = index_.node(id);
         if (!seen[id] && S_ISREG(n.mode) && tiered(n)) out.push_back(id);
     }
-    // The futures may name files the tiers do not take (too large).
-    std::erase_if(out, [&](index::NodeId id) { return !tiered(index_.node(id)); });
     return out;
 }
 
@@ -136,7 +130,7 @@ void Engine::stage_pass() {
     };
     uint64_t writer_bound = writer_ ? std::max<uint64_t>(opt_.mem / 16, 32 << 20) : 0;
     bool out_of_room = false;
-    uint64_t planned = ssd_ ? ssd_->stats().bytes : ram_.stats().bytes;
+    uint64_t planned = target_bytes();
     for (index::NodeId id : order) {
         if (interrupted()) return;
         if (staged(id)) continue;

@@ -4,6 +4,8 @@
 
 #include "clairfs/track/tracker.hpp"
 
+#include <vector>
+
 namespace clairfs::prefetch {
 
 // One rank's future from its frontier: the unopened rest of its current
@@ -35,6 +37,38 @@ private:
     const track::RankProgress& r_;
     uint64_t p_;
     bool in_next_ = false;
+};
+
+// Every local rank's future, ranks taking turns (they move at about the
+// same speed): the order in which the node as a whole needs its files.
+class RankFutures {
+public:
+    explicit RankFutures(const track::Snapshot& snap) {
+        futures_.reserve(snap.ranks.size());
+        for (const auto& r : snap.ranks) futures_.emplace_back(r);
+        live_.assign(futures_.size(), true);
+        live_count_ = futures_.size();
+    }
+
+    // The next rank's next file (a file several ranks need comes once per
+    // rank); false once every rank's future is walked.
+    bool next(index::NodeId& out) {
+        while (live_count_ > 0) {
+            size_t t = turn_;
+            turn_ = (turn_ + 1) % futures_.size();
+            if (!live_[t]) continue;
+            if (futures_[t].next(out)) return true;
+            live_[t] = false;
+            --live_count_;
+        }
+        return false;
+    }
+
+private:
+    std::vector<RankFuture> futures_;
+    std::vector<bool> live_;
+    size_t live_count_ = 0;
+    size_t turn_ = 0;
 };
 
 } // namespace clairfs::prefetch

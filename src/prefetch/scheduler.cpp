@@ -65,19 +65,14 @@ uint64_t Engine::lead_items(const Active& a, const track::Snapshot& snap) const 
 
 namespace {
 
-// The files the local ranks open next, ranks taking turns (they move at
-// about the same speed), until the budget is spoken for. Built only as far
+// The files the local ranks open next (RankFutures' order), until the
+// budget is spoken for. Built only as far
 // as a round looks: most rounds stop at the first files not yet fetched,
 // and only a round that must evict walks it to the end.
 class Window {
 public:
     Window(Engine::Active& a, const track::Snapshot& snap, uint64_t budget, uint32_t round)
-        : a_(a), budget_(budget), round_(round) {
-        futures_.reserve(snap.ranks.size());
-        for (const auto& r : snap.ranks) futures_.emplace_back(r);
-        live_.assign(futures_.size(), true);
-        live_count_ = futures_.size();
-    }
+        : a_(a), budget_(budget), round_(round), futures_(snap) {}
 
     // Whether the window has an i-th file, extending it as needed.
     bool reach(size_t i) {
@@ -92,17 +87,9 @@ public:
 
 private:
     void step() {
-        if (live_count_ == 0) {
-            ended_ = true;
-            return;
-        }
-        size_t t = turn_;
-        turn_ = (turn_ + 1) % futures_.size();
-        if (!live_[t]) return;
         index::NodeId id;
-        if (!futures_[t].next(id)) {
-            live_[t] = false;
-            --live_count_;
+        if (!futures_.next(id)) {
+            ended_ = true;
             return;
         }
         if (a_.in_window[id] == round_) return; // another rank needs it sooner
@@ -121,10 +108,7 @@ private:
     Engine::Active& a_;
     uint64_t budget_;
     uint32_t round_;
-    std::vector<RankFuture> futures_;
-    std::vector<bool> live_;
-    size_t live_count_ = 0;
-    size_t turn_ = 0;
+    RankFutures futures_;
     uint64_t used_ = 0;
     bool ended_ = false;
     std::vector<index::NodeId> ids_;

@@ -106,6 +106,7 @@ private:
     std::vector<index::NodeId> stage_order();
     bool staged(index::NodeId id) const;
     uint64_t stage_room(uint64_t planned) const;
+    const cache::Tier& stage_target() const;
     uint64_t target_bytes() const;
     void schedule_loop();
     void schedule_round(const std::shared_ptr<Active>& job);
