@@ -56,15 +56,23 @@ std::string set_progress(MountOptions& o, std::string_view v) {
     return "";
 }
 
-std::string set_mem(MountOptions& o, std::string_view v) {
+// "auto" (stored as the field's `automatic` sentinel, which no size may
+// equal) or a size.
+std::string set_size_or_auto(uint64_t& field, uint64_t automatic, std::string_view v,
+                             const char* examples) {
     if (v == "auto") {
-        o.mem = auto_mem;
+        field = automatic;
         return "";
     }
     uint64_t n;
-    if (!parse_size(v, n) || n == auto_mem) return "expected auto or a size such as 0, 512M or 4G";
-    o.mem = n;
+    if (!parse_size(v, n) || n == automatic)
+        return std::string("expected auto or a size such as ") + examples;
+    field = n;
     return "";
+}
+
+std::string set_mem(MountOptions& o, std::string_view v) {
+    return set_size_or_auto(o.mem, auto_mem, v, "0, 512M or 4G");
 }
 
 std::string set_register_file(MountOptions& o, std::string_view v) {
@@ -79,14 +87,7 @@ std::string set_cache_dir(MountOptions& o, std::string_view v) {
 }
 
 std::string set_ssd(MountOptions& o, std::string_view v) {
-    if (v == "auto") {
-        o.ssd = auto_ssd;
-        return "";
-    }
-    uint64_t n;
-    if (!parse_size(v, n) || n == auto_ssd) return "expected auto or a size such as 0, 64G or 1T";
-    o.ssd = n;
-    return "";
+    return set_size_or_auto(o.ssd, auto_ssd, v, "0, 64G or 1T");
 }
 
 constexpr uint64_t max_threads = 1024;
