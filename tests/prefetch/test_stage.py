@@ -15,32 +15,14 @@ DataLoader, 2 workers) that reads nothing more from the backing store.
 
 Needs root, /dev/fuse and /usr/bin/python3 with torch (exit 77 otherwise)."""
 import errno
-import hashlib
 import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "mount"))
 import mountlib as ml  # noqa: E402
 
-from torchlib import (SEED, check_bytes, digests, finish, make_dataset,  # noqa: E402
-                      register, start_job, status)
-
-JOB_KEYS = dict(sampler="random", generator="explicit", seed=SEED, batch_size=4, num_workers=2)
-
-
-def read_all(mp, data):
-    """Every file through the mount, checked against the backing file."""
-    n = 0
-    for d, _, files in os.walk(data):
-        for name in files:
-            rel = os.path.relpath(os.path.join(d, name), data)
-            with open(os.path.join(data, rel), "rb") as f:
-                want = hashlib.sha1(f.read()).hexdigest()
-            with open(os.path.join(mp, rel), "rb") as f:
-                got = hashlib.sha1(f.read()).hexdigest()
-            ml.check(got == want, f"{rel}: bytes through the mount differ from the backing file")
-            n += 1
-    return n
+from torchlib import (JOB_KEYS, check_bytes, digests, finish,  # noqa: E402
+                      make_dataset, read_all, register, start_job, status)
 
 
 def check_staged_then_job(mp, what, expected, size):
