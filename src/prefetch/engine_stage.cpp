@@ -146,7 +146,7 @@ void Engine::stage_pass() {
             if (interrupted()) return;
             pause(5ms);
         }
-        while (!pool_->background(id)) {
+        while (!pool_->background(id, [&] { return staged(id); })) {
             if (pool_->busy(id) || staged(id)) break; // on its way anyway
             if (interrupted()) return;
             pause(2ms);

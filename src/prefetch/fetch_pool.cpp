@@ -133,9 +133,10 @@ bool FetchPool::prefetch(index::NodeId id) {
     return true;
 }
 
-bool FetchPool::background(index::NodeId id) {
+bool FetchPool::background(index::NodeId id, const std::function<bool()>& held) {
     std::lock_guard lk(mu_);
     if (stopping_ || pending_.contains(id) || background_queue_.size() >= max_queued_) return false;
+    if (held && held()) return false;
     auto p = std::make_shared<Pending>();
     p->background = true;
     pending_.emplace(id, std::move(p));

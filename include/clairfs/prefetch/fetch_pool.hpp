@@ -78,7 +78,11 @@ public:
     // Queues a fetch behind every prefetch (stage-in: work for idle
     // threads). False if already queued or being fetched, or that queue is
     // full. A demand or prefetch of the same file moves it up.
-    bool background(index::NodeId id);
+    // `held`, if given, is asked with the pool's lock held before queuing,
+    // like demand()'s `landed`: true (the file is already where the caller
+    // wants it) refuses, so a fetch that finished between the caller's own
+    // look and this call is not read a second time.
+    bool background(index::NodeId id, const std::function<bool()>& held = {});
 
     // Whether the file is being fetched, or queued ahead of the background
     // (a file only waiting in the background queue is not busy: prefetch()
@@ -102,8 +106,8 @@ private:
     Reader read_;
     Completion done_;
     size_t max_queued_;
-    // Lock order: mu_, then a tier's leaf lock inside `landed`; never held
-    // across a read or `done_`.
+    // Lock order: mu_, then the leaf locks `landed` and `held` take (a tier's,
+    // the SSD writer's); never held across a read or `done_`.
     mutable std::mutex mu_;
     std::condition_variable work_cv_;
     std::deque<index::NodeId> demand_queue_;

@@ -512,3 +512,22 @@ TEST_CASE("drop_background forgets queued background fetches only") {
         CHECK(pool.stats().prefetched == 1);
     });
 }
+
+TEST_CASE("a background fetch of a file the caller already holds is refused, not read again") {
+    test::Dataset d(2);
+    cache::BackingStore store(d.idx, d.root_fd);
+    test::within(30s, "background held", [&] {
+        FetchPool pool(store, 1, 4, [](index::NodeId, const FetchResult&, bool) {});
+        int asked = 0;
+        CHECK_FALSE(pool.background(d.id(0), [&] {
+            ++asked;
+            return true;
+        }));
+        CHECK(asked == 1);
+        CHECK_FALSE(pool.busy(d.id(0)));
+        CHECK(pool.stats().background_queued == 0);
+        CHECK(pool.background(d.id(1), [] { return false; }));
+        REQUIRE(test::eventually([&] { return pool.stats().background == 1; }));
+        CHECK(store.stats().files == 1);
+    });
+}
