@@ -5,6 +5,7 @@
 // what it lacks, soonest first.
 #include "active_job.hpp"
 #include "clairfs/log.hpp"
+#include "eviction.hpp"
 #include "rank_future.hpp"
 
 #include <algorithm>
@@ -27,29 +28,6 @@ constexpr auto min_round_gap = 10ms;
 constexpr auto idle_round = 50ms;
 // Largest file put into the kernel's page cache ahead of its open.
 constexpr uint64_t max_push = 16 << 20;
-
-// Where `id` is next opened by any local rank, counted in positions from
-// the ranks' frontiers; UINT64_MAX if in neither epoch the tracker holds.
-uint64_t next_use(const track::Snapshot& snap, index::NodeId id) {
-    uint64_t best = UINT64_MAX;
-    for (const auto& r : snap.ranks) {
-        if (!r.current) continue;
-        const plan::EpochPlan& cur = *r.current;
-        uint64_t d = UINT64_MAX;
-        for (uint32_t p = cur.position_at_or_after(id, static_cast<uint32_t>(r.frontier));
-             p != plan::no_position; p = cur.position_at_or_after(id, p + 1)) {
-            if (!r.opened_at(p)) {
-                d = p - r.frontier;
-                break;
-            }
-        }
-        if (d == UINT64_MAX && r.next && id < r.next->first_position.size() &&
-            r.next->first_position[id] != plan::no_position)
-            d = (cur.size() - r.frontier) + r.next->first_position[id];
-        best = std::min(best, d);
-    }
-    return best;
-}
 
 } // namespace
 
@@ -115,28 +93,6 @@ private:
 };
 
 } // namespace
-
-// Held files in the order to evict them, the first to go last: files
-// outside the window by their next use (farthest last), then the window's
-// own by position. A window file's rank is its index; outside files rank
-// after every window index.
-std::vector<std::pair<uint64_t, index::NodeId>>
-Engine::eviction_order(const Active& a, const track::Snapshot& snap,
-                       const std::vector<index::NodeId>& held, size_t window_size,
-                       uint32_t round) const {
-    std::vector<std::pair<uint64_t, index::NodeId>> out;
-    out.reserve(held.size());
-    for (index::NodeId id : held) {
-        if (a.in_window[id] == round) {
-            out.emplace_back(a.window_index[id], id);
-        } else {
-            uint64_t d = next_use(snap, id);
-            out.emplace_back(d == UINT64_MAX ? UINT64_MAX : window_size + d, id);
-        }
-    }
-    std::sort(out.begin(), out.end());
-    return out;
-}
 
 // A round can change what is held only when the ranks have moved on (files
 // fall out of the window behind them, new ones enter ahead) or, if the last
@@ -225,7 +181,8 @@ void Engine::schedule_round(const std::shared_ptr<Active>& a) {
                 window.complete();
                 std::vector<index::NodeId> held;
                 ram_.held(held);
-                victims = eviction_order(*a, snap, held, window.size(), round);
+                victims = eviction_order(
+                    snap, held, WindowMarks{a->in_window, a->window_index, round, window.size()});
                 victims_built = true;
             }
             while (free < size && !victims.empty() && victims.back().first > i) {

@@ -114,10 +114,6 @@ private:
     bool round_due(Active& a) const;
     std::shared_ptr<Active> active() const;
     uint64_t lead_items(const Active& a, const track::Snapshot& snap) const;
-    std::vector<std::pair<uint64_t, index::NodeId>>
-    eviction_order(const Active& a, const track::Snapshot& snap,
-                   const std::vector<index::NodeId>& held, size_t window_size,
-                   uint32_t round) const;
 
     const index::Index& index_;
     EngineOptions opt_;

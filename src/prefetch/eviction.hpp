@@ -1,0 +1,38 @@
+// SPDX-License-Identifier: MIT
+// Belady's rule with the future known: when each file falls due next, and
+// the order in which the RAM tier gives files up (the one needed farthest
+// in the future first). Pure functions of the tracker's snapshot, so they
+// can be checked against hand-built plans without an engine or a clock.
+#pragma once
+
+#include "clairfs/index/index.hpp"
+#include "clairfs/track/tracker.hpp"
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+namespace clairfs::prefetch {
+
+// Where `id` is next opened by any local rank, counted in positions from
+// that rank's frontier (skipping positions already opened out of order);
+// UINT64_MAX if in neither epoch the tracker holds.
+uint64_t next_use(const track::Snapshot& snap, index::NodeId id);
+
+// The scheduler's window of files worth holding, as per-node stamps: a node
+// is in the window if in_window[id] == round, at index window_index[id].
+struct WindowMarks {
+    const std::vector<uint32_t>& in_window;
+    const std::vector<uint32_t>& window_index;
+    uint32_t round;
+    size_t size;
+};
+
+// `held` ranked for eviction, the first to go last: window files by their
+// window index, then the rest by window size + next_use, files never used
+// again (UINT64_MAX) at the very end.
+std::vector<std::pair<uint64_t, index::NodeId>>
+eviction_order(const track::Snapshot& snap, const std::vector<index::NodeId>& held,
+               const WindowMarks& window);
+
+} // namespace clairfs::prefetch
