@@ -100,6 +100,10 @@ std::string parse_mount_args(const std::vector<std::string>& args, MountArgs& ou
     if (out.help) return "";
     if (positional.size() < 2) return "expected BACKING and MOUNTPOINT";
     if (positional.size() > 2) return "unexpected argument '" + positional[2] + "'";
+    // Pushed pages are read without a READ, and under --kernel-opens the
+    // READs are all the tracker sees.
+    if (out.options.push_ahead && out.options.kernel_opens)
+        return "--push-ahead needs the opens that --kernel-opens hides; use one of them";
     out.options.backing = positional[0];
     out.options.mountpoint = positional[1];
     return "";

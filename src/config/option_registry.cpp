@@ -115,7 +115,8 @@ constexpr OptionSpec specs[] = {
      set_bool_field<&MountOptions::allow_other>},
     {"kernel_opens", 0, OptionType::flag, "", "false",
      "let the kernel open and close files without asking the daemon: a cached re-read costs "
-     "no round trip, but clairfs no longer sees which files are opened",
+     "no round trip; a file's first READ then stands for its open, and while a job is "
+     "registered files are dropped from the page cache soon after they are read",
      set_bool_field<&MountOptions::kernel_opens>},
     {"log_level", 0, OptionType::choice, "LEVEL", "info", "error, warn, info or debug",
      set_log_level},

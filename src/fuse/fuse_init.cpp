@@ -49,6 +49,12 @@ void fuse_init(void* userdata, fuse_conn_info* conn) {
             return fuse_lowlevel_notify_store(se, ino_of(id), 0, &bv, FUSE_BUF_NO_SPLICE);
         });
     }
+    if (fs.options.kernel_opens) {
+        fuse_session* se = fs.session;
+        fs.engine->set_dropper([se](index::NodeId id) {
+            return fuse_lowlevel_notify_inval_inode(se, ino_of(id), 0, 0);
+        });
+    }
     // Here, in the process that serves, after any fork: threads start now.
     fs.engine->start();
 

@@ -55,10 +55,19 @@ void fuse_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file
     size = off_u >= n->size ? 0 : static_cast<size_t>(std::min<uint64_t>(size, n->size - off_u));
     if (size == 0) return static_cast<void>(fuse_reply_buf(req, nullptr, 0));
     auto* of = reinterpret_cast<OpenFile*>(fi->fh);
+    index::NodeId id = fs.index.id_of(*n);
+    cache::BlobRef blob;
+    // --kernel-opens: no OPEN reaches us, so a file's first READ stands for
+    // its open (the engine drops files' pages after use while a job is
+    // registered, so every open of a sample comes with a READ at 0).
+    if (off_u == 0 && fs.options.kernel_opens) {
+        blob = fs.engine->opened(id, static_cast<uint32_t>(fuse_req_ctx(req)->pid));
+    }
     if (!fs.engine->tiered(*n)) return read_through(req, fs, *n, of, size, off);
 
-    cache::BlobRef blob;
-    if (int rv = file_bytes(fs, of, fs.index.id_of(*n), blob); rv < 0) return reply_error(req, rv);
+    if (!blob) {
+        if (int rv = file_bytes(fs, of, id, blob); rv < 0) return reply_error(req, rv);
+    }
     count(fs, size);
     // The blob is the whole file, verified to be the scanned size.
     fuse_reply_buf(req, blob->bytes.get() + off_u, size);

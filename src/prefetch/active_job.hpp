@@ -30,6 +30,7 @@ struct Engine::Active {
     std::vector<uint32_t> tier_size;
     uint32_t round = 0;
     bool fallback_logged = false;
+    bool pages_dropped = false; // Engine::drop_pages has dropped what was read before
     // What the last round saw, to tell whether the next one can change
     // anything (Engine::round_due).
     bool ran = false;

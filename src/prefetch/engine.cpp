@@ -92,6 +92,10 @@ std::shared_ptr<Engine::Active> Engine::active() const {
 }
 
 cache::BlobRef Engine::opened(index::NodeId id, uint32_t pid) {
+    if (drop_) {
+        std::lock_guard lk(drop_mu_);
+        read_log_.emplace_back(id, std::chrono::steady_clock::now());
+    }
     if (auto a = active()) {
         track::Observation o = a->tracker->observe(id, track::Clock::now(), pid);
         if (o.matched) {

@@ -52,6 +52,8 @@ void Engine::status(nlohmann::json& out) const {
                        {"joined", f.joined},
                        {"pushed", pushes_.load(std::memory_order_relaxed)},
                        {"push_skipped", push_skipped_.load(std::memory_order_relaxed)},
+                       {"page_drops", drops_.load(std::memory_order_relaxed)},
+                       {"page_drop_errors", drop_errors_.load(std::memory_order_relaxed)},
                        {"push_errors", push_errors_.load(std::memory_order_relaxed)}};
 
     auto ranks = nlohmann::json::array();

@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <chrono>
 #include <pthread.h>
+#include <sys/stat.h>
 
 namespace clairfs::prefetch {
 namespace {
@@ -26,6 +27,15 @@ constexpr auto min_round_gap = 10ms;
 // Without opens (the job between epochs, a prefetch finishing) the window
 // still moves on.
 constexpr auto idle_round = 50ms;
+// A file read is dropped from the kernel's page cache once the reader has
+// surely copied it out (one read() of st_blksize takes a sample whole):
+// when `drop_behind` files were read after it and a little time passed, or
+// at the latest after `drop_after`. Dropped any sooner, the reader's own
+// read would find the pages gone and ask again (harmless, but counted as a
+// second open).
+constexpr size_t drop_behind = 64;
+constexpr auto drop_settle = 20ms;
+constexpr auto drop_after = 1s;
 // Largest file put into the kernel's page cache ahead of its open.
 constexpr uint64_t max_push = 16 << 20;
 
@@ -114,7 +124,9 @@ void Engine::schedule_loop() {
         if (stopping_) break;
         wake_ = false;
         lk.unlock();
-        if (auto a = active(); a && round_due(*a)) schedule_round(a);
+        auto a = active();
+        if (a && round_due(*a)) schedule_round(a);
+        if (drop_) drop_pages(a.get());
         std::this_thread::sleep_for(min_round_gap);
         lk.lock();
     }
@@ -210,6 +222,44 @@ void Engine::schedule_round(const std::shared_ptr<Active>& a) {
         size_t reach = std::min<size_t>(lead, a->lead_target / 2);
         for (size_t i = 0; i < reach; ++i) next.push_back(window[i]);
         push_ahead(next);
+    }
+}
+
+void Engine::drop_pages(Active* a) {
+    std::vector<std::pair<index::NodeId, std::chrono::steady_clock::time_point>> fresh;
+    {
+        std::lock_guard lk(drop_mu_);
+        fresh.swap(read_log_);
+    }
+    auto drop = [this](index::NodeId id) {
+        // ENOENT: the kernel holds no inode for it, so no pages either.
+        if (int rv = drop_(id); rv == 0 || rv == -ENOENT)
+            drops_.fetch_add(1, std::memory_order_relaxed);
+        else
+            drop_errors_.fetch_add(1, std::memory_order_relaxed);
+    };
+    // Unregistered or in fallback nothing follows the opens, and pages the
+    // kernel keeps are reads saved.
+    if (!a || a->tracker->mode() != track::Mode::clairvoyant) {
+        to_drop_.clear();
+        return;
+    }
+    if (!a->pages_dropped) {
+        // Whatever was read before the registration may still be cached.
+        a->pages_dropped = true;
+        to_drop_.clear();
+        for (index::NodeId id = 0; id < index_.size(); ++id)
+            if (S_ISREG(index_.node(id).mode)) drop(id);
+    }
+    to_drop_.insert(to_drop_.end(), fresh.begin(), fresh.end());
+    auto now = std::chrono::steady_clock::now();
+    auto due = [&] {
+        auto age = now - to_drop_.front().second;
+        return age >= drop_after || (to_drop_.size() > drop_behind && age >= drop_settle);
+    };
+    while (!to_drop_.empty() && due()) {
+        drop(to_drop_.front().first);
+        to_drop_.pop_front();
     }
 }
 

@@ -13,7 +13,11 @@ registering through .clairfs/control:
   backing reads than the job's opens;
 - a wrong seed, and a job that forgets set_epoch: mode fallback with a
   reason, the job still gets every byte right;
-- no registration: first-touch caching, each file read once.
+- no registration: first-touch caching, each file read once;
+- --kernel-opens: the kernel opens files without asking, the first READ of
+  each stands for its open, and the tracker still follows all 3 epochs
+  (files read are dropped from the page cache, or a later epoch would be
+  served from it unseen).
 
 Needs root, /dev/fuse and /usr/bin/python3 with torch (exit 77 otherwise)."""
 import os
@@ -126,6 +130,23 @@ def case_unregistered_first_touch(tmp, expected, size):
                  f"unregistered: {st['backing']['files']} backing reads for {len(expected)} files")
 
 
+def case_kernel_opens(tmp, expected, size):
+    backing, mp = os.path.join(tmp, "data"), os.path.join(tmp, "mnt-k")
+    os.makedirs(mp)
+    with ml.mounted(backing, mp, "--mem", "256M", "--kernel-opens"):
+        register(mp, sampler="random", generator="explicit", seed=SEED, batch_size=4,
+                 num_workers=2, epochs=3)
+        check_bytes(finish(start_job(mp), "kernel opens"), expected, "kernel opens")
+        st = status(mp)
+        check_clairvoyant(st, "kernel opens", len(expected))
+        # Without the drops the page cache, which no memory limit squeezes
+        # here, would serve epochs 1 and 2 and the ranks would stay in epoch 0.
+        ml.check([r["epoch"] for r in st["ranks"]] == [2], f"kernel opens: ranks {st['ranks']}")
+        ml.check(st["prefetch"]["page_drops"] >= 2 * len(expected),
+                 f"kernel opens: page drops {st['prefetch']}")
+        ml.log(f"kernel opens: backing {st['backing']}, prefetch {st['prefetch']}")
+
+
 @ml.main
 def test():
     ml.skip_unless_fuse()
@@ -136,4 +157,5 @@ def test():
         ml.log(f"dataset: {len(expected)} files, {size / 1e6:.1f} MB")
         ml.run_cases(*((c.__name__[5:], lambda c=c: c(tmp, expected, size)) for c in (
             case_distributed_two_ranks, case_shuffle_explicit_generator, case_ram_for_30_percent,
-            case_wrong_seed, case_forgotten_set_epoch, case_unregistered_first_touch)))
+            case_wrong_seed, case_forgotten_set_epoch, case_unregistered_first_touch,
+            case_kernel_opens)))

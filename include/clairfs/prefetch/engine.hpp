@@ -16,6 +16,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -64,6 +65,15 @@ public:
     // (FUSE_NOTIFY_STORE); 0 or -errno. Set before start().
     using Pusher = std::function<int(index::NodeId id, const cache::Blob& bytes)>;
     void set_pusher(Pusher push) { push_ = std::move(push); }
+    // Drops a file's pages from the kernel's page cache
+    // (FUSE_NOTIFY_INVAL_INODE); 0 or -errno. Set before start() when the
+    // kernel handles opens itself (--kernel-opens): the first READ of a
+    // file then stands for its open, and a file whose pages outlived its
+    // last use would be read again without a READ, unseen by the tracker.
+    // While a job is registered, every file read is dropped soon after
+    // (src/prefetch/scheduler.cpp says when).
+    using Dropper = std::function<int(index::NodeId id)>;
+    void set_dropper(Dropper drop) { drop_ = std::move(drop); }
     // Before start(): the SSD tier, between RAM and the backing store.
     void attach_ssd(std::unique_ptr<cache::Tier> ssd);
 
@@ -111,6 +121,7 @@ private:
     void schedule_loop();
     void schedule_round(const std::shared_ptr<Active>& job);
     void push_ahead(const std::vector<index::NodeId>& next);
+    void drop_pages(Active* a);
     bool round_due(Active& a) const;
     std::shared_ptr<Active> active() const;
     uint64_t lead_items(const Active& a, const track::Snapshot& snap) const;
@@ -143,6 +154,14 @@ private:
     std::unique_ptr<std::atomic<uint64_t>[]> last_open_;
     std::unique_ptr<uint64_t[]> pushed_at_; // scheduler thread only
     std::atomic<uint64_t> pushes_{0}, push_skipped_{0}, push_errors_{0};
+    // Page-cache drops (set_dropper): files read, with when, appended by
+    // FUSE threads and taken by the scheduler thread, which keeps them in
+    // read order until they are old enough.
+    Dropper drop_;
+    std::mutex drop_mu_; // guards read_log_; leaf lock
+    std::vector<std::pair<index::NodeId, std::chrono::steady_clock::time_point>> read_log_;
+    std::deque<std::pair<index::NodeId, std::chrono::steady_clock::time_point>> to_drop_;
+    std::atomic<uint64_t> drops_{0}, drop_errors_{0};
     std::thread scheduler_;
 
     mutable std::mutex stage_mu_; // guards the stage fields below; leaf lock

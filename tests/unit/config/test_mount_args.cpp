@@ -102,6 +102,7 @@ TEST_CASE("every kind of bad argument is a one-line reason") {
         {{"/d", "/m", "--log-level", "loud"}, "invalid value for log_level"},
         {{"/d", "/m", "-o", "foreground=maybe"}, "invalid value for foreground"},
         {{"/d", "/m", "--no-threads"}, "unknown option '--no-threads'"},
+        {{"/d", "/m", "--push-ahead", "--kernel-opens"}, "--push-ahead needs the opens"},
     };
     for (auto& c : cases) {
         MountArgs a;
