@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // `clairfs mount BACKING MOUNTPOINT`: check, scan, index, then serve.
+#include "clairfs/cache/blob_arena.hpp"
 #include "clairfs/cache/ssd_tier.hpp"
 #include "clairfs/cli/commands.hpp"
 #include "clairfs/config/memory_budget.hpp"
@@ -12,6 +13,7 @@
 #include "mount_checks.hpp"
 #include "mount_table.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <malloc.h>
 #include <sys/stat.h>
@@ -135,7 +137,15 @@ int mount_command(const std::vector<std::string>& args) {
     index::Index idx;
     if (auto why = build_index(backing, o, idx); !why.empty()) return fail(why);
 
-    prefetch::Engine engine(idx, backing.fd, engine_options(o));
+    prefetch::EngineOptions eo = engine_options(o);
+    if (eo.mem > 0) {
+        // Headroom for buffers in flight and for evicted ones an open file
+        // still holds; past it buffers come from the heap (counted in status).
+        uint64_t headroom = std::max<uint64_t>(eo.mem / 8, 16 << 20);
+        if (auto why = cache::BlobArena::install(eo.mem + headroom); !why.empty())
+            LOG_WARN("RAM tier buffers come from the heap: %s", why.c_str());
+    }
+    prefetch::Engine engine(idx, backing.fd, eo);
     if (!o.cache_dir.empty() && o.ssd != 0) engine.attach_ssd(open_ssd(o, idx, backing.real));
     control::Controller control(idx, engine);
     // Before the mount, so a bad file fails the command with nothing mounted;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The engine's part of .clairfs/status (keys documented in clairfs-control(5)).
 #include "active_job.hpp"
+#include "clairfs/cache/blob_arena.hpp"
 #include "ssd_writer.hpp"
 
 #include <nlohmann/json.hpp>
@@ -29,6 +30,11 @@ void Engine::status(nlohmann::json& out) const {
                   {"files", r.entries},     {"hits", r.hits},
                   {"misses", r.misses},     {"evictions", r.evictions},
                   {"rejected", r.rejected}, {"max_file", opt_.mem ? opt_.max_file : 0}};
+    if (const cache::BlobArena* arena = cache::BlobArena::installed()) {
+        cache::BlobArenaStats a = arena->stats();
+        out["ram"]["arena"] = {
+            {"capacity", a.capacity}, {"used", a.used}, {"overflows", a.overflows}};
+    }
     // Opens a direct read would each have paid with a backing read, less
     // the backing reads clairfs made (prefetches and stage-in included).
     uint64_t opens = opens_.load(std::memory_order_relaxed);
