@@ -188,7 +188,6 @@ void Engine::schedule_round(const std::shared_ptr<Active>& a) {
         if (busy) free -= size; // on its way in
         if (have || busy) continue;
         if (free < size) {
-            if (i >= a->lead_target) break; // not urgent: keep what is held
             if (!victims_built) {
                 window.complete();
                 std::vector<index::NodeId> held;
@@ -197,7 +196,15 @@ void Engine::schedule_round(const std::shared_ptr<Active>& a) {
                     snap, held, WindowMarks{a->in_window, a->window_index, round, window.size()});
                 victims_built = true;
             }
-            while (free < size && !victims.empty() && victims.back().first > i) {
+            // Within the lead, any file needed later than this one may go;
+            // beyond it only files never needed again, which cannot cost a
+            // read. Evicting files that are merely needed later than the
+            // whole window, this early, reads more: a file the ranks are
+            // about to consume would have been the better victim by the
+            // time the fetched one is needed (1364 reads against 1159 in
+            // the 30% torch test).
+            uint64_t keep_upto = i < a->lead_target ? i : UINT64_MAX - 1;
+            while (free < size && !victims.empty() && victims.back().first > keep_upto) {
                 free += static_cast<int64_t>(ram_.evict(victims.back().second));
                 victims.pop_back();
             }

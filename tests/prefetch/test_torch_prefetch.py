@@ -9,8 +9,8 @@ registering through .clairfs/control:
 - each with --mem larger than the dataset: every byte equals the backing
   file's, status says clairvoyant with match_rate >= 0.99, and no file is
   read from the backing store more than once over the 3 epochs;
-- --mem at 30% of the dataset: still exact, still clairvoyant, fewer
-  backing reads than the job's opens;
+- --mem at 30% of the dataset: still exact, still clairvoyant, and each
+  later epoch re-reads at most the 70% that cannot fit, plus 5%;
 - a wrong seed, and a job that forgets set_epoch: mode fallback with a
   reason, the job still gets every byte right;
 - no registration: first-touch caching, each file read once;
@@ -86,8 +86,13 @@ def case_ram_for_30_percent(tmp, expected, size):
         ml.check(st["mode"] == "clairvoyant", f"30%: mode {st['mode']} ({st.get('reason')})")
         ml.check(st["ram"]["bytes"] <= st["ram"]["capacity"], f"30%: over budget {st['ram']}")
         reads = st["backing"]["files"]
-        ml.check(reads < 3 * len(expected),
-                 f"30%: {reads} backing reads, not fewer than the job's {3 * len(expected)} opens")
+        # Each later epoch must re-read what does not fit: at best the share
+        # of the bytes beyond the budget. 5% of slack for file sizes and for
+        # the window's edges; prefetching that evicts too early reads ~20%
+        # more than this.
+        held = st["ram"]["capacity"] / size
+        bound = len(expected) * (1 + 2 * (1 - held + 0.05))
+        ml.check(reads <= bound, f"30%: {reads} backing reads over 3 epochs, bound {bound:.0f}")
         ml.log(f"30%: {reads} backing reads for {3 * len(expected)} opens, ram {st['ram']}")
 
 
