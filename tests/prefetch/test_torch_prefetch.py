@@ -38,6 +38,15 @@ def check_clairvoyant(st, what, files):
     ml.check(st["prefetch"]["prefetched"] > 0, f"{what}: nothing was prefetched")
 
 
+def shuffle_job(mp, what, expected):
+    """Registers and runs the 3-epoch shuffle=True job with an explicit
+    generator, checks every byte it read, and returns the mount's status."""
+    register(mp, sampler="random", generator="explicit", seed=SEED, batch_size=4,
+             num_workers=2, epochs=3)
+    check_bytes(finish(start_job(mp), what), expected, what)
+    return status(mp)
+
+
 def case_distributed_two_ranks(tmp, expected, size):
     backing, mp = os.path.join(tmp, "data"), os.path.join(tmp, "mnt-d")
     os.makedirs(mp)
@@ -64,10 +73,7 @@ def case_shuffle_explicit_generator(tmp, expected, size):
     # --push-ahead: the next files reach the page cache before their opens,
     # and the bytes the job reads there must still be the backing files'.
     with ml.mounted(backing, mp, "--mem", "256M", "--push-ahead"):
-        register(mp, sampler="random", generator="explicit", seed=SEED, batch_size=4,
-                 num_workers=2, epochs=3)
-        check_bytes(finish(start_job(mp), "shuffle"), expected, "shuffle")
-        st = status(mp)
+        st = shuffle_job(mp, "shuffle", expected)
         check_clairvoyant(st, "shuffle", len(expected))
         pushed = st["prefetch"]["pushed"]
         ml.check(pushed > len(expected), f"shuffle: only {pushed} files pushed over 3 epochs")
@@ -79,10 +85,7 @@ def case_ram_for_30_percent(tmp, expected, size):
     backing, mp = os.path.join(tmp, "data"), os.path.join(tmp, "mnt-30")
     os.makedirs(mp)
     with ml.mounted(backing, mp, "--mem", str(size * 3 // 10)):
-        register(mp, sampler="random", generator="explicit", seed=SEED, batch_size=4,
-                 num_workers=2, epochs=3)
-        check_bytes(finish(start_job(mp), "30%"), expected, "30%")
-        st = status(mp)
+        st = shuffle_job(mp, "30%", expected)
         ml.check(st["mode"] == "clairvoyant", f"30%: mode {st['mode']} ({st.get('reason')})")
         ml.check(st["ram"]["bytes"] <= st["ram"]["capacity"], f"30%: over budget {st['ram']}")
         reads = st["backing"]["files"]
@@ -139,10 +142,7 @@ def case_kernel_opens(tmp, expected, size):
     backing, mp = os.path.join(tmp, "data"), os.path.join(tmp, "mnt-k")
     os.makedirs(mp)
     with ml.mounted(backing, mp, "--mem", "256M", "--kernel-opens"):
-        register(mp, sampler="random", generator="explicit", seed=SEED, batch_size=4,
-                 num_workers=2, epochs=3)
-        check_bytes(finish(start_job(mp), "kernel opens"), expected, "kernel opens")
-        st = status(mp)
+        st = shuffle_job(mp, "kernel opens", expected)
         check_clairvoyant(st, "kernel opens", len(expected))
         # Without the drops the page cache, which no memory limit squeezes
         # here, would serve epochs 1 and 2 and the ranks would stay in epoch 0.
