@@ -92,11 +92,17 @@ std::shared_ptr<Engine::Active> Engine::active() const {
 }
 
 cache::BlobRef Engine::opened(index::NodeId id, uint32_t pid) {
+    auto a = active();
     if (drop_) {
-        std::lock_guard lk(drop_mu_);
-        read_log_.emplace_back(id, std::chrono::steady_clock::now());
+        if (!read_any_.load(std::memory_order_relaxed))
+            read_any_.store(true, std::memory_order_relaxed);
+        // Unregistered, pages the kernel keeps are reads saved: nothing to log.
+        if (a) {
+            std::lock_guard lk(drop_mu_);
+            read_log_.emplace_back(id, std::chrono::steady_clock::now());
+        }
     }
-    if (auto a = active()) {
+    if (a) {
         track::Observation o = a->tracker->observe(id, track::Clock::now(), pid);
         if (o.matched) {
             matched_opens_.fetch_add(1, std::memory_order_relaxed);

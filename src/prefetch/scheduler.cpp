@@ -253,10 +253,13 @@ void Engine::drop_pages(Active* a) {
     }
     if (!a->pages_dropped) {
         // Whatever was read before the registration may still be cached.
+        // Nothing was if no file has been read since the mount (a job
+        // registered with --register): then no notification per file.
         a->pages_dropped = true;
         to_drop_.clear();
-        for (index::NodeId id = 0; id < index_.size(); ++id)
-            if (S_ISREG(index_.node(id).mode)) drop(id);
+        if (read_any_.load(std::memory_order_relaxed))
+            for (index::NodeId id = 0; id < index_.size(); ++id)
+                if (S_ISREG(index_.node(id).mode)) drop(id);
     }
     to_drop_.insert(to_drop_.end(), fresh.begin(), fresh.end());
     auto now = std::chrono::steady_clock::now();

@@ -154,14 +154,15 @@ private:
     std::unique_ptr<std::atomic<uint64_t>[]> last_open_;
     std::unique_ptr<uint64_t[]> pushed_at_; // scheduler thread only
     std::atomic<uint64_t> pushes_{0}, push_skipped_{0}, push_errors_{0};
-    // Page-cache drops (set_dropper): files read, with when, appended by
-    // FUSE threads and taken by the scheduler thread, which keeps them in
+    // Page-cache drops (set_dropper): files read while a job is registered,
+    // with when, appended by FUSE threads and taken by the scheduler thread, which keeps them in
     // read order until they are old enough.
     Dropper drop_;
     std::mutex drop_mu_; // guards read_log_; leaf lock
     std::vector<std::pair<index::NodeId, std::chrono::steady_clock::time_point>> read_log_;
     std::deque<std::pair<index::NodeId, std::chrono::steady_clock::time_point>> to_drop_;
     std::atomic<uint64_t> drops_{0}, drop_errors_{0};
+    std::atomic<bool> read_any_{false}; // a file was read since the mount
     std::thread scheduler_;
 
     mutable std::mutex stage_mu_; // guards the stage fields below; leaf lock
