@@ -3,15 +3,20 @@
 """Writes a deterministic ImageNet-shaped folder dataset of valid JPEGs.
 
     gen_dataset.py OUT [--files 10000] [--classes 100] [--mean-kb 110]
-                       [--median-kb 93] [--seed 0] [--pool 48]
+                       [--median-kb 93] [--seed 0] [--pool 96]
 
 OUT/class_NNN/img_NNNNNN.jpg, file sizes lognormal with the given mean and
 median (defaults match the reference ImageNet-like set: mean ~110 KB, median
-~93 KB). Fast: a pool of --pool JPEGs of ImageNet-like pixel sizes is encoded
-once, and each file is one pool image followed by seeded random bytes up to
-its target size. JPEG decoders stop at the EOI marker, so the padding is
-ignored; the script decodes a sample of the written files with PIL to check.
-Same arguments, same bytes.
+~93 KB). Fast: a pool of --pool JPEGs whose sizes step geometrically over the
+range of the targets is encoded once (pixel counts in proportion to bytes,
+~0.75 bytes per pixel, so a 110 KB file is a ~440x330 photo-like image), and
+each file is one of the largest pool images that fit its target followed by
+seeded random bytes up to it. Padding is under ~10% of a file, so decoding
+costs what a real photo of that size costs (an earlier version padded small
+images by ~70%, which made the job's CPU per sample, and so any ratio to it,
+unrealistically small). JPEG decoders stop at the EOI marker, so the padding
+is ignored; the script decodes a sample of the written files with PIL to
+check. Same arguments, same bytes.
 """
 import argparse
 import io
@@ -22,26 +27,38 @@ import random
 import sys
 
 
-def make_pool(rng, n):
+def encode(rng, w, h, quality):
     from PIL import Image, ImageFilter
+    # Smooth colour field plus fine noise: compresses like a photo (neither
+    # a flat colour nor white noise), ~0.75 bytes per pixel at quality 90,
+    # about what ImageNet's photos take.
+    small = Image.frombytes("RGB", (8, 6), rng.randbytes(8 * 6 * 3))
+    img = small.resize((w, h), Image.BICUBIC)
+    noise = Image.frombytes("RGB", (w, h), rng.randbytes(w * h * 3))
+    noise = noise.filter(ImageFilter.GaussianBlur(0.5))
+    img = Image.blend(img, noise, 0.55)
+    buf = io.BytesIO()
+    img.save(buf, "JPEG", quality=quality)
+    return buf.getvalue()
+
+
+def make_pool(rng, n, smallest, largest):
+    """n JPEGs whose sizes step geometrically from `smallest` to `largest`
+    bytes, each sized by its pixel count, so a file's decode cost grows with
+    its size as a photo's does."""
     pool = []
+    ratio = (largest / smallest) ** (1 / max(1, n - 1))
     for i in range(n):
-        # Pixel sizes like most ImageNet photos (500x375, 500x333); a few
-        # small ones so small targets have an image that fits.
-        if i % 8 == 0:
-            w, h = rng.randint(120, 200), rng.randint(90, 160)
-        else:
-            w, h = rng.randint(400, 500), rng.randint(300, 400)
-        # Smooth colour field plus noise: compresses like a photo (neither a
-        # flat colour nor white noise).
-        small = Image.frombytes("RGB", (8, 6), rng.randbytes(8 * 6 * 3))
-        img = small.resize((w, h), Image.BICUBIC)
-        noise = Image.frombytes("RGB", (w, h), rng.randbytes(w * h * 3))
-        noise = noise.filter(ImageFilter.GaussianBlur(1.2))
-        img = Image.blend(img, noise, 0.25 + 0.1 * (i % 3))
-        buf = io.BytesIO()
-        img.save(buf, "JPEG", quality=rng.choice([60, 75, 85]))
-        pool.append(buf.getvalue())
+        target = smallest * ratio ** i
+        aspect = rng.choice([4 / 3, 3 / 2, 1.0, 3 / 4])
+        quality = rng.choice([85, 90, 95])
+        pixels = target / 0.75
+        for _ in range(3):  # bytes per pixel depend on size: correct twice
+            w = max(16, int(math.sqrt(pixels * aspect)))
+            h = max(16, int(w / aspect))
+            data = encode(rng, w, h, quality)
+            pixels *= target / len(data)
+        pool.append(data)
     pool.sort(key=len)
     return pool
 
@@ -54,18 +71,21 @@ def sizes(rng, n, mean, median):
 
 
 def generate(out, files=10000, classes=100, mean_kb=110, median_kb=93,
-             seed=0, pool_n=48, check=50):
+             seed=0, pool_n=96, check=50):
     rng = random.Random(seed)
-    pool = make_pool(rng, pool_n)
     targets = sizes(rng, files, mean_kb * 1000, median_kb * 1000)
+    pool = make_pool(random.Random(seed), pool_n, max(2000, min(targets)), max(targets))
     pad = rng.randbytes(max(targets) + 1)
-    total = 0
+    total = padded = 0
     for c in range(classes):
         os.makedirs(os.path.join(out, f"class_{c:03d}"), exist_ok=True)
     written = []
     for i, target in enumerate(targets):
+        # One of the largest images that fit: the file is nearly all image
+        # data, as a photo is, and the padding stays a few percent.
         fits = [p for p in pool if len(p) <= target] or pool[:1]
-        base = fits[rng.randrange(len(fits))]  # any image that fits
+        near = [p for p in fits if len(p) >= 0.9 * target] or fits[-1:]
+        base = near[rng.randrange(len(near))]
         padlen = max(0, target - len(base))
         off = rng.randrange(len(pad) - padlen + 1)
         path = os.path.join(out, f"class_{i % classes:03d}", f"img_{i:06d}.jpg")
@@ -73,6 +93,7 @@ def generate(out, files=10000, classes=100, mean_kb=110, median_kb=93,
             f.write(base)
             f.write(pad[off:off + padlen])
         total += len(base) + padlen
+        padded += padlen
         written.append(path)
     from PIL import Image
     for path in random.Random(seed + 1).sample(written, min(check, len(written))):
@@ -82,6 +103,7 @@ def generate(out, files=10000, classes=100, mean_kb=110, median_kb=93,
     return {"files": files, "classes": classes, "bytes": total,
             "mean": total / files, "median": s[len(s) // 2],
             "p99": s[int(len(s) * 0.99)], "seed": seed,
+            "padding_fraction": round(padded / max(1, total), 4),
             "decoded_with_pil": check}
 
 
@@ -93,7 +115,7 @@ def main():
     ap.add_argument("--mean-kb", type=float, default=110)
     ap.add_argument("--median-kb", type=float, default=93)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--pool", type=int, default=48)
+    ap.add_argument("--pool", type=int, default=96)
     a = ap.parse_args()
     info = generate(a.out, a.files, a.classes, a.mean_kb, a.median_kb,
                     a.seed, a.pool)
