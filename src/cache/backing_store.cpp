@@ -112,6 +112,11 @@ int BackingStore::read_whole(index::NodeId id, BlobRef& out) {
             rv = -ESTALE;
         }
     }
+    // The tiers now hold the bytes: the backing file's pages would be a
+    // second copy charged to the same memory budget (the job's cgroup, on
+    // a node), and reclaiming them later costs the job's own allocations.
+    // Advice only: a failure changes nothing that is served.
+    if (rv == 0 && n.size > 0) sys::fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
     sys::close(fd);
     if (rv < 0) return rv;
     files_.fetch_add(1, std::memory_order_relaxed);

@@ -11,12 +11,18 @@ DataLoader, 2 workers) that reads nothing more from the backing store.
   progress line, the same counts;
 - --mem smaller than the dataset: stage ends "full" with RAM at most at its
   budget, `clairfs stage --wait` exits 1, and every byte is still right;
-- `{"stage": "yes"}` is refused with EINVAL and a reason in status.
+- `{"stage": "yes"}` is refused with EINVAL and a reason in status;
+- staging leaves none of the backing files' pages in the page cache (the
+  tiers hold the bytes; a second copy would be charged to the same memory
+  budget), checked with fincore on a dataset in /var/tmp (disk-backed:
+  tmpfs pages cannot be dropped).
 
 Needs root, /dev/fuse and /usr/bin/python3 with torch (exit 77 otherwise)."""
 import errno
 import os
+import subprocess
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "mount"))
 import mountlib as ml  # noqa: E402
@@ -100,6 +106,34 @@ def case_bad_stage_value(tmp, data, expected, size):
         ml.check(read_all(mp, data) == len(expected), "the mount stopped serving")
 
 
+def cached_bytes(root):
+    files = [os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs]
+    r = subprocess.run(["fincore", "--bytes", "--noheadings", "--output", "RES"] + files,
+                       capture_output=True, text=True, timeout=60)
+    ml.check(r.returncode == 0, f"fincore: {r.stderr}")
+    return sum(int(x) for x in r.stdout.split())
+
+
+def case_no_backing_pages(tmp, data, expected, size):
+    with tempfile.TemporaryDirectory(dir="/var/tmp", prefix="clairfs-test-") as vt:
+        d = os.path.join(vt, "data")
+        make_dataset(d)
+        digests(d)  # reads every file: its pages are now cached
+        os.sync()  # and clean, so they can be dropped
+        before = cached_bytes(d)
+        ml.check(before >= size // 2, f"only {before} of {size} bytes cached before staging")
+        mp = os.path.join(vt, "mnt")
+        os.makedirs(mp)
+        with ml.mounted(d, mp, "--mem", str(2 * size), "--stage"):
+            ok = ml.wait_until(lambda: status(mp)["stage"]["state"] == "done", 120)
+            ml.check(ok, f"stage: {status(mp)['stage']}")
+            after = cached_bytes(d)
+            ml.check(after <= before // 100,
+                     f"{after} bytes of the backing files still cached after staging "
+                     f"(before: {before})")
+        ml.log(f"backing pages cached: {before} bytes before staging, {after} after")
+
+
 @ml.main
 def test():
     with ml.temp_dir() as tmp:
@@ -108,4 +142,5 @@ def test():
         expected = digests(data)
         ml.log(f"dataset: {len(expected)} files, {size / 1e6:.1f} MB")
         ml.run_cases(*((c.__name__[5:], lambda c=c: c(tmp, data, expected, size)) for c in (
-            case_mount_stage, case_stage_command, case_ram_too_small, case_bad_stage_value)))
+            case_mount_stage, case_stage_command, case_ram_too_small, case_bad_stage_value,
+            case_no_backing_pages)))

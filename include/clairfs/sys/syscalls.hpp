@@ -51,6 +51,11 @@ inline ssize_t pread_full(int fd, void* buf, size_t count, off_t offset) {
     return static_cast<ssize_t>(done);
 }
 
+// posix_fadvise returns the error instead of setting errno.
+inline int fadvise(int fd, off_t offset, off_t len, int advice) {
+    return -::posix_fadvise(fd, offset, len, advice);
+}
+
 inline int fstatat(int dirfd, const char* path, struct stat* st, int flags) {
     return neg_errno(::fstatat(dirfd, path, st, flags));
 }
