@@ -398,7 +398,8 @@ class Bench:
                                         ds.get("classes", 100),
                                         ds.get("mean_kb", 110),
                                         ds.get("median_kb", 93),
-                                        ds.get("seed", 0))
+                                        ds.get("seed", 0),
+                                        style=ds.get("style", "imagenet"))
             info["gen_s"] = round(time.perf_counter() - t0, 1)
             log(f"dataset: {info['files']} files, {info['bytes'] / 1e9:.2f} GB, "
                 f"mean {info['mean'] / 1e3:.0f} KB, median {info['median'] / 1e3:.0f} KB "
@@ -624,7 +625,8 @@ def append_results(path, command, rev, info, st, cfg, reps, table, prefix, runs)
     others = max(max(ep.get("others_cpu_s", 0) for ep in r["epochs"]) for r in runs) if runs else 0
     add += [f"### {os.path.basename(prefix)} (git {rev})", "",
             "```sh", command, "```", "",
-            f"Dataset {info['files']} JPEGs, {info['bytes'] / 1e9:.2f} GB (mean "
+            f"Dataset {info['files']} JPEGs ({info.get('style', 'imagenet')} style), "
+            f"{info['bytes'] / 1e9:.2f} GB (mean "
             f"{info['mean'] / 1e3:.0f} KB, median {info['median'] / 1e3:.0f} KB); slow FS "
             f"{st['bps'] / 1e6:g} MB/s + {st['iops']} read IOPS (loop direct-io "
             f"{st['direct_io']}), memory cgroup {st['mem'] >> 20} MiB; job batch "
