@@ -9,11 +9,12 @@ build_pkgs=(g++ meson ninja-build pkg-config libfuse3-dev fuse3 libmpich-dev
   mpich libaio-dev libxxhash-dev nlohmann-json3-dev doctest-dev)
 # The mount tests use Debian's /usr/bin/python3 (stdlib only), pgrep,
 # setpriv/unshare and mount; the order tests compare with real torch and
-# torchvision (never python3-mpi4py: it pulls in OpenMPI over MPICH); the
+# torchvision (never python3-mpi4py: it pulls in OpenMPI over MPICH), and
+# the dataset generator's test decodes its JPEGs with PIL; the
 # benchmarks compare with bindfs, mergerfs and rclone, and the end-to-end
 # harness (bench/scenarios.py) needs PIL for its JPEGs, matplotlib for its
 # plot and e2fsprogs for the throttled loop-device file system.
-test_pkgs=(python3 procps util-linux mount python3-torch python3-torchvision)
+test_pkgs=(python3 procps util-linux mount python3-torch python3-torchvision python3-pil)
 bench_pkgs=(python3 procps bindfs mergerfs rclone python3-matplotlib python3-pil
   e2fsprogs)
 want=("${build_pkgs[@]}")
