@@ -56,6 +56,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -198,6 +199,19 @@ class Bench:
             cmd += ["--daemon-pid", str(daemon_pid)]
         errlog = open(os.path.join(self.work, "job.stderr"), "w+")
         p = self.spawn(cmd, stdout=subprocess.PIPE, stderr=errlog, text=True)
+        # The job's stdout is read until it closes, so a job that hangs (a
+        # reader spinning in its cgroup's reclaim, a stuck mount) would hold
+        # the harness there forever; the watchdog ends it at the timeout.
+        timeout = self.cfg.get("job_timeout_s", 3600)
+        expired = threading.Event()
+
+        def expire():
+            expired.set()
+            p.kill()
+
+        watchdog = threading.Timer(timeout, expire)
+        watchdog.daemon = True
+        watchdog.start()
         epochs, setup = [], None
         for line in p.stdout:
             if not line.startswith("{"):
@@ -214,7 +228,13 @@ class Bench:
                     + (" (" + ", ".join(f"{k} {v:.2f}" for k, v in
                                         rec["daemon_threads_cpu_s"].items()) + ")"
                        if rec.get("daemon_threads_cpu_s") else ""))
-        rc = self.reap(p, timeout=self.cfg.get("job_timeout_s", 3600))
+        try:
+            rc = self.reap(p, timeout=timeout)
+        finally:
+            watchdog.cancel()
+        if expired.is_set():
+            raise RuntimeError(f"train_job killed after job_timeout_s ({timeout} s) "
+                               f"with {len(epochs)} epoch(s) done")
         if rc != 0:
             errlog.seek(0)
             tail = errlog.read()[-2000:]
