@@ -22,16 +22,17 @@ check. Same arguments, same bytes.
 --style sets what a byte costs to decode, which is what any ratio to the
 local epoch depends on (clairfs's cost is per file, the job's per pixel):
   imagenet   (default) ~0.6 bytes per pixel, a 110 KB file is ~490x370, as
-             ImageNet's photos are; ~2.3 ms of CPU per sample for the
+             ImageNet's photos are; ~2.4 ms of CPU per sample for the
              reference job (RandomResizedCrop(224) + ToTensor) on the 2-core
              VM.
-  reference  ~0.17 bytes per pixel (smoother content, quality 75-85), a
-             110 KB file is ~950x710; calibrated so that a sample costs what
-             ../shared/reference/slow-pfs.md measured for its dataset (~6 ms,
-             a ~30 s warm local epoch on this VM), the set-up the issues'
-             targets were stated for.
+  reference  ~0.095 bytes per pixel (smoother content, quality 75-85), a
+             110 KB file is ~1250x940; calibrated towards what
+             ../shared/reference/slow-pfs.md measured for its dataset (~6 ms
+             per sample, a ~30 s warm local epoch on this VM), the set-up
+             the issues' targets were stated for: ~5.5 ms, a 27.9 s epoch.
 """
 import argparse
+import collections
 import io
 import json
 import math
@@ -40,12 +41,12 @@ import random
 import sys
 
 
-# Per style: (share of fine noise in the image, its blur radius, JPEG
-# qualities, first guess of bytes per pixel). More and sharper noise costs
-# more bytes per pixel.
+# How a style's images are made. More and sharper noise costs more bytes
+# per pixel; `bytes_per_pixel` is only make_pool's first guess.
+Style = collections.namedtuple("Style", "noise blur qualities bytes_per_pixel")
 STYLES = {
-    "imagenet": (0.55, 0.5, (85, 90, 95), 0.75),
-    "reference": (0.28, 1.4, (75, 80, 85), 0.085),
+    "imagenet": Style(noise=0.55, blur=0.5, qualities=(85, 90, 95), bytes_per_pixel=0.75),
+    "reference": Style(noise=0.28, blur=1.4, qualities=(75, 80, 85), bytes_per_pixel=0.085),
 }
 
 
@@ -53,12 +54,12 @@ def encode(rng, w, h, quality, style="imagenet"):
     from PIL import Image, ImageFilter
     # Smooth colour field plus fine noise: compresses like a photo (neither
     # a flat colour nor white noise).
-    blend, blur, _, _ = STYLES[style]
+    st = STYLES[style]
     small = Image.frombytes("RGB", (8, 6), rng.randbytes(8 * 6 * 3))
     img = small.resize((w, h), Image.BICUBIC)
     noise = Image.frombytes("RGB", (w, h), rng.randbytes(w * h * 3))
-    noise = noise.filter(ImageFilter.GaussianBlur(blur))
-    img = Image.blend(img, noise, blend)
+    noise = noise.filter(ImageFilter.GaussianBlur(st.blur))
+    img = Image.blend(img, noise, st.noise)
     buf = io.BytesIO()
     img.save(buf, "JPEG", quality=quality)
     return buf.getvalue()
@@ -73,8 +74,8 @@ def make_pool(rng, n, smallest, largest, style="imagenet"):
     for i in range(n):
         target = smallest * ratio ** i
         aspect = rng.choice([4 / 3, 3 / 2, 1.0, 3 / 4])
-        quality = rng.choice(STYLES[style][2])
-        pixels = target / STYLES[style][3]
+        quality = rng.choice(STYLES[style].qualities)
+        pixels = target / STYLES[style].bytes_per_pixel
         for _ in range(3):  # bytes per pixel depend on size: correct twice
             w = max(16, int(math.sqrt(pixels * aspect)))
             h = max(16, int(w / aspect))
