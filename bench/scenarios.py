@@ -229,7 +229,7 @@ class Bench:
                                         rec["daemon_threads_cpu_s"].items()) + ")"
                        if rec.get("daemon_threads_cpu_s") else ""))
         try:
-            rc = self.reap(p, timeout=timeout)
+            rc = self.reap(p)  # the watchdog bounds this wait too
         finally:
             watchdog.cancel()
         if expired.is_set():
