@@ -11,8 +11,11 @@ import os
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.join(os.environ.get("CLAIRFS_SOURCE_ROOT", "."), "bench"))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "mount"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "bench"))
 import gen_dataset  # noqa: E402
+import mountlib as ml  # noqa: E402
 from PIL import Image  # noqa: E402
 
 FILES, CLASSES, POOL = 120, 4, 96
@@ -42,42 +45,41 @@ def bytes_per_pixel(root):
     return nbytes / pixels
 
 
-def main():
-    failures = []
+def case_style(tmp, style, density):
+    a, b = os.path.join(tmp, style + "-a"), os.path.join(tmp, style + "-b")
+    info = gen_dataset.generate(a, FILES, CLASSES, 110, 93, 0, POOL, style=style)
+    gen_dataset.generate(b, FILES, CLASSES, 110, 93, 0, POOL, style=style)
+    ml.check(tree_digest(a) == tree_digest(b), "same arguments, other bytes")
+    n = sum(len(f) for _, _, f in os.walk(a))
+    ml.check(n == FILES and len(os.listdir(a)) == CLASSES,
+             f"{n} files in {len(os.listdir(a))} classes, asked {FILES} in {CLASSES}")
+    ml.check(abs(info["mean"] / 110e3 - 1) < 0.25,
+             f"mean size {info['mean'] / 1e3:.0f} KB, asked 110 KB")
+    ml.check(info["padding_fraction"] < 0.1,
+             f"padding {info['padding_fraction']:.1%} of the bytes")
+    density[style] = bytes_per_pixel(a)
+    ml.log(f"{style}: {density[style]:.3f} bytes per pixel, mean {info['mean'] / 1e3:.0f} KB, "
+           f"padding {info['padding_fraction']:.1%}")
 
-    def check(ok, what):
-        print(("ok   " if ok else "FAIL ") + what)
-        if not ok:
-            failures.append(what)
 
+def case_densities(density):
+    # ~0.6 against ~0.095 on the benchmarks' 10,000 files.
+    ml.check(density.get("reference", 1) * 3 < density.get("imagenet", 0),
+             f"reference style not under a third of imagenet's bytes per pixel: {density}")
+
+
+def case_other_seed(tmp):
+    c = os.path.join(tmp, "other-seed")
+    gen_dataset.generate(c, FILES, CLASSES, 110, 93, 1, POOL)
+    ml.check(tree_digest(c) != tree_digest(os.path.join(tmp, "imagenet-a")),
+             "another seed wrote the same bytes")
+
+
+@ml.run_test
+def test():
     with tempfile.TemporaryDirectory(prefix="clairfs-gen.") as tmp:
         density = {}
-        for style in ("imagenet", "reference"):
-            a, b = os.path.join(tmp, style + "-a"), os.path.join(tmp, style + "-b")
-            info = gen_dataset.generate(a, FILES, CLASSES, 110, 93, 0, POOL, style=style)
-            gen_dataset.generate(b, FILES, CLASSES, 110, 93, 0, POOL, style=style)
-            check(tree_digest(a) == tree_digest(b), f"{style}: same arguments, same bytes")
-            n = sum(len(f) for _, _, f in os.walk(a))
-            check(n == FILES and len(os.listdir(a)) == CLASSES,
-                  f"{style}: {n} files in {len(os.listdir(a))} classes")
-            check(abs(info["mean"] / 110e3 - 1) < 0.25,
-                  f"{style}: mean size {info['mean'] / 1e3:.0f} KB, asked 110 KB")
-            check(info["padding_fraction"] < 0.1,
-                  f"{style}: padding {info['padding_fraction']:.1%} of the bytes")
-            density[style] = bytes_per_pixel(a)
-            print(f"     {style}: {density[style]:.3f} bytes per pixel")
-        # ~0.6 against ~0.095 on the benchmarks' 10,000 files.
-        check(density["reference"] * 3 < density["imagenet"],
-              "reference style has under a third of imagenet's bytes per pixel")
-        c = os.path.join(tmp, "other-seed")
-        gen_dataset.generate(c, FILES, CLASSES, 110, 93, 1, POOL)
-        check(tree_digest(c) != tree_digest(os.path.join(tmp, "imagenet-a")),
-              "another seed, other bytes")
-    if failures:
-        print(f"{len(failures)} check(s) failed")
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+        ml.run_cases(("imagenet", lambda: case_style(tmp, "imagenet", density)),
+                     ("reference", lambda: case_style(tmp, "reference", density)),
+                     ("densities", lambda: case_densities(density)),
+                     ("other_seed", lambda: case_other_seed(tmp)))

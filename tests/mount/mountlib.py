@@ -48,6 +48,11 @@ def log(msg):
 def main(fn):
     """Runs fn(); exit 0 on success, 1 on a failed check, 77 without FUSE."""
     skip_unless_fuse()
+    run_test(fn)
+
+
+def run_test(fn):
+    """Runs fn(), which needs no mount; exit 0 on success, 1 on a failed check."""
     try:
         fn()
     except TestFailure as e:
