@@ -3,10 +3,12 @@
 #include "clairfs/log.hpp"
 #include "fuse_ops.hpp"
 
-namespace clairfs::fuse {
+#include <exception>
 
-void fuse_init(void* userdata, fuse_conn_info* conn) {
-    auto& fs = *static_cast<Filesystem*>(userdata);
+namespace clairfs::fuse {
+namespace {
+
+void init_core(Filesystem& fs, fuse_conn_info* conn) {
     auto max = static_cast<unsigned>(fs.options.max_read);
     // Readahead requests carry most of a sample in one round trip; the
     // kernel sizes max_pages from max_write, so raise it too even though
@@ -63,6 +65,24 @@ void fuse_init(void* userdata, fuse_conn_info* conn) {
         // or --log-file.
         if (log::redirect(fs.options.log_file) < 0) log::redirect("");
         notify_ready(fs.ready_fd);
+    }
+}
+
+} // namespace
+
+// A mount that cannot start its threads serves nothing well: it ends the
+// session instead of limping on, and `clairfs mount` reports that the
+// daemon exited during start-up.
+void fuse_init(void* userdata, fuse_conn_info* conn) {
+    auto& fs = *static_cast<Filesystem*>(userdata);
+    try {
+        init_core(fs, conn);
+    } catch (const std::exception& e) {
+        LOG_ERROR("cannot start serving: %s", e.what());
+        fuse_session_exit(fs.session);
+    } catch (...) {
+        LOG_ERROR("cannot start serving: an unknown exception");
+        fuse_session_exit(fs.session);
     }
 }
 

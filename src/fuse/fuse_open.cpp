@@ -3,6 +3,7 @@
 #include "control_nodes.hpp"
 #include "fuse_ops.hpp"
 
+#include <memory>
 #include <sys/stat.h>
 
 namespace clairfs::fuse {
@@ -22,13 +23,13 @@ void fuse_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     if (fs.options.kernel_opens) return reply_error(req, -ENOSYS);
 
     fs.counters.opens.fetch_add(1, std::memory_order_relaxed);
-    auto* of = new OpenFile;
+    auto of = std::make_unique<OpenFile>();
     // Held by the open, the bytes survive eviction until release.
     of->blob = fs.engine->opened(fs.index.id_of(*n), static_cast<uint32_t>(fuse_req_ctx(req)->pid));
-    fi->fh = reinterpret_cast<uint64_t>(of);
+    fi->fh = reinterpret_cast<uint64_t>(of.get());
     fi->keep_cache = 1; // the bytes cannot change while mounted
     fi->noflush = 1;
-    if (fuse_reply_open(req, fi) != 0) delete of; // the opener was interrupted
+    if (fuse_reply_open(req, fi) == 0) of.release(); // else the opener was interrupted
 }
 
 } // namespace clairfs::fuse
