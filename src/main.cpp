@@ -25,7 +25,9 @@ void usage(FILE* out) {
 
 } // namespace
 
-int main(int argc, char** argv) {
+namespace {
+
+int run(int argc, char** argv) {
     using namespace clairfs::cli;
     if (argc < 2) {
         usage(stderr);
@@ -51,4 +53,19 @@ int main(int argc, char** argv) {
     fprintf(stderr, "clairfs: unknown command '%s'\n", cmd.c_str());
     usage(stderr);
     return exit_usage;
+}
+
+} // namespace
+
+// The last line of defence, for the commands' own threads: one line and a
+// failure status instead of std::terminate's abort and core dump.
+int main(int argc, char** argv) {
+    try {
+        return run(argc, argv);
+    } catch (const std::exception& e) {
+        fprintf(stderr, "clairfs: internal error: %s\n", e.what());
+    } catch (...) {
+        fprintf(stderr, "clairfs: internal error\n");
+    }
+    return clairfs::cli::exit_failure;
 }

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+#include "clairfs/sys/contained.hpp"
 #include "clairfs/index/scanner.hpp"
 
 #include "clairfs/index/symlink_policy.hpp"
@@ -78,7 +79,12 @@ private:
                 queue_.pop_back();
             }
             std::vector<Work> found;
-            scan_dir(w, found);
+            // A directory that fails inside clairfs is listed as unreadable
+            // (EIO), like one the file system refused; the scan goes on.
+            if (!sys::contained("scanning a directory", [&] { scan_dir(w, found); }).empty()) {
+                found.clear();
+                unreadable(w, -EIO);
+            }
             std::lock_guard lock(mutex_);
             outstanding_ += found.size();
             --outstanding_;

@@ -3,6 +3,7 @@
 
 #include "active_job.hpp"
 #include "clairfs/log.hpp"
+#include "clairfs/sys/contained.hpp"
 #include "ssd_writer.hpp"
 
 namespace clairfs::prefetch {
@@ -103,7 +104,14 @@ cache::BlobRef Engine::opened(index::NodeId id, uint32_t pid) {
         }
     }
     if (a) {
-        track::Observation o = a->tracker->observe(id, track::Clock::now(), pid);
+        // Following the job is an optimisation: if it fails, the open
+        // still succeeds and the job is no longer predicted.
+        track::Observation o;
+        if (auto why = sys::contained("following an open", [&] {
+                o = a->tracker->observe(id, track::Clock::now(), pid);
+            });
+            !why.empty())
+            a->tracker->abandon("following the job failed inside clairfs (" + why + ")");
         if (o.matched) {
             matched_opens_.fetch_add(1, std::memory_order_relaxed);
             {

@@ -6,6 +6,7 @@
 // order otherwise. Its fetches wait behind every demand read and prefetch.
 #include "active_job.hpp"
 #include "clairfs/log.hpp"
+#include "clairfs/sys/contained.hpp"
 #include "rank_future.hpp"
 #include "ssd_writer.hpp"
 
@@ -100,7 +101,10 @@ void Engine::stage_loop() {
         if (stage_stopping_) return;
         stage_requested_ = false;
         lk.unlock();
-        stage_pass();
+        if (!sys::contained("a stage-in pass", [this] { stage_pass(); }).empty()) {
+            std::lock_guard failed(stage_mu_);
+            stage_.state = "incomplete";
+        }
         lk.lock();
     }
 }

@@ -2,6 +2,7 @@
 #include "clairfs/prefetch/fetch_pool.hpp"
 
 #include "clairfs/log.hpp"
+#include "clairfs/sys/contained.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -202,6 +203,11 @@ void FetchPool::run() {
             r = read_(id);
         } catch (const std::bad_alloc&) {
             r = {-ENOMEM, nullptr};
+        } catch (...) {
+            // This fetch fails alone; its waiters get EIO, the thread lives.
+            LOG_ERROR("fetch of node %u failed inside clairfs: %s", id,
+                      sys::current_exception_text().c_str());
+            r = {-EIO, nullptr};
         }
         finish(id, *p, std::move(r));
     }

@@ -5,6 +5,7 @@
 // what it lacks, soonest first.
 #include "active_job.hpp"
 #include "clairfs/log.hpp"
+#include "clairfs/sys/contained.hpp"
 #include "eviction.hpp"
 #include "rank_future.hpp"
 
@@ -125,8 +126,15 @@ void Engine::schedule_loop() {
         wake_ = false;
         lk.unlock();
         auto a = active();
-        if (a && round_due(*a)) schedule_round(a);
-        if (drop_) drop_pages(a.get());
+        // A round that fails ends the prediction (the mount serves on as
+        // if unregistered); retrying it every few milliseconds would only
+        // flood the log with the same failure.
+        auto why = sys::contained("a prefetch round", [&] {
+            if (a && round_due(*a)) schedule_round(a);
+            if (drop_) drop_pages(a.get());
+        });
+        if (!why.empty() && a)
+            a->tracker->abandon("prefetching failed inside clairfs (" + why + ")");
         std::this_thread::sleep_for(min_round_gap);
         lk.lock();
     }

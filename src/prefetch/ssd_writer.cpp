@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "ssd_writer.hpp"
 
+#include "clairfs/sys/contained.hpp"
+
 #include <pthread.h>
 
 namespace clairfs::prefetch {
@@ -65,7 +67,12 @@ void SsdWriter::run() {
             job = std::move(queue_.front());
             queue_.pop_front();
         }
-        bool ok = ssd_.contains(job.first) || ssd_.put(job.first, job.second);
+        // A write that fails inside clairfs is a refused one: the file stays
+        // in RAM or is read again from the backing store.
+        bool ok = false;
+        sys::contained("an SSD write", [&] {
+            ok = ssd_.contains(job.first) || ssd_.put(job.first, job.second);
+        });
         std::lock_guard lk(mu_);
         ++(ok ? stats_.written : stats_.refused);
         stats_.pending_bytes -= job.second->size;

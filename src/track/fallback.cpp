@@ -46,6 +46,11 @@ void Tracker::judge_unmatched(index::NodeId node) {
         fall_back(low_match_rate(matched_, opens_, counted_epoch_));
 }
 
+void Tracker::abandon(std::string reason) {
+    std::lock_guard lk(mu_);
+    fall_back(std::move(reason));
+}
+
 void Tracker::fall_back(std::string reason) {
     if (mode_.load(std::memory_order_relaxed) == Mode::fallback) return;
     reason_ = std::move(reason);

@@ -103,6 +103,9 @@ public:
 
     Snapshot snapshot(Clock::time_point now) const;
     Mode mode() const;
+    // Falls back for good with `reason`, as a failed prediction does: the
+    // engine's way out when following the job failed inside clairfs.
+    void abandon(std::string reason);
 
 private:
     struct Rank {
