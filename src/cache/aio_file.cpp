@@ -56,7 +56,8 @@ io_context_t& thread_context() {
 
 } // namespace
 
-AioFile::AioFile(int fd, bool direct) : fd_(fd), direct_(direct) {}
+AioFile::AioFile(int fd, bool direct, StallWatch stall)
+    : fd_(fd), direct_(direct), stall_(std::move(stall)) {}
 
 AioFile::~AioFile() {
     if (fd_ >= 0) sys::close(fd_);
@@ -72,7 +73,7 @@ int AioFile::transfer(bool write, char* buf, size_t len, uint64_t off) {
     }
     io_context_t& ctx = thread_context();
     if (!ctx) return sync_transfer(fd_, write, buf, len, off);
-    return aio_transfer(ctx, queue_depth, chunk, fd_, write, buf, len, off);
+    return aio_transfer(ctx, queue_depth, chunk, fd_, write, buf, len, off, &stall_);
 }
 
 int AioFile::read(char* buf, size_t len, uint64_t off) {

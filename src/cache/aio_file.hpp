@@ -7,6 +7,7 @@
 // thread, and a bounded depth keeps one large file from hogging the device.
 #pragma once
 
+#include "aio_transfer.hpp"
 #include "clairfs/cache/block_device.hpp"
 
 #include <cstddef>
@@ -22,7 +23,7 @@ public:
     // Takes ownership of `fd`. `direct`: it was opened with O_DIRECT; if not,
     // transfers are plain pread/pwrite followed by POSIX_FADV_DONTNEED, so
     // the cache file does not also fill the page cache.
-    AioFile(int fd, bool direct);
+    AioFile(int fd, bool direct, StallWatch stall = {});
     ~AioFile() override;
     AioFile(const AioFile&) = delete;
     AioFile& operator=(const AioFile&) = delete;
@@ -39,6 +40,7 @@ private:
 
     int fd_;
     bool direct_;
+    StallWatch stall_;
 };
 
 } // namespace clairfs::cache

@@ -29,9 +29,9 @@ struct Piece {
 class Transfer {
 public:
     Transfer(io_context_t& ctx, unsigned depth, size_t chunk, int fd, bool write, char* buf,
-             size_t len, uint64_t off)
+             size_t len, uint64_t off, const StallWatch* stall)
         : ctx_(ctx), depth_(std::min(depth, max_depth)), chunk_(chunk), fd_(fd), write_(write),
-          buf_(buf), len_(len), off_(off) {}
+          buf_(buf), len_(len), off_(off), stall_(stall && stall->after.count() > 0 ? stall : nullptr) {}
 
     int run() {
         while (err_ == 0 && (has_next() || inflight_ > 0)) {
@@ -116,7 +116,18 @@ private:
         std::array<io_event, max_depth> events;
         int got;
         do {
-            got = io_getevents(ctx_, 1, static_cast<long>(inflight_), events.data(), nullptr);
+            timespec bound{};
+            if (stall_) {
+                auto ms = stall_->after.count();
+                bound = {static_cast<time_t>(ms / 1000), static_cast<long>(ms % 1000) * 1000000};
+            }
+            got = io_getevents(ctx_, 1, static_cast<long>(inflight_), events.data(),
+                               stall_ ? &bound : nullptr);
+            if (got == 0 && stall_) {
+                stall_->stalled();
+                stall_ = nullptr; // told once; now wait for as long as the device takes
+                got = -EINTR;
+            }
         } while (got == -EINTR);
         if (got < 0) return got;
         for (int k = 0; k < got; ++k) complete(events[static_cast<size_t>(k)]);
@@ -160,14 +171,15 @@ private:
     std::array<bool, max_depth> busy_{};
     unsigned inflight_ = 0;
     int err_ = 0;
+    const StallWatch* stall_;
 };
 
 } // namespace
 
 int aio_transfer(io_context_t& ctx, unsigned depth, size_t chunk, int fd, bool write, char* buf,
-                 size_t len, uint64_t off) {
+                 size_t len, uint64_t off, const StallWatch* stall) {
     if (len == 0) return 0;
-    return Transfer(ctx, depth == 0 ? 1 : depth, chunk, fd, write, buf, len, off).run();
+    return Transfer(ctx, depth == 0 ? 1 : depth, chunk, fd, write, buf, len, off, stall).run();
 }
 
 int sync_transfer(int fd, bool write, char* buf, size_t len, uint64_t off) {

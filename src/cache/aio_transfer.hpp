@@ -3,7 +3,9 @@
 // and the pread/pwrite loop used where libaio is not available.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
+#include <functional>
 #include <cstdint>
 #include <libaio.h>
 
@@ -15,8 +17,17 @@ namespace clairfs::cache {
 // flight when it returns, so `buf` may be freed. If the context itself
 // fails, it is destroyed (which waits for its requests) and `ctx` is set to
 // nullptr, so the thread stops using it.
+//
+// `stall`, if given: when no request completes within its bound, it is
+// told once (the tier turns itself off, so no new request queues behind a
+// hung device), and the wait goes on: the kernel owns `buf` until its
+// requests end, so returning early could hand their memory to someone else.
+struct StallWatch {
+    std::chrono::milliseconds after{0};
+    std::function<void()> stalled;
+};
 int aio_transfer(io_context_t& ctx, unsigned depth, size_t chunk, int fd, bool write, char* buf,
-                 size_t len, uint64_t off);
+                 size_t len, uint64_t off, const StallWatch* stall = nullptr);
 
 // The same with pread/pwrite, for threads whose io_setup failed.
 int sync_transfer(int fd, bool write, char* buf, size_t len, uint64_t off);

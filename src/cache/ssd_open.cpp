@@ -152,7 +152,15 @@ std::string SsdTier::Core::open_files(const SsdOptions& o, bool& existed) {
                  "POSIX_FADV_DONTNEED, so the cache file competes with the page cache",
                  dir.c_str());
 
-    device = std::make_unique<AioFile>(fd.release(), direct);
+    StallWatch stall;
+    stall.after = o.io_timeout;
+    char bound[32];
+    std::snprintf(bound, sizeof bound, "%.1f s", static_cast<double>(o.io_timeout.count()) / 1000);
+    stall.stalled = [this, bound = std::string(bound)] {
+        disable("ssd tier disabled: a request to " + dir + "/" + cache_name +
+                " has not completed in " + bound + " (--io-timeout); reads go to the backing store");
+    };
+    device = std::make_unique<AioFile>(fd.release(), direct, std::move(stall));
     if (o.wrap_device) device = o.wrap_device(std::move(device));
     extents = ExtentAllocator(capacity);
     stats.capacity = capacity;

@@ -31,6 +31,10 @@ std::string set_blksize(MountOptions& o, std::string_view v) {
     return "";
 }
 
+std::string set_io_timeout(MountOptions& o, std::string_view v) {
+    return parse_seconds(v, o.io_timeout) ? "" : "expected a non-negative number of seconds";
+}
+
 std::string set_cache_timeout(MountOptions& o, std::string_view v) {
     return parse_seconds(v, o.cache_timeout) ? "" : "expected a non-negative number of seconds";
 }
@@ -109,6 +113,10 @@ constexpr OptionSpec specs[] = {
      set_blksize},
     {"cache_timeout", 0, OptionType::seconds, "SECONDS", "86400",
      "how long the kernel may cache names and attributes", set_cache_timeout},
+    {"io_timeout", 0, OptionType::seconds, "SECONDS", "60",
+     "longest a read waits for the backing store or the SSD before it fails with EIO (the "
+     "read goes on in the background); 0 waits for ever",
+     set_io_timeout},
     {"allow_other", 0, OptionType::flag, "", "false",
      "let other users use the mount (needs user_allow_other in /etc/fuse.conf unless root); "
      "permissions are still checked against the backing files' modes",

@@ -16,16 +16,13 @@
 namespace clairfs::fuse {
 
 struct OpenFile {
-    // Concurrent readahead READs race to open it; the loser closes its own
-    // descriptor, so no lock is held across the open.
+    // Opened by the first READ of a file the tiers do not take
+    // (read_through.cpp); concurrent readahead READs race to set it, and
+    // the loser closes its own, so no lock is held across the open.
     std::atomic<int> fd{-1};
     std::mutex mu; // guards blob only
     cache::BlobRef blob;
 };
-
-// The descriptor for `of`, opening (and verifying) it if this is the first
-// READ; or -errno.
-int backing_fd(Filesystem& fs, OpenFile& of, const index::Node& n);
 
 // The whole file for a READ of a tiered file: the one the open pinned, else
 // from the engine (a RAM hit or a fetch), kept in `of` if there is one.

@@ -1,44 +1,17 @@
 // SPDX-License-Identifier: MIT
 #include "backing_file.hpp"
-#include "clairfs/sys/syscalls.hpp"
 #include "control_nodes.hpp"
 #include "fuse_ops.hpp"
+#include "read_through.hpp"
 
 #include <algorithm>
-#include <memory>
 
 namespace clairfs::fuse {
 namespace {
 
-// One buffer per FUSE worker thread, grown to the largest request seen
-// (bounded by max_read), so the hot path never allocates.
-char* read_buffer(size_t size) {
-    thread_local std::unique_ptr<char[]> buf;
-    thread_local size_t capacity = 0;
-    if (size > capacity) {
-        buf = std::make_unique_for_overwrite<char[]>(size);
-        capacity = size;
-    }
-    return buf.get();
-}
-
 void count(Filesystem& fs, size_t bytes) {
     fs.counters.reads.fetch_add(1, std::memory_order_relaxed);
     fs.counters.read_bytes.fetch_add(bytes, std::memory_order_relaxed);
-}
-
-// A file too large for the tiers (or --mem 0) is read range by range.
-void read_through(fuse_req_t req, Filesystem& fs, const index::Node& n, OpenFile* of, size_t size,
-                  off_t off) {
-    // With --kernel-opens there is no OpenFile: each READ opens for itself.
-    int fd = of ? backing_fd(fs, *of, n) : fs.engine->backing().open_verified(n);
-    if (fd < 0) return reply_error(req, fd);
-    char* buf = read_buffer(size);
-    ssize_t got = fs.engine->backing().read_at(fd, buf, size, off);
-    if (!of) sys::close(fd);
-    if (got < 0) return reply_error(req, static_cast<int>(got));
-    count(fs, static_cast<size_t>(got));
-    fuse_reply_buf(req, buf, static_cast<size_t>(got));
 }
 
 } // namespace

@@ -8,6 +8,8 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
+#include <algorithm>
+#include <chrono>
 #include <memory>
 #include <string>
 #include <unistd.h>
@@ -111,11 +113,20 @@ std::string serve(Filesystem& fs) {
 
     int rv = run_loop(se.get(), o);
     // Its threads may be writing to the session (page-cache pushes): they
-    // end before the session does.
-    fs.engine->stop();
+    // end before the session does. A fetch hung in the backing store is
+    // given one more --io-timeout, then left behind: the process exits
+    // around it, so the unmount and a `clairfs umount` waiting for the
+    // daemon both finish.
+    auto bound = fs.engine->io_timeout();
+    if (bound.count() > 0) bound = std::max(bound, std::chrono::milliseconds(1000));
+    bool clean_stop = fs.engine->stop_within(bound);
     fs.session = nullptr;
     fuse_session_unmount(se.get());
     fuse_remove_signal_handlers(se.get());
+    if (!clean_stop) {
+        LOG_WARN("unmounted %s with reads still hung in the backing store", o.mountpoint.c_str());
+        _exit(0);
+    }
     cache::BackingStats b = fs.engine->backing().stats();
     LOG_INFO("unmounted %s (%llu opens, %llu reads, %llu bytes; backing store: %llu reads, "
              "%llu bytes, %llu errors)",

@@ -18,7 +18,9 @@ size_t queue_depth(unsigned threads) {
 } // namespace
 
 Engine::Engine(const index::Index& idx, int backing_fd, EngineOptions opt)
-    : index_(idx), opt_(opt), backing_(idx, backing_fd), ram_(opt.mem, idx.size()),
+    : index_(idx), opt_(opt), backing_(idx, backing_fd),
+      // Room for every FUSE thread plus as many stuck in hung reads.
+      backing_calls_(opt.io_timeout, 2 * std::max(opt.fuse_threads, 1u)), ram_(opt.mem, idx.size()),
       last_open_(std::make_unique<std::atomic<uint64_t>[]>(idx.size())),
       pushed_at_(std::make_unique<uint64_t[]>(idx.size())) {
     if (opt_.max_file == 0) opt_.max_file = opt_.mem / 16;
@@ -37,7 +39,8 @@ void Engine::start() {
     pool_ = std::make_unique<FetchPool>(
         [this](index::NodeId id) { return read_whole(id); }, opt_.fetch_threads,
         queue_depth(opt_.fetch_threads),
-        [this](index::NodeId id, const FetchResult& r, bool demanded) { admit(id, r, demanded); });
+        [this](index::NodeId id, const FetchResult& r, bool demanded) { admit(id, r, demanded); },
+        opt_.io_timeout);
     scheduler_ = std::thread([this] { schedule_loop(); });
     stager_ = std::thread([this] { stage_loop(); });
     if (opt_.stage) stage();
@@ -48,6 +51,10 @@ Engine::~Engine() {
 }
 
 void Engine::stop() {
+    stop_within({});
+}
+
+bool Engine::stop_within(std::chrono::milliseconds bound) {
     {
         std::lock_guard lk(stage_mu_);
         stage_stopping_ = true;
@@ -60,8 +67,29 @@ void Engine::stop() {
     }
     wake_cv_.notify_all();
     if (scheduler_.joinable()) scheduler_.join();
-    pool_.reset();   // joins the fetch threads before the tiers they admit into go
-    writer_.reset(); // finishes the SSD writes queued, before the SSD tier goes
+    // Joins the fetch threads before the tiers they admit into go; a fetch
+    // hung in the backing store would hold the unmount for ever.
+    if (pool_ && !pool_->stop(bound)) {
+        LOG_WARN("fetches still hang in the backing store after %.1f s; exiting without them",
+                 static_cast<double>(bound.count()) / 1000);
+        return false;
+    }
+    pool_.reset();
+    // Finishes the SSD writes queued, before the SSD tier goes.
+    if (writer_ && !writer_->stop(bound)) {
+        LOG_WARN("SSD writes still hang after %.1f s; exiting without them",
+                 static_cast<double>(bound.count()) / 1000);
+        return false;
+    }
+    writer_.reset();
+    return true;
+}
+
+void Engine::note_io_timeout(const index::Node& n) {
+    std::string path;
+    index_.relative_path(index_.id_of(n), path);
+    LOG_ERROR("%s: a backing-store read has not completed in %.1f s (--io-timeout); answered EIO",
+              path.c_str(), static_cast<double>(opt_.io_timeout.count()) / 1000);
 }
 
 // On a fetch thread: the SSD tier when it holds the file (a promotion to

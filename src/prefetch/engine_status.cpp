@@ -50,6 +50,9 @@ void Engine::status(nlohmann::json& out) const {
                                                        : nlohmann::json(st.eta_seconds)}};
     FetchStats f = pool_ ? pool_->stats() : FetchStats{};
     out["stall_seconds"] = static_cast<double>(f.stall_ns) / 1e9;
+    // Reads answered EIO after --io-timeout: fetches waited on, and reads of
+    // files the tiers do not take.
+    out["backing"]["io_timeouts"] = f.timeouts + backing_calls_.timeouts();
     out["prefetch"] = {{"lead", lead_.load(std::memory_order_relaxed)},
                        {"queued", f.queued},
                        {"running", f.running},

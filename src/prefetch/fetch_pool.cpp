@@ -24,21 +24,29 @@ struct FetchPool::Pending {
 };
 
 FetchPool::FetchPool(cache::BackingStore& store, unsigned threads, size_t max_queued,
-                     Completion done)
+                     Completion done, std::chrono::milliseconds wait_bound)
     : FetchPool(
           [&store](index::NodeId id) {
               FetchResult r;
               r.error = store.read_whole(id, r.blob);
               return r;
           },
-          threads, max_queued, std::move(done)) {}
+          threads, max_queued, std::move(done), wait_bound) {}
 
-FetchPool::FetchPool(Reader read, unsigned threads, size_t max_queued, Completion done)
-    : read_(std::move(read)), done_(std::move(done)), max_queued_(max_queued) {
+FetchPool::FetchPool(Reader read, unsigned threads, size_t max_queued, Completion done,
+                     std::chrono::milliseconds wait_bound)
+    : read_(std::move(read)), done_(std::move(done)), max_queued_(max_queued),
+      wait_bound_(wait_bound) {
     threads = std::max(threads, 1u);
     threads_.reserve(threads);
     try {
-        for (unsigned i = 0; i < threads; ++i) threads_.emplace_back([this] { run(); });
+        for (unsigned i = 0; i < threads; ++i) {
+            {
+                std::lock_guard lk(mu_);
+                ++live_;
+            }
+            threads_.emplace_back([this] { run(); });
+        }
     } catch (...) {
         // The destructor does not run for a half-built pool, and a joinable
         // std::thread destroyed unjoined would terminate the process.
@@ -53,22 +61,34 @@ FetchPool::FetchPool(Reader read, unsigned threads, size_t max_queued, Completio
 }
 
 FetchPool::~FetchPool() {
-    {
-        std::lock_guard lk(mu_);
-        stopping_ = true;
-        // Nobody waits on a queued prefetch (a demand would have moved it to
-        // the demand queue), so dropping it strands no caller.
-        for (index::NodeId id : prefetch_queue_) pending_.erase(id);
-        prefetch_queue_.clear();
-        for (index::NodeId id : background_queue_) pending_.erase(id);
-        background_queue_.clear();
-    }
+    stop({});
+}
+
+bool FetchPool::stop(std::chrono::milliseconds bound) {
+    std::unique_lock lk(mu_);
+    if (stopped_) return true;
+    stopping_ = true;
+    // Nobody waits on a queued prefetch (a demand would have moved it to
+    // the demand queue), so dropping it strands no caller.
+    for (index::NodeId id : prefetch_queue_) pending_.erase(id);
+    prefetch_queue_.clear();
+    for (index::NodeId id : background_queue_) pending_.erase(id);
+    background_queue_.clear();
     work_cv_.notify_all();
+    auto all_out = [&] { return live_ == 0; };
+    if (bound.count() > 0) {
+        if (!idle_cv_.wait_for(lk, bound, all_out)) return false;
+    } else {
+        idle_cv_.wait(lk, all_out);
+    }
+    lk.unlock();
     for (auto& t : threads_) t.join();
+    lk.lock();
     // A demand() woken by the last fetches may still be about to relock mu_;
     // mu_ and the Pending condvars must outlive it.
-    std::unique_lock lk(mu_);
     idle_cv_.wait(lk, [&] { return waiters_ == 0; });
+    stopped_ = true;
+    return true;
 }
 
 FetchResult FetchPool::demand(index::NodeId id, const std::function<cache::BlobRef()>& landed) {
@@ -104,14 +124,24 @@ FetchResult FetchPool::demand(index::NodeId id, const std::function<cache::BlobR
     ++stats_.demand;
     ++waiters_;
 
-    p->cv.wait(lk, [&] { return p->done; });
+    bool in_time = true;
+    if (wait_bound_.count() > 0)
+        in_time = p->cv.wait_for(lk, wait_bound_, [&] { return p->done; });
+    else
+        p->cv.wait(lk, [&] { return p->done; });
 
     stats_.stall_ns += static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                                  std::chrono::steady_clock::now() - start)
                                                  .count());
-    FetchResult r = p->result;
+    FetchResult r = in_time ? p->result : FetchResult{-EIO, nullptr};
+    if (!in_time) ++stats_.timeouts;
     // Notified under the lock so the destructor cannot free idle_cv_ first.
     if (--waiters_ == 0 && stopping_) idle_cv_.notify_all();
+    lk.unlock();
+    if (!in_time)
+        LOG_ERROR("a read of node %u has not completed in %.1f s (--io-timeout); answered EIO, "
+                  "the fetch goes on in the background",
+                  id, static_cast<double>(wait_bound_.count()) / 1000);
     return r;
 }
 
@@ -190,7 +220,11 @@ void FetchPool::run() {
             auto& q = !demand_queue_.empty()     ? demand_queue_
                       : !prefetch_queue_.empty() ? prefetch_queue_
                                                  : background_queue_;
-            if (q.empty()) return;
+            if (q.empty()) {
+                --live_; // stop() waits for this, bounded, before it joins
+                idle_cv_.notify_all();
+                return;
+            }
             id = q.front();
             q.pop_front();
             p = pending_.at(id);

@@ -15,12 +15,23 @@ void SsdWriter::start() {
 }
 
 SsdWriter::~SsdWriter() {
-    {
-        std::lock_guard lk(mu_);
-        stopping_ = true;
-    }
+    stop({});
+}
+
+bool SsdWriter::stop(std::chrono::milliseconds bound) {
+    if (!thread_.joinable()) return true;
+    std::unique_lock lk(mu_);
+    stopping_ = true;
     cv_.notify_all();
-    if (thread_.joinable()) thread_.join();
+    auto out = [&] { return exited_; };
+    if (bound.count() > 0) {
+        if (!cv_.wait_for(lk, bound, out)) return false;
+    } else {
+        cv_.wait(lk, out);
+    }
+    lk.unlock();
+    thread_.join();
+    return true;
 }
 
 bool SsdWriter::enqueue(index::NodeId id, cache::BlobRef blob) {
@@ -63,7 +74,11 @@ void SsdWriter::run() {
         {
             std::unique_lock lk(mu_);
             cv_.wait(lk, [&] { return stopping_ || !queue_.empty(); });
-            if (queue_.empty()) return; // stopping, and everything is written
+            if (queue_.empty()) { // stopping, and everything is written
+                exited_ = true;
+                cv_.notify_all();
+                return;
+            }
             job = std::move(queue_.front());
             queue_.pop_front();
         }

@@ -7,6 +7,7 @@
 
 #include "clairfs/cache/tier.hpp"
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -30,6 +31,10 @@ public:
     // Writes what is queued, then joins: a clean unmount leaves on the SSD
     // everything it was asked to keep, for the next mount to reuse.
     ~SsdWriter();
+    // Writes what is queued and joins the thread, waiting at most `bound`
+    // (0: as long as it takes). False if a write is stuck on a hung device
+    // after that: the writer must then never be destroyed.
+    bool stop(std::chrono::milliseconds bound);
     SsdWriter(const SsdWriter&) = delete;
     SsdWriter& operator=(const SsdWriter&) = delete;
     void start();
@@ -54,6 +59,7 @@ private:
     std::unordered_map<index::NodeId, cache::BlobRef> pending_;
     SsdWriterStats stats_;
     bool stopping_ = false;
+    bool exited_ = false; // run() has returned; stop() waits on cv_ for it
     std::thread thread_;
 };
 

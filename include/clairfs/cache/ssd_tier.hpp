@@ -11,6 +11,7 @@
 #include "clairfs/cache/tier.hpp"
 #include "clairfs/index/index.hpp"
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -49,6 +50,9 @@ struct SsdOptions {
     size_t nodes = 0; // ids [0, nodes) are described at open, for restart-warm
     // After this many failed reads or writes the tier turns itself off.
     unsigned max_io_errors = 8;
+    // --io-timeout: a device request that has not completed by then turns
+    // the tier off (0: no bound).
+    std::chrono::milliseconds io_timeout{0};
     // Wraps the cache file's device; tests use it to inject errors.
     std::function<std::unique_ptr<BlockDevice>(std::unique_ptr<BlockDevice>)> wrap_device;
 };

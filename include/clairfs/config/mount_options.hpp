@@ -27,6 +27,7 @@ struct MountOptions {
     uint64_t max_read = 1 << 20;  // bytes per FUSE read request
     uint64_t blksize = 0;         // st_blksize reported; 0 = max_read
     double cache_timeout = 86400; // kernel entry/attr cache lifetime, seconds
+    double io_timeout = 60;       // longest wait for one backing or SSD read; 0 = no bound
     bool allow_other = false;
     bool kernel_opens = false; // FUSE no_open: faster cached opens, but unseen by the daemon
     log::Level log_level = log::Level::info;

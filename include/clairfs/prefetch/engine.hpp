@@ -11,6 +11,7 @@
 #include "clairfs/cache/tier.hpp"
 #include "clairfs/plan/job.hpp"
 #include "clairfs/prefetch/fetch_pool.hpp"
+#include "clairfs/sys/bounded_calls.hpp"
 #include "clairfs/track/tracker.hpp"
 
 #include <atomic>
@@ -34,6 +35,10 @@ struct EngineOptions {
     unsigned fetch_threads = 16; // backing-store readers
     uint64_t max_file = 0;       // larger files bypass the tiers; 0 = mem / 16
     bool stage = false;          // begin a stage-in pass at start()
+    // --io-timeout: the longest a reader waits for a backing-store or SSD
+    // read; 0 = no bound.
+    std::chrono::milliseconds io_timeout{60000};
+    unsigned fuse_threads = 16; // readers that may wait on a backing call at once
 };
 
 // Stage-in as status reports it.
@@ -74,6 +79,10 @@ public:
     // (src/prefetch/scheduler.cpp says when).
     using Dropper = std::function<int(index::NodeId id)>;
     void set_dropper(Dropper drop) { drop_ = std::move(drop); }
+    // Like stop(), but gives up after `bound` on fetches stuck in a hung
+    // read: false then, and the engine must never be destroyed (its stuck
+    // threads still refer to it); the daemon exits around it.
+    bool stop_within(std::chrono::milliseconds bound);
     // Before start(): the SSD tier, between RAM and the backing store.
     void attach_ssd(std::unique_ptr<cache::Tier> ssd);
 
@@ -89,6 +98,12 @@ public:
     // prefetch in flight). 0 or -errno.
     int bytes_of(index::NodeId id, cache::BlobRef& out);
     cache::BackingStore& backing() { return backing_; }
+    // Backing-store calls a FUSE thread makes itself (reads of files the
+    // tiers do not take), each bounded by --io-timeout.
+    sys::BoundedCalls& backing_calls() { return backing_calls_; }
+    std::chrono::milliseconds io_timeout() const { return opt_.io_timeout; }
+    // Counts and logs a FUSE-side backing call that timed out.
+    void note_io_timeout(const index::Node& n);
 
     // --- the control side ----------------------------------------------
     // Starts predicting for `job` (validated), replacing any previous job.
@@ -129,6 +144,7 @@ private:
     const index::Index& index_;
     EngineOptions opt_;
     cache::BackingStore backing_;
+    sys::BoundedCalls backing_calls_;
     cache::RamTier ram_;
     std::unique_ptr<cache::Tier> ssd_;  // the local-SSD tier, or null
     std::unique_ptr<SsdWriter> writer_; // after ssd_: drains into it when destroyed

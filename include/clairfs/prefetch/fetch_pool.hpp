@@ -8,6 +8,7 @@
 
 #include "clairfs/cache/backing_store.hpp"
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -38,6 +39,7 @@ struct FetchStats {
     uint64_t stall_ns = 0; // total time demand() callers waited
     uint64_t queued = 0;   // prefetches waiting for a thread now
     uint64_t running = 0;  // fetches being read now
+    uint64_t timeouts = 0; // demand() calls that gave up after the wait bound
 };
 
 class FetchPool {
@@ -53,18 +55,31 @@ public:
 
     // `threads` >= 1. At most `max_queued` prefetches, and as many
     // background fetches, wait for a thread; prefetch() and background()
-    // beyond that return false.
-    FetchPool(Reader read, unsigned threads, size_t max_queued, Completion done);
+    // beyond that return false. `wait_bound` (0: none) caps how long one
+    // demand() waits for its fetch (--io-timeout).
+    FetchPool(Reader read, unsigned threads, size_t max_queued, Completion done,
+              std::chrono::milliseconds wait_bound = {});
     // Reads straight from the backing store.
-    FetchPool(cache::BackingStore& store, unsigned threads, size_t max_queued, Completion done);
-    // Drops queued prefetches, lets running fetches finish, joins the threads.
+    FetchPool(cache::BackingStore& store, unsigned threads, size_t max_queued, Completion done,
+              std::chrono::milliseconds wait_bound = {});
+    // stop() without a bound: waits for every running fetch.
     ~FetchPool();
+
+    // Drops queued prefetches, lets running fetches finish for at most
+    // `bound` (0: as long as they take) and joins the threads. False if some
+    // fetch is still stuck in a read after `bound`: its thread cannot be
+    // joined, and the pool (with whatever its reader refers to) must then
+    // never be destroyed; the daemon exits without it.
+    bool stop(std::chrono::milliseconds bound);
     FetchPool(const FetchPool&) = delete;
     FetchPool& operator=(const FetchPool&) = delete;
 
     // The file's bytes, waiting for them: joins a queued or running fetch of
     // the same file (a queued prefetch is moved ahead of all others), or
     // queues one ahead of every prefetch. The wait counts as stall time.
+    // After the wait bound it returns -EIO, leaving the fetch to finish on
+    // its own: a read hung in the backing store costs its caller the bound
+    // and one fetch thread, never the other readers.
     // `landed`, if given, is asked (with the pool's lock held) before a new
     // fetch is queued: a fetch that finished between the caller's own look
     // at its tier and this call was admitted before it left the pool, so
@@ -106,6 +121,7 @@ private:
     Reader read_;
     Completion done_;
     size_t max_queued_;
+    std::chrono::milliseconds wait_bound_;
     // Lock order: mu_, then the leaf locks `landed` and `held` take (a tier's,
     // the SSD writer's); never held across a read or `done_`.
     mutable std::mutex mu_;
@@ -118,6 +134,8 @@ private:
     bool stopping_ = false;
     unsigned waiters_ = 0; // demand() calls inside the pool; the destructor waits them out
     std::condition_variable idle_cv_; // signalled when the last waiter leaves a stopping pool
+    unsigned live_ = 0;               // threads not yet out of run(); stop() waits on idle_cv_
+    bool stopped_ = false;            // stop() has joined the threads
     std::vector<std::thread> threads_;
 };
 
