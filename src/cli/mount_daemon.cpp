@@ -72,10 +72,23 @@ bool names_mountpoint(pid_t pid, const std::string& mountpoint) {
     return false;
 }
 
+size_t threads(pid_t pid) {
+    size_t n = 0;
+    DIR* d = ::opendir(("/proc/" + std::to_string(pid) + "/task").c_str());
+    if (!d) return 0;
+    while (dirent* e = ::readdir(d)) n += e->d_name[0] != '.';
+    ::closedir(d);
+    return n;
+}
+
+// A zombie has let go of everything, but a thread group leader turns
+// zombie before its other threads have exited and released the files
+// (the cache lock among them) they share.
 bool alive(pid_t pid) {
     std::string stat = read_text("/proc/" + std::to_string(pid) + "/stat");
     size_t paren = stat.rfind(')');
-    return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] != 'Z';
+    if (paren == std::string::npos || paren + 2 >= stat.size()) return false;
+    return stat[paren + 2] != 'Z' || threads(pid) > 1;
 }
 
 } // namespace
