@@ -24,11 +24,23 @@ from faultlib import ml  # noqa: E402
 CUT = (errno.ENOTCONN, errno.ECONNABORTED)
 
 
+def connection_gone(mp):
+    try:
+        os.statvfs(mp)
+    except OSError as e:
+        return e.errno == errno.ENOTCONN
+    return False
+
+
 def kill_daemon(m):
     ml.check(m.pids, "no daemon found for the mount")
     for pid in m.pids:
         os.kill(pid, signal.SIGKILL)
     ml.check(ml.wait_exit(m.pids, 10), "the daemon survived kill -9")
+    # The leader is a zombie before its other threads have gone and closed
+    # /dev/fuse; until then the mount is not dead yet.
+    ml.check(ml.wait_until(lambda: connection_gone(m.mp), 10),
+             "the mount still answers after kill -9 of its daemon")
 
 
 def read_rest(fd, data, offset, what):
