@@ -4,7 +4,8 @@
 
 - demand reads: exactly those files fail with EIO (again on a retry: an
   error is never cached as content), every other file is byte for byte the
-  source's, files with short reads included; backing.errors counts them;
+  source's, files with short or slow reads included; backing.errors
+  counts them;
 - a registered job with room for the whole dataset: prefetch reaches past
   the failing files (it prefetches every other file) and counts each
   failure in status; the job, reading in its order, gets EIO for exactly
@@ -19,6 +20,7 @@ from faultlib import ml  # noqa: E402
 
 BAD = ("img0003.jpg", "img0017.jpg")  # in every class: 8 files
 SHORT = "img0005.jpg"
+SLOW = "img0009.jpg"  # each read 50 ms late
 
 
 def bad_files(expected):
@@ -43,6 +45,7 @@ def case_demand(tmp, ff, expected):
         ml.check(st["backing"]["errors"] >= len(bad),
                  f"demand: backing.errors {st['backing']['errors']} for {len(bad)} failing files")
         ml.check(ff.counters()["short"] > 0, "demand: faultfs injected no short read")
+        ml.check(ff.counters()["delay"] > 0, "demand: faultfs delayed no read")
 
 
 def case_prefetch(tmp, ff, expected):
@@ -75,7 +78,7 @@ def test():
         src, faulty = ml.make_dirs(tmp, "source", "faulty")
         expected = fl.make_dataset(src)
         with fl.faultfs(src, faulty) as ff:
-            ff.rule(*(f"eio {name}" for name in BAD), f"short {SHORT}")
+            ff.rule(*(f"eio {name}" for name in BAD), f"short {SHORT}", f"delay 50 {SLOW}")
             ml.run_cases(("demand", lambda: case_demand(tmp, ff, expected)),
                          ("prefetch", lambda: case_prefetch(tmp, ff, expected)))
 
