@@ -48,8 +48,9 @@ std::vector<std::string> fd_targets(pid_t pid) {
 }
 
 bool serves(pid_t pid, const std::string& backing) {
+    // "clairfs", or the name of a link to it such as mount.clairfs.
     std::string comm = read_text("/proc/" + std::to_string(pid) + "/comm");
-    if (comm != "clairfs\n") return false;
+    if (comm.find("clairfs") == std::string::npos) return false;
     bool fuse = false, dir = false;
     for (const auto& t : fd_targets(pid)) {
         fuse |= t == "/dev/fuse";

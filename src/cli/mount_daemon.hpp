@@ -11,7 +11,7 @@
 namespace clairfs::cli {
 
 // The clairfs daemons that serve the mount of `backing` (its real path) at
-// `mountpoint`: processes named clairfs that hold /dev/fuse and `backing`
+// `mountpoint`: processes named *clairfs* that hold /dev/fuse and `backing`
 // open. Several mounts of one backing directory are told apart by the
 // mount point on their command line; empty if none (or none readable).
 std::vector<pid_t> mount_daemons(const std::string& backing, const std::string& mountpoint);
