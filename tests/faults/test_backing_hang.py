@@ -7,7 +7,7 @@ returns), under `clairfs mount --io-timeout 2`:
   right bytes (readers of other files continue);
 - the hung file's read fails with EIO or EAGAIN after about the timeout
   (generous bounds: not before 1.5 s, and well before 60 s), and so does a
-  second try (still hung);
+  second try (still hung; it may fail at once);
 - `clairfs umount` completes while the backing read is still hung (the
   rule is cleared only afterwards), and the mount is gone."""
 import errno
@@ -34,13 +34,13 @@ def timed_read(path):
         return e.errno, time.monotonic() - t
 
 
-def check_hung_read(result, what):
+def check_hung_read(result, what, at_least=1.5):
     ml.check(result is not None, f"{what}: the read of the hung file has not returned")
     err, secs = result
     ml.log(f"{what}: read of the hung file: {errno.errorcode.get(err, err)} after {secs:.1f} s")
     ml.check(err in (errno.EIO, errno.EAGAIN),
              f"{what}: expected EIO or EAGAIN, got {errno.errorcode.get(err, err)}")
-    ml.check(1.5 <= secs <= 60, f"{what}: failed after {secs:.1f} s, --io-timeout {TIMEOUT}")
+    ml.check(at_least <= secs <= 60, f"{what}: failed after {secs:.1f} s, --io-timeout {TIMEOUT}")
 
 
 def test():
@@ -66,7 +66,8 @@ def test():
                 hung.join(90)
                 check_hung_read(box.get("r"), "first")
                 done, result, _ = ml.in_thread(timed_read, path, timeout=90)
-                check_hung_read(result if done else None, "second")
+                # The fetch is still stuck: failing at once is as right as waiting.
+                check_hung_read(result if done else None, "second", at_least=0)
                 t = time.monotonic()
                 r = ml.clairfs("umount", mp, timeout=120)
                 secs = time.monotonic() - t
