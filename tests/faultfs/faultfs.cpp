@@ -7,11 +7,12 @@
 //   eio PATTERN          reads fail with EIO
 //   short PATTERN        reads return half of what was asked (at least 1 byte)
 //   delay MS PATTERN     reads wait MS milliseconds first
-//   hang PATTERN         reads wait until `clear` or the end of the mount
+//   hang PATTERN         reads wait until `clear`, SIGTERM/SIGINT or kill -9
 //   corrupt PATTERN      reads return every 4096th byte flipped
 //   enospc PATTERN       writes and fallocate fail with ENOSPC
 //   clear                forgets every rule and releases hung reads
-// Reading MOUNTPOINT/.faultfs gives one line of counters, then the rules.
+// Reading MOUNTPOINT/.faultfs (not listed) gives one line of counters,
+// then the rules.
 #include "fault_rules.hpp"
 
 #include <algorithm>
@@ -67,7 +68,9 @@ bool session_over() {
 }
 
 // A hung read polls, so that neither `clear` nor the end of the session
-// (SIGTERM, or a kill that aborts the connection) can miss its wake-up.
+// (SIGTERM or SIGINT, or an abort through /sys/fs/fuse/connections) can
+// miss its wake-up. A lazy unmount is not an end: the kernel keeps the
+// connection while files are open, so a test stops faultfs by signal.
 int hang(uint64_t generation) {
     g_rules.hung(+1);
     while (g_rules.generation() == generation && !session_over())
