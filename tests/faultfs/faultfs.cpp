@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <dirent.h>
@@ -285,7 +286,8 @@ int serve(fuse* f, bool foreground) {
     fuse_loop_cfg_set_idle_threads(loop, 16);
     int rv = fuse_loop_mt(f, loop);
     fuse_loop_cfg_destroy(loop);
-    return rv == 0 ? 0 : 1;
+    // libfuse returns the signal that ended the loop: a requested stop.
+    return rv == 0 || rv == SIGTERM || rv == SIGINT || rv == SIGHUP ? 0 : 1;
 }
 
 } // namespace
