@@ -7,7 +7,8 @@
   cache) is the backing file's;
 - `clairfs mount` of the same backing directory over the dead mount point
   detaches the dead mount itself, says so in one line, and serves the
-  right bytes; the job's old descriptors keep failing, not hanging;
+  right bytes; the job's old descriptors keep failing, not hanging; the
+  same when the mount point is the backing directory itself;
 - `clairfs mount` of another directory over a dead clairfs mount refuses
   (exit 1) with one line that says what happened and names the command
   that recovers, leaves the dead mount as it was, and after that command
@@ -110,6 +111,22 @@ def case_mount_over_dead(tmp, src, expected):
             os.close(fd)
 
 
+def case_over_itself(tmp, expected):
+    """MOUNTPOINT = BACKING (the job keeps its paths): the dead mount hides
+    the dataset itself, and must still be recognised and replaced."""
+    data = os.path.join(tmp, "in-place")
+    os.makedirs(data)
+    mine = fl.make_dataset(data, classes=1, per_class=10, seed=5)
+    with ml.mounted(data, data) as m:
+        kill_daemon(m)
+        r = ml.clairfs("mount", data, data, timeout=120)
+        m.pids = ml.daemon_pids(data)
+        ml.check(r.returncode == 0, f"mount over itself after a kill: {r.stderr.strip()}")
+        ml.check("detached the dead clairfs mount" in r.stderr, f"no detach line: {r.stderr!r}")
+        failed, wrong = fl.read_and_compare(data, mine)
+        ml.check(not failed and not wrong, f"over itself: failed {failed}, wrong {wrong[:5]}")
+
+
 def case_other_backing(tmp, src, expected):
     mp = os.path.join(tmp, "mnt-other")
     other = os.path.join(tmp, "other")
@@ -140,6 +157,7 @@ def test():
         expected = fl.make_dataset(src, classes=2, per_class=20)
         ml.run_cases(("job gets errors", lambda: case_job_gets_errors(tmp, src, expected)),
                      ("mount over dead", lambda: case_mount_over_dead(tmp, src, expected)),
+                     ("over itself", lambda: case_over_itself(tmp, expected)),
                      ("other backing", lambda: case_other_backing(tmp, src, expected)))
 
 
