@@ -1,13 +1,17 @@
 // SPDX-License-Identifier: MIT
 #include "mount_checks.hpp"
 
+#include "clairfs/log.hpp"
 #include "clairfs/sys/syscalls.hpp"
+#include "mount_table.hpp"
 
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <fcntl.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 namespace clairfs::cli {
@@ -17,7 +21,42 @@ std::string failed(const std::string& what, const std::string& path, int neg_err
     return what + " '" + path + "': " + sys::error_text(neg_err);
 }
 
+// ENOTCONN from the mount point itself: a FUSE mount whose daemon is gone
+// (killed, or crashed), which the kernel keeps until it is detached.
+// statfs, because it always reaches the daemon; a stat may be answered
+// from attributes the kernel still caches.
+bool is_dead_mount(const std::string& path) {
+    struct statfs st;
+    return ::statfs(path.c_str(), &st) < 0 && errno == ENOTCONN;
+}
+
+std::string dead_mount_advice(const std::string& path, const std::string& served) {
+    if (served.empty())
+        return "mount point '" + path + "' is a dead FUSE mount (its daemon has exited): detach " +
+               "it with 'fusermount3 -u -z " + path + "', then mount again";
+    return "mount point '" + path + "' is a dead clairfs mount of '" + served +
+           "' (its daemon has exited): detach it with 'clairfs umount --lazy " + path +
+           "', then mount again";
+}
+
 } // namespace
+
+// A dead mount of the very dataset being mounted is what a killed daemon
+// leaves behind, and mounting it again is exactly the recovery: detach it
+// (with a line saying so) rather than make the user look up a command.
+// Anything else there was put by someone else, and is only explained.
+std::string clear_dead_mount(const std::string& path, const std::string& backing) {
+    if (!is_dead_mount(path)) return "";
+    std::string abs = resolved_path(path), served;
+    bool ours = clairfs_mount_backing(abs, served);
+    if (!ours || served != resolved_path(backing)) return dead_mount_advice(path, served);
+    if (::umount2(abs.c_str(), MNT_DETACH) < 0)
+        return dead_mount_advice(path, served) + " (" + sys::error_text(-errno) + ")";
+    LOG_WARN("detached the dead clairfs mount of %s on %s left by a daemon that exited; files "
+             "still open there keep failing with ENOTCONN",
+             served.c_str(), abs.c_str());
+    return "";
+}
 
 std::string check_fuse_device() {
     struct stat st;

@@ -16,5 +16,9 @@ struct Backing {
 std::string check_fuse_device();
 std::string open_backing(const std::string& path, Backing& out);
 std::string check_mountpoint(const std::string& path);
+// If `path` is a dead clairfs mount (its daemon gone) of `backing`, detaches
+// it and logs one line; any other dead FUSE mount there gives the reason
+// with the command that recovers.
+std::string clear_dead_mount(const std::string& path, const std::string& backing);
 
 } // namespace clairfs::cli

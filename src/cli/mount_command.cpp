@@ -128,7 +128,9 @@ int mount_command(const std::vector<std::string>& args) {
     log::set_level(o.log_level);
 
     Backing backing;
-    // The most specific complaint first; all of them before the scan.
+    // The most specific complaint first; all of them before the scan. A dead
+    // mount first of all: the backing directory may be under it.
+    if (auto why = clear_dead_mount(o.mountpoint, o.backing); !why.empty()) return fail(why);
     if (auto why = open_backing(o.backing, backing); !why.empty()) return fail(why);
     if (auto why = check_mountpoint(o.mountpoint); !why.empty()) return fail(why);
     if (auto why = check_fuse_device(); !why.empty()) return fail(why);

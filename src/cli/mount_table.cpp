@@ -48,6 +48,11 @@ std::string resolved_path(const std::string& path) {
 }
 
 bool is_clairfs_mount(const std::string& abs_path) {
+    std::string backing;
+    return clairfs_mount_backing(abs_path, backing);
+}
+
+bool clairfs_mount_backing(const std::string& abs_path, std::string& backing) {
     std::ifstream in("/proc/self/mountinfo");
     std::string line;
     while (std::getline(in, line)) {
@@ -57,9 +62,14 @@ bool is_clairfs_mount(const std::string& abs_path) {
         fields >> id >> parent >> dev >> root >> mountpoint;
         while (fields >> word && word != "-") {
         }
-        std::string fstype;
-        fields >> fstype;
-        if (fstype == "fuse.clairfs" && unescape(mountpoint) == abs_path) return true;
+        std::string fstype, source;
+        fields >> fstype >> source;
+        if (fstype != "fuse.clairfs" || unescape(mountpoint) != abs_path) continue;
+        // The daemon names itself "clairfs:BACKING" (session.cpp).
+        source = unescape(source);
+        const std::string tag = "clairfs:";
+        backing = source.starts_with(tag) ? source.substr(tag.size()) : "";
+        return true;
     }
     return false;
 }

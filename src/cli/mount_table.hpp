@@ -17,4 +17,8 @@ std::string resolved_path(const std::string& path);
 // True if /proc/self/mountinfo lists a clairfs mount at `abs_path`.
 bool is_clairfs_mount(const std::string& abs_path);
 
+// Like is_clairfs_mount, and sets `backing` to the backing directory the
+// mount serves (from its source, "clairfs:BACKING"; "" if that is missing).
+bool clairfs_mount_backing(const std::string& abs_path, std::string& backing);
+
 } // namespace clairfs::cli

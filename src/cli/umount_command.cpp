@@ -2,6 +2,7 @@
 // `clairfs umount MOUNTPOINT [--lazy]`.
 #include "clairfs/cli/commands.hpp"
 #include "clairfs/log.hpp"
+#include "mount_daemon.hpp"
 #include "mount_table.hpp"
 
 #include <cerrno>
@@ -40,6 +41,22 @@ int unmount(const std::string& mountpoint, bool lazy) {
     return ::umount2(mountpoint.c_str(), lazy ? MNT_DETACH : 0) == 0 ? 0 : -errno;
 }
 
+// Long enough for a daemon that finishes its in-flight SSD writes and
+// journal; bounded, so a daemon stuck on a hung file system cannot hang
+// the command.
+constexpr double daemon_exit_seconds = 30;
+
+// The kernel lets go of the mount before the daemon has exited and released
+// the cache file; `clairfs umount M && clairfs mount B M --cache-dir D`
+// must find it free, so the command returns only after the daemon.
+int wait_for_daemon(const std::string& target, const std::vector<pid_t>& pids) {
+    if (wait_for_exit(pids, daemon_exit_seconds)) return exit_ok;
+    LOG_ERROR("unmounted '%s', but its daemon (pid %d) is still running after %.0f s; its "
+              "cache directory stays locked until it exits (see its log)",
+              target.c_str(), static_cast<int>(pids.front()), daemon_exit_seconds);
+    return exit_failure;
+}
+
 } // namespace
 
 int umount_command(const std::vector<std::string>& args) {
@@ -51,7 +68,8 @@ int umount_command(const std::vector<std::string>& args) {
         else if (a == "--help" || a == "-h") {
             printf(
                 "usage: clairfs umount MOUNTPOINT [--lazy]\n\n"
-                "Unmounts a clairfs mount; the daemon exits once the kernel lets go of it.\n"
+                "Unmounts a clairfs mount and returns once its daemon has exited (so a new\n"
+                "mount finds the cache directory free).\n"
                 "  -z, --lazy   detach now even if files are open; the daemon serves them until\n"
                 "               they are closed, then exits\n");
             return exit_ok;
@@ -70,11 +88,14 @@ int umount_command(const std::vector<std::string>& args) {
         fprintf(stderr, "clairfs: expected MOUNTPOINT (see clairfs umount --help)\n");
         return exit_usage;
     }
-    std::string abs = resolved_path(target);
-    if (!is_clairfs_mount(abs)) {
+    std::string abs = resolved_path(target), backing;
+    if (!clairfs_mount_backing(abs, backing)) {
         LOG_ERROR("'%s' is not a clairfs mount point", target.c_str());
         return exit_failure;
     }
+    // Found before the unmount: afterwards nothing ties the daemon to it.
+    // A lazy unmount leaves the daemon serving open files: nothing to wait for.
+    std::vector<pid_t> daemons = lazy ? std::vector<pid_t>{} : mount_daemons(backing, abs);
     int rv = unmount(abs, lazy);
     if (rv == -EBUSY) {
         LOG_ERROR("cannot unmount '%s': files are open on it (close them, or use --lazy)",
@@ -85,7 +106,7 @@ int umount_command(const std::vector<std::string>& args) {
         LOG_ERROR("cannot unmount '%s': %s", target.c_str(), strerror(-rv));
         return exit_failure;
     }
-    return exit_ok;
+    return wait_for_daemon(target, daemons);
 }
 
 } // namespace clairfs::cli

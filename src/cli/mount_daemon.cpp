@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: MIT
+#include "mount_daemon.hpp"
+
+#include <chrono>
+#include <dirent.h>
+#include <fstream>
+#include <sstream>
+#include <thread>
+#include <unistd.h>
+
+namespace clairfs::cli {
+namespace {
+
+std::string read_text(const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+std::vector<pid_t> all_pids() {
+    std::vector<pid_t> out;
+    DIR* d = ::opendir("/proc");
+    if (!d) return out;
+    while (dirent* e = ::readdir(d)) {
+        char* end = nullptr;
+        long pid = std::strtol(e->d_name, &end, 10);
+        if (pid > 0 && *end == '\0' && pid != ::getpid()) out.push_back(static_cast<pid_t>(pid));
+    }
+    ::closedir(d);
+    return out;
+}
+
+// The targets of a process's descriptors; empty when /proc hides them (a
+// process of another user, or one that has just exited).
+std::vector<std::string> fd_targets(pid_t pid) {
+    std::vector<std::string> out;
+    std::string dir = "/proc/" + std::to_string(pid) + "/fd";
+    DIR* d = ::opendir(dir.c_str());
+    if (!d) return out;
+    char buf[4096];
+    while (dirent* e = ::readdir(d)) {
+        ssize_t n = ::readlinkat(::dirfd(d), e->d_name, buf, sizeof buf);
+        if (n > 0) out.emplace_back(buf, static_cast<size_t>(n));
+    }
+    ::closedir(d);
+    return out;
+}
+
+bool serves(pid_t pid, const std::string& backing) {
+    // "clairfs", or the name of a link to it such as mount.clairfs.
+    std::string comm = read_text("/proc/" + std::to_string(pid) + "/comm");
+    if (comm.find("clairfs") == std::string::npos) return false;
+    bool fuse = false, dir = false;
+    for (const auto& t : fd_targets(pid)) {
+        fuse |= t == "/dev/fuse";
+        dir |= t == backing;
+    }
+    return fuse && dir;
+}
+
+// The daemon keeps the command line it was started with; the mount point
+// there may be relative, so its last component is what can be compared.
+bool names_mountpoint(pid_t pid, const std::string& mountpoint) {
+    std::string cmdline = read_text("/proc/" + std::to_string(pid) + "/cmdline");
+    std::string last = mountpoint.substr(mountpoint.rfind('/') + 1);
+    std::istringstream args(cmdline);
+    std::string arg;
+    while (std::getline(args, arg, '\0')) {
+        while (arg.size() > 1 && arg.back() == '/') arg.pop_back();
+        if (arg == mountpoint || arg == last || arg.ends_with("/" + last)) return true;
+    }
+    return false;
+}
+
+size_t threads(pid_t pid) {
+    size_t n = 0;
+    DIR* d = ::opendir(("/proc/" + std::to_string(pid) + "/task").c_str());
+    if (!d) return 0;
+    while (dirent* e = ::readdir(d)) n += e->d_name[0] != '.';
+    ::closedir(d);
+    return n;
+}
+
+// A zombie has let go of everything, but a thread group leader turns
+// zombie before its other threads have exited and released the files
+// (the cache lock among them) they share.
+bool alive(pid_t pid) {
+    std::string stat = read_text("/proc/" + std::to_string(pid) + "/stat");
+    size_t paren = stat.rfind(')');
+    if (paren == std::string::npos || paren + 2 >= stat.size()) return false;
+    return stat[paren + 2] != 'Z' || threads(pid) > 1;
+}
+
+} // namespace
+
+std::vector<pid_t> mount_daemons(const std::string& backing, const std::string& mountpoint) {
+    std::vector<pid_t> found;
+    if (backing.empty()) return found;
+    for (pid_t pid : all_pids())
+        if (serves(pid, backing)) found.push_back(pid);
+    if (found.size() <= 1) return found;
+    std::vector<pid_t> named;
+    for (pid_t pid : found)
+        if (names_mountpoint(pid, mountpoint)) named.push_back(pid);
+    return named;
+}
+
+bool wait_for_exit(const std::vector<pid_t>& pids, double seconds) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    for (;;) {
+        bool any = false;
+        for (pid_t pid : pids) any |= alive(pid);
+        if (!any) return true;
+        if (std::chrono::steady_clock::now() >= deadline) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+}
+
+} // namespace clairfs::cli
