@@ -165,7 +165,9 @@ private:
     std::atomic<bool> read_any_{false}; // a file was read since the mount
     std::thread scheduler_;
 
-    mutable std::mutex stage_mu_; // guards the stage fields below; leaf lock
+    // Guards the stage fields below. Leaf lock: nothing is called under it,
+    // no tier (their counters are read before it is taken) and no log line.
+    mutable std::mutex stage_mu_;
     std::condition_variable stage_cv_;
     bool stage_requested_ = false;
     bool stage_stopping_ = false;
