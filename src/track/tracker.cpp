@@ -7,7 +7,7 @@
 namespace clairfs::track {
 
 Tracker::Tracker(std::vector<uint32_t> ranks, std::vector<EpochSource> sources, TrackerOptions opt)
-    : opt_(opt) {
+    : opt_(std::move(opt)) {
     if (ranks.size() != sources.size())
         throw std::invalid_argument("tracker: one epoch source per local rank is needed");
     if (opt_.layout.batch_size == 0) throw std::invalid_argument("tracker: batch_size is 0");
@@ -68,7 +68,7 @@ bool Tracker::observe_locked(index::NodeId node, Clock::time_point now, uint32_t
     }
     Match m{};
     if (!o.dataset_file || !find_match(node, pid, m)) {
-        if (pending_ > 0) return false;
+        if (pending_ > 0 && may_be_sample(node)) return false;
         if (!o.dataset_file) return true;
         ++opens_;
         judge_unmatched(node);
@@ -103,6 +103,11 @@ bool Tracker::dataset_file(index::NodeId node) const {
     for (const Rank& r : ranks_)
         if (in(r.current) || in(r.next)) return true;
     return false;
+}
+
+bool Tracker::may_be_sample(index::NodeId node) const {
+    const std::vector<uint8_t>& s = opt_.sample_nodes;
+    return s.empty() || (node < s.size() && s[node]);
 }
 
 // The opener's own rank first, if known. Then every rank's current epoch

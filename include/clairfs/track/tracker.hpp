@@ -44,6 +44,11 @@ struct TrackerOptions {
     uint32_t min_opens = 64;
     // ... and below this fraction the tracker falls back.
     double fallback_below = 0.5;
+    // Per node, nonzero if some sample of the job's dataset opens it (any
+    // rank, any epoch); empty if unknown. An open that matches nothing
+    // waits for an epoch still being planned only if it may be a sample's:
+    // other files' opens never wait.
+    std::vector<uint8_t> sample_nodes;
 };
 
 // A rank's epochs in order: the next one, or nullptr after the last. Called
@@ -156,6 +161,7 @@ private:
     void take(Rank& r, uint64_t position, Clock::time_point now);
     void skip_dangling(Rank& r, uint32_t w) const;
     bool dataset_file(index::NodeId node) const;
+    bool may_be_sample(index::NodeId node) const;
     bool finished(const Rank& r) const;
     uint64_t slot_epoch(const Rank& r) const;
     void recount_if_slowest_moved();

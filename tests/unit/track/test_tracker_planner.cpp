@@ -17,9 +17,14 @@ namespace {
 
 const track::Clock::time_point t0 = track::Clock::time_point{} + 1000s;
 
-track::TrackerOptions options(uint32_t batch) {
+// Nodes 1..n are the samples' (plans.hpp), the rest other files.
+track::TrackerOptions options(uint32_t batch, uint32_t n = 0) {
     track::TrackerOptions o;
     o.layout = {batch, 0};
+    if (n) {
+        o.sample_nodes.assign(n + 1 + extra_nodes, 0);
+        for (uint32_t x = 1; x <= n; ++x) o.sample_nodes[x] = 1;
+    }
     return o;
 }
 
@@ -56,7 +61,7 @@ TEST_CASE("an open that begins an epoch returns while the epoch after it is stil
     const uint32_t n = 300;
     GatedSource src{plans_of(random_spec(7, 3), n)};
     auto& plans = src.plans;
-    track::Tracker t({0}, {src.source()}, options(4));
+    track::Tracker t({0}, {src.source()}, options(4, n));
     // Epoch 0 whole, then epoch 1's first open: its observe asks for epoch 2.
     for (index::NodeId x : plans[0]->nodes) REQUIRE(t.observe(x, t0).matched);
     track::Observation begin = t.observe(plans[1]->nodes[0], t0);
@@ -79,6 +84,13 @@ TEST_CASE("an open that begins an epoch returns while the epoch after it is stil
     CHECK(during.ranks[0].next == nullptr);
     CHECK_FALSE(during.ranks[0].finished); // epoch 2 may yet exist
     CHECK(during.matched == n);
+
+    // An open of a file no sample opens never waits for the plan.
+    std::future<bool> other = std::async(std::launch::async, [&] {
+        return t.observe(n + 5, t0).dataset_file; // past the samples' nodes
+    });
+    REQUIRE(other.wait_for(30s) == std::future_status::ready);
+    CHECK_FALSE(other.get());
 
     // Epoch 2's first open waits for its plan (not under the lock), then
     // matches as the start of a new epoch instead of counting as a miss.
