@@ -6,31 +6,45 @@
 
 namespace clairfs::cache {
 
+namespace {
+
+constexpr uint8_t lock_bit = 1;
+constexpr uint8_t held_bit = 2;
+
+} // namespace
+
 // A slot's lock is held for a reference-count move, so spinning beats
 // sleeping; yielding keeps a preempted holder from costing a whole slice.
 class RamTier::SlotLock {
 public:
-    explicit SlotLock(const Slot& s) : lock_(s.lock) {
-        while (lock_.exchange(1, std::memory_order_acquire) != 0)
-            while (lock_.load(std::memory_order_relaxed) != 0) std::this_thread::yield();
+    explicit SlotLock(std::atomic<uint8_t>& state) : state_(state) {
+        while (state_.fetch_or(lock_bit, std::memory_order_acquire) & lock_bit)
+            while (state_.load(std::memory_order_relaxed) & lock_bit) std::this_thread::yield();
     }
-    ~SlotLock() { lock_.store(0, std::memory_order_release); }
+    ~SlotLock() { state_.fetch_and(static_cast<uint8_t>(~lock_bit), std::memory_order_release); }
     SlotLock(const SlotLock&) = delete;
     SlotLock& operator=(const SlotLock&) = delete;
 
+    // Under the lock: the slot now holds a file, or no longer does.
+    void set_held(bool held) {
+        if (held)
+            state_.fetch_or(held_bit, std::memory_order_release);
+        else
+            state_.fetch_and(static_cast<uint8_t>(~held_bit), std::memory_order_release);
+    }
+
 private:
-    std::atomic<uint8_t>& lock_;
+    std::atomic<uint8_t>& state_;
 };
 
 RamTier::RamTier(uint64_t capacity, size_t nodes)
-    : capacity_(capacity), nodes_(nodes), slots_(std::make_unique<Slot[]>(nodes)),
-      resident_(std::make_unique<std::atomic<uint8_t>[]>(nodes)) {}
+    : capacity_(capacity), nodes_(nodes), blobs_(std::make_unique<BlobRef[]>(nodes)),
+      state_(std::make_unique<std::atomic<uint8_t>[]>(nodes)) {}
 
 BlobRef RamTier::copy_of(index::NodeId id) const {
     if (id >= nodes_) return nullptr;
-    const Slot& s = slots_[id];
-    SlotLock lk(s);
-    return s.blob;
+    SlotLock lk(state_[id]);
+    return blobs_[id];
 }
 
 BlobRef RamTier::get(index::NodeId id) {
@@ -44,7 +58,7 @@ BlobRef RamTier::peek(index::NodeId id) const {
 }
 
 bool RamTier::contains(index::NodeId id) const {
-    return id < nodes_ && resident_[id].load(std::memory_order_acquire) != 0;
+    return id < nodes_ && (state_[id].load(std::memory_order_acquire) & held_bit);
 }
 
 // Takes `size` bytes of the budget if they are free. Written so that it
@@ -59,16 +73,16 @@ bool RamTier::reserve(uint64_t size) {
 
 bool RamTier::put(index::NodeId id, BlobRef blob) {
     if (!blob || id >= nodes_) return false;
-    Slot& s = slots_[id];
-    SlotLock lk(s);
-    if (s.blob) return true;
+    SlotLock lk(state_[id]);
+    BlobRef& slot = blobs_[id];
+    if (slot) return true;
     if (!reserve(blob->size)) {
         rejected_.fetch_add(1, std::memory_order_relaxed);
         return false;
     }
-    s.blob = std::move(blob);
+    slot = std::move(blob);
     entries_.fetch_add(1, std::memory_order_relaxed);
-    resident_[id].store(1, std::memory_order_release);
+    lk.set_held(true);
     return true;
 }
 
@@ -79,12 +93,12 @@ uint64_t RamTier::evict(index::NodeId id) {
     // reader of the same file.
     BlobRef dropped;
     {
-        Slot& s = slots_[id];
-        SlotLock lk(s);
-        if (!s.blob) return 0;
-        dropped = std::move(s.blob);
-        s.blob.reset();
-        resident_[id].store(0, std::memory_order_release);
+        SlotLock lk(state_[id]);
+        BlobRef& slot = blobs_[id];
+        if (!slot) return 0;
+        dropped = std::move(slot);
+        slot.reset();
+        lk.set_held(false);
         bytes_.fetch_sub(dropped->size, std::memory_order_relaxed);
         entries_.fetch_sub(1, std::memory_order_relaxed);
     }
@@ -96,7 +110,7 @@ uint64_t RamTier::evict(index::NodeId id) {
 // millisecond, and only by a scheduler round that must evict.
 void RamTier::held(std::vector<index::NodeId>& out) const {
     for (size_t id = 0; id < nodes_; ++id)
-        if (resident_[id].load(std::memory_order_relaxed))
+        if (state_[id].load(std::memory_order_relaxed) & held_bit)
             out.push_back(static_cast<index::NodeId>(id));
 }
 

@@ -34,24 +34,24 @@ public:
     TierStats stats() const override;
 
 private:
-    struct Slot {
-        // Lock order: leaf. Held only to copy, install or take out `blob`
-        // (a reference count moves): never across an allocation, a free or
-        // I/O, so a spin is always short.
-        mutable std::atomic<uint8_t> lock{0};
-        BlobRef blob;
-    };
     class SlotLock;
     bool reserve(uint64_t size);
     BlobRef copy_of(index::NodeId id) const;
 
     const uint64_t capacity_;
     const size_t nodes_;
-    std::unique_ptr<Slot[]> slots_;
-    // Per node, whether its slot holds a file: written under the slot's
-    // lock with the slot, read without it (contains(), held()). A reader
-    // racing a put or evict sees the state before or after it.
-    std::unique_ptr<std::atomic<uint8_t>[]> resident_;
+    // Per node, 17 bytes in all: the blob, and a state byte holding the
+    // slot's lock bit and its held bit.
+    //
+    // The lock bit guards the node's blob. Lock order: leaf. Held only to
+    // copy, install or take out the reference (a count moves): never
+    // across an allocation, a free or I/O, so a spin is always short.
+    //
+    // The held bit is written under the lock with the blob and read
+    // without it (contains(), held()): a reader racing a put or an evict
+    // sees the state before or after it.
+    std::unique_ptr<BlobRef[]> blobs_;
+    std::unique_ptr<std::atomic<uint8_t>[]> state_;
     std::atomic<uint64_t> bytes_{0}; // never above capacity_: reserved by CAS
     std::atomic<uint64_t> entries_{0}, hits_{0}, misses_{0}, evictions_{0}, rejected_{0};
 };
