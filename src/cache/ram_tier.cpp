@@ -1,81 +1,129 @@
 // SPDX-License-Identifier: MIT
 #include "clairfs/cache/ram_tier.hpp"
 
+#include <thread>
 #include <utility>
 
 namespace clairfs::cache {
 
-RamTier::RamTier(uint64_t capacity, size_t nodes) : nodes_(nodes) {
-    stats_.capacity = capacity;
-    if (nodes) resident_ = std::make_unique<std::atomic<uint8_t>[]>(nodes);
+namespace {
+
+constexpr uint8_t lock_bit = 1;
+constexpr uint8_t held_bit = 2;
+
+} // namespace
+
+// A slot's lock is held for a reference-count move, so spinning beats
+// sleeping; yielding keeps a preempted holder from costing a whole slice.
+class RamTier::SlotLock {
+public:
+    explicit SlotLock(std::atomic<uint8_t>& state) : state_(state) {
+        while (state_.fetch_or(lock_bit, std::memory_order_acquire) & lock_bit)
+            while (state_.load(std::memory_order_relaxed) & lock_bit) std::this_thread::yield();
+    }
+    ~SlotLock() { state_.fetch_and(static_cast<uint8_t>(~lock_bit), std::memory_order_release); }
+    SlotLock(const SlotLock&) = delete;
+    SlotLock& operator=(const SlotLock&) = delete;
+
+    // Under the lock: the slot now holds a file, or no longer does.
+    void set_held(bool held) {
+        if (held)
+            state_.fetch_or(held_bit, std::memory_order_release);
+        else
+            state_.fetch_and(static_cast<uint8_t>(~held_bit), std::memory_order_release);
+    }
+
+private:
+    std::atomic<uint8_t>& state_;
+};
+
+RamTier::RamTier(uint64_t capacity, size_t nodes)
+    : capacity_(capacity), nodes_(nodes), blobs_(std::make_unique<BlobRef[]>(nodes)),
+      state_(std::make_unique<std::atomic<uint8_t>[]>(nodes)) {}
+
+BlobRef RamTier::copy_of(index::NodeId id) const {
+    if (id >= nodes_) return nullptr;
+    SlotLock lk(state_[id]);
+    return blobs_[id];
 }
 
 BlobRef RamTier::get(index::NodeId id) {
-    std::lock_guard lk(mu_);
-    auto it = files_.find(id);
-    if (it == files_.end()) {
-        ++stats_.misses;
-        return nullptr;
-    }
-    ++stats_.hits;
-    return it->second;
+    BlobRef b = copy_of(id);
+    (b ? hits_ : misses_).fetch_add(1, std::memory_order_relaxed);
+    return b;
 }
 
 BlobRef RamTier::peek(index::NodeId id) const {
-    std::lock_guard lk(mu_);
-    auto it = files_.find(id);
-    return it == files_.end() ? nullptr : it->second;
+    return copy_of(id);
 }
 
 bool RamTier::contains(index::NodeId id) const {
-    if (id < nodes_) return resident_[id].load(std::memory_order_acquire) != 0;
-    std::lock_guard lk(mu_);
-    return files_.contains(id);
+    return id < nodes_ && (state_[id].load(std::memory_order_acquire) & held_bit);
+}
+
+// Takes `size` bytes of the budget if they are free. Written so that it
+// cannot overflow whatever size a caller passes.
+bool RamTier::reserve(uint64_t size) {
+    uint64_t used = bytes_.load(std::memory_order_relaxed);
+    do {
+        if (size > capacity_ - used) return false;
+    } while (!bytes_.compare_exchange_weak(used, used + size, std::memory_order_relaxed));
+    return true;
 }
 
 bool RamTier::put(index::NodeId id, BlobRef blob) {
-    if (!blob) return false;
-    std::lock_guard lk(mu_);
-    if (files_.contains(id)) return true;
-    // Written so that it cannot overflow whatever size a caller passes.
-    if (blob->size > stats_.capacity - stats_.bytes) {
-        ++stats_.rejected;
+    if (!blob || id >= nodes_) return false;
+    SlotLock lk(state_[id]);
+    BlobRef& slot = blobs_[id];
+    if (slot) return true;
+    if (!reserve(blob->size)) {
+        rejected_.fetch_add(1, std::memory_order_relaxed);
         return false;
     }
-    stats_.bytes += blob->size;
-    files_.emplace(id, std::move(blob));
-    stats_.entries = files_.size();
-    if (id < nodes_) resident_[id].store(1, std::memory_order_release);
+    slot = std::move(blob);
+    entries_.fetch_add(1, std::memory_order_relaxed);
+    lk.set_held(true);
     return true;
 }
 
 uint64_t RamTier::evict(index::NodeId id) {
-    // Taken out under the lock but released after it: if this was the last
-    // reference, freeing a large sample (munmap) must not stall every reader.
+    if (id >= nodes_) return 0;
+    // Taken out under the slot's lock but released after it: if this was
+    // the last reference, freeing a large sample (munmap) must not stall a
+    // reader of the same file.
     BlobRef dropped;
     {
-        std::lock_guard lk(mu_);
-        auto it = files_.find(id);
-        if (it == files_.end()) return 0;
-        dropped = std::move(it->second);
-        files_.erase(it);
-        if (id < nodes_) resident_[id].store(0, std::memory_order_release);
-        stats_.bytes -= dropped->size;
-        stats_.entries = files_.size();
-        ++stats_.evictions;
+        SlotLock lk(state_[id]);
+        BlobRef& slot = blobs_[id];
+        if (!slot) return 0;
+        dropped = std::move(slot);
+        slot.reset();
+        lk.set_held(false);
+        bytes_.fetch_sub(dropped->size, std::memory_order_relaxed);
+        entries_.fetch_sub(1, std::memory_order_relaxed);
     }
+    evictions_.fetch_add(1, std::memory_order_relaxed);
     return dropped->size;
 }
 
+// One byte per node: a million nodes are scanned in well under a
+// millisecond, and only by a scheduler round that must evict.
 void RamTier::held(std::vector<index::NodeId>& out) const {
-    std::lock_guard lk(mu_);
-    out.reserve(out.size() + files_.size());
-    for (const auto& [id, blob] : files_) out.push_back(id);
+    for (size_t id = 0; id < nodes_; ++id)
+        if (state_[id].load(std::memory_order_relaxed) & held_bit)
+            out.push_back(static_cast<index::NodeId>(id));
 }
 
 TierStats RamTier::stats() const {
-    std::lock_guard lk(mu_);
-    return stats_;
+    TierStats s;
+    s.capacity = capacity_;
+    s.bytes = bytes_.load(std::memory_order_relaxed);
+    s.entries = entries_.load(std::memory_order_relaxed);
+    s.hits = hits_.load(std::memory_order_relaxed);
+    s.misses = misses_.load(std::memory_order_relaxed);
+    s.evictions = evictions_.load(std::memory_order_relaxed);
+    s.rejected = rejected_.load(std::memory_order_relaxed);
+    return s;
 }
 
 } // namespace clairfs::cache

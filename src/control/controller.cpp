@@ -54,20 +54,32 @@ int Controller::write_control(std::string_view text, std::string& why) {
     }
     if (!why.empty()) return refuse(why);
 
-    std::lock_guard lock(mu_);
-    if (req.unregister) {
-        engine_.deactivate();
-        if (active_) LOG_INFO("job unregistered");
-        active_.reset();
-    } else {
-        size_t n = job.dataset.samples.size();
-        engine_.activate(std::make_shared<const plan::Job>(std::move(job)));
-        active_ = std::move(req.registration);
-        ++registrations_;
-        LOG_INFO("job registered: %zu samples, batch size %u, %zu local ranks", n,
-                 active_->spec.batch_size, active_->ranks.size());
+    // The job's planners and tracker are built here too, before the lock;
+    // under it the engine only swaps pointers. The job replaced is freed
+    // after the lock (`replaced` outlives it).
+    size_t samples = job.dataset.samples.size();
+    std::shared_ptr<prefetch::Engine::Active> prepared, replaced;
+    if (!req.unregister) prepared = engine_.prepare(std::make_shared<const plan::Job>(std::move(job)));
+    bool unregistered = false;
+    uint32_t batch_size = req.registration.spec.batch_size;
+    size_t ranks = req.registration.ranks.size();
+    {
+        std::lock_guard lock(mu_);
+        if (req.unregister) {
+            replaced = engine_.deactivate();
+            unregistered = active_.has_value();
+            active_.reset();
+        } else {
+            replaced = engine_.activate(std::move(prepared));
+            active_ = std::move(req.registration);
+            ++registrations_;
+        }
+        error_.clear();
     }
-    error_.clear();
+    if (unregistered) LOG_INFO("job unregistered");
+    if (!req.unregister)
+        LOG_INFO("job registered: %zu samples, batch size %u, %zu local ranks", samples,
+                 batch_size, ranks);
     if (req.stage) engine_.stage();
     return 0;
 }

@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <ctime>
 #include <fcntl.h>
-#include <mutex>
 #include <syslog.h>
 #include <unistd.h>
 
@@ -15,11 +14,16 @@ namespace {
 
 enum class Sink { stderr_stream, syslog, file };
 
+// No lock: a line is formatted into a buffer of its own and goes out in
+// one write(2) (one line per call, whole, even from many threads: O_APPEND
+// for a file, and pipes and terminals take a line this short at once), or
+// through syslog(3), which serialises itself. A thread logging never waits
+// for another's I/O. redirect() publishes the fd before the sink that
+// names it, and never closes the fd it replaces (stderr), so a writer that
+// read the old sink still writes somewhere valid.
 std::atomic<Level> g_level{Level::info};
-// Lock order: leaf; held only while one line is formatted and written.
-std::mutex g_mutex;
-Sink g_sink = Sink::stderr_stream;
-int g_fd = STDERR_FILENO;
+std::atomic<Sink> g_sink{Sink::stderr_stream};
+std::atomic<int> g_fd{STDERR_FILENO};
 
 const char* prefix(Level level) {
     switch (level) {
@@ -73,16 +77,15 @@ Level level() {
 }
 
 int redirect(const std::string& file) {
-    std::lock_guard lock(g_mutex);
     if (file.empty()) {
         openlog("clairfs", LOG_PID, LOG_DAEMON);
-        g_sink = Sink::syslog;
+        g_sink.store(Sink::syslog, std::memory_order_release);
         return 0;
     }
     int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (fd < 0) return -errno;
-    g_fd = fd;
-    g_sink = Sink::file;
+    g_fd.store(fd, std::memory_order_release);
+    g_sink.store(Sink::file, std::memory_order_release);
     return 0;
 }
 
@@ -93,14 +96,14 @@ void write(Level level, const char* fmt, ...) {
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
 
-    std::lock_guard lock(g_mutex);
-    if (g_sink == Sink::syslog) {
+    Sink sink = g_sink.load(std::memory_order_acquire);
+    if (sink == Sink::syslog) {
         syslog(syslog_priority(level), "%s%s", prefix(level), msg);
         return;
     }
     char line[1200];
     int n;
-    if (g_sink == Sink::file) {
+    if (sink == Sink::file) {
         char stamp[32];
         time_t now = time(nullptr);
         struct tm tm;
@@ -110,8 +113,13 @@ void write(Level level, const char* fmt, ...) {
     } else {
         n = snprintf(line, sizeof line, "clairfs: %s%s\n", prefix(level), msg);
     }
-    if (n > 0)
-        (void)!::write(g_fd, line, static_cast<size_t>(n) < sizeof line ? n : sizeof line - 1);
+    if (n <= 0) return;
+    size_t len = static_cast<size_t>(n);
+    if (len >= sizeof line) { // cut short: still one whole line
+        len = sizeof line - 1;
+        line[len - 1] = '\n';
+    }
+    (void)!::write(g_fd.load(std::memory_order_acquire), line, len);
 }
 
 } // namespace clairfs::log

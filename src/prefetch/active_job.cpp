@@ -25,7 +25,11 @@ Engine::Active::Active(std::shared_ptr<const plan::Job> j, const index::Index& i
     track::TrackerOptions topt;
     topt.layout = {job->spec.batch_size, job->spec.num_workers};
     topt.prefetch_factor = job->spec.prefetch_factor;
-    tracker = std::make_unique<track::Tracker>(job->ranks, std::move(sources), topt);
+    topt.sample_nodes.assign(idx.size(), 0);
+    for (const layout::Sample& s : job->dataset.samples)
+        if (index::NodeId n = layout::opened_node(idx, s); n != layout::no_node)
+            topt.sample_nodes[n] = 1;
+    tracker = std::make_unique<track::Tracker>(job->ranks, std::move(sources), std::move(topt));
 }
 
 } // namespace clairfs::prefetch

@@ -186,11 +186,15 @@ void Engine::admit(index::NodeId id, const FetchResult& r, bool) {
     landed_.fetch_add(1, std::memory_order_release);
 }
 
-void Engine::activate(std::shared_ptr<const plan::Job> job) {
-    auto a = std::make_shared<Active>(std::move(job), index_, *this);
+std::shared_ptr<Engine::Active> Engine::prepare(std::shared_ptr<const plan::Job> job) const {
+    if (prepare_hook_) prepare_hook_();
+    return std::make_shared<Active>(std::move(job), index_, *this);
+}
+
+std::shared_ptr<Engine::Active> Engine::activate(std::shared_ptr<Active> prepared) {
     {
         std::lock_guard lk(job_mu_);
-        active_ = std::move(a);
+        active_.swap(prepared);
     }
     if (pool_) pool_->drop_queued_prefetches();
     {
@@ -198,14 +202,17 @@ void Engine::activate(std::shared_ptr<const plan::Job> job) {
         wake_ = true;
     }
     wake_cv_.notify_one();
+    return prepared; // now the job replaced
 }
 
-void Engine::deactivate() {
+std::shared_ptr<Engine::Active> Engine::deactivate() {
+    std::shared_ptr<Active> dropped;
     {
         std::lock_guard lk(job_mu_);
-        active_.reset();
+        dropped.swap(active_);
     }
     if (pool_) pool_->drop_queued_prefetches();
+    return dropped;
 }
 
 track::Mode Engine::mode() const {

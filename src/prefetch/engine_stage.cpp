@@ -26,18 +26,26 @@ void Engine::stage() {
     stage_cv_.notify_all();
 }
 
+// The tiers' counters are read before the lock: stage_mu_ is a leaf.
 StageStatus Engine::stage_status() const {
-    std::lock_guard lk(stage_mu_);
-    StageStatus s = stage_;
-    s.target = stage_target().name();
+    uint64_t held = target_bytes();
+    const char* target = stage_target().name();
+    StageStatus s;
+    std::chrono::steady_clock::time_point started;
+    uint64_t at_start;
+    {
+        std::lock_guard lk(stage_mu_);
+        s = stage_;
+        started = stage_started_;
+        at_start = stage_bytes_at_start_;
+    }
+    s.target = target;
     if (s.total_bytes == 0) return s;
-    s.done_bytes = std::min(target_bytes(), s.total_bytes);
+    s.done_bytes = std::min(held, s.total_bytes);
     if (std::string_view(s.state) == "running") {
         double secs =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - stage_started_)
-                .count();
-        uint64_t gained =
-            s.done_bytes > stage_bytes_at_start_ ? s.done_bytes - stage_bytes_at_start_ : 0;
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+        uint64_t gained = s.done_bytes > at_start ? s.done_bytes - at_start : 0;
         s.rate = secs > 0 ? static_cast<double>(gained) / secs : 0;
         s.eta_seconds =
             s.rate > 0 ? static_cast<double>(s.total_bytes - s.done_bytes) / s.rate : -1;
@@ -113,12 +121,13 @@ void Engine::stage_pass() {
     std::vector<index::NodeId> order = stage_order();
     uint64_t total = 0;
     for (index::NodeId id : order) total += index_.node(id).size;
+    uint64_t at_start = std::min(target_bytes(), total);
     {
         std::lock_guard lk(stage_mu_);
         stage_.state = "running";
         stage_.total_bytes = total;
         stage_started_ = std::chrono::steady_clock::now();
-        stage_bytes_at_start_ = std::min(target_bytes(), total);
+        stage_bytes_at_start_ = at_start;
     }
     LOG_INFO("stage-in: %zu files, %.2f GB into %s", order.size(), static_cast<double>(total) / 1e9,
              ssd_ ? "the SSD tier" : "RAM");
@@ -169,11 +178,15 @@ void Engine::stage_pass() {
         last = now;
         pause(20ms);
     }
-    std::lock_guard lk(stage_mu_);
-    stage_.state = target_bytes() >= total ? "done" : out_of_room ? "full" : "incomplete";
-    LOG_INFO("stage-in %s: %.2f of %.2f GB in %s", stage_.state,
-             static_cast<double>(std::min(target_bytes(), total)) / 1e9,
-             static_cast<double>(total) / 1e9, ssd_ ? "the SSD tier" : "RAM");
+    uint64_t held = target_bytes();
+    const char* state = held >= total ? "done" : out_of_room ? "full" : "incomplete";
+    {
+        std::lock_guard lk(stage_mu_);
+        stage_.state = state;
+    }
+    LOG_INFO("stage-in %s: %.2f of %.2f GB in %s", state,
+             static_cast<double>(std::min(held, total)) / 1e9, static_cast<double>(total) / 1e9,
+             ssd_ ? "the SSD tier" : "RAM");
 }
 
 } // namespace clairfs::prefetch

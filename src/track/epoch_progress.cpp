@@ -19,13 +19,17 @@ void Tracker::begin_epoch(Rank& r) {
     }
 }
 
-// Builds the epoch after the new one under the lock: the source is pure
-// computation (milliseconds per million samples), and doing it here keeps
-// `next` ready for the open that begins it.
+// The epoch after the new one is left to the planner thread: a whole epoch
+// of opens (minutes) lies between now and the open that needs it.
 void Tracker::advance_epoch(Rank& r) {
     r.current = std::move(r.next);
-    r.next = r.source();
-    if (r.next) ++r.produced;
+    r.next.reset();
+    if (!r.source_ended) {
+        r.next_wanted = true;
+        r.next_pending = true;
+        ++pending_;
+        plan_cv_.notify_one();
+    }
     begin_epoch(r);
 }
 
@@ -53,8 +57,10 @@ void Tracker::skip_dangling(Rank& r, uint32_t w) const {
     }
 }
 
+// A rank whose next epoch is still being built is not finished: that
+// epoch may yet exist.
 bool Tracker::finished(const Rank& r) const {
-    return r.current && !r.next && r.open_streams == 0;
+    return r.current && !r.next && !r.next_pending && r.open_streams == 0;
 }
 
 uint64_t Tracker::slot_epoch(const Rank& r) const {

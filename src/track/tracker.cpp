@@ -7,7 +7,7 @@
 namespace clairfs::track {
 
 Tracker::Tracker(std::vector<uint32_t> ranks, std::vector<EpochSource> sources, TrackerOptions opt)
-    : opt_(opt) {
+    : opt_(std::move(opt)) {
     if (ranks.size() != sources.size())
         throw std::invalid_argument("tracker: one epoch source per local rank is needed");
     if (opt_.layout.batch_size == 0) throw std::invalid_argument("tracker: batch_size is 0");
@@ -24,9 +24,20 @@ Tracker::Tracker(std::vector<uint32_t> ranks, std::vector<EpochSource> sources, 
             r.next = r.source();
             if (r.next) ++r.produced;
         }
+        r.source_ended = !r.next;
         begin_epoch(r);
     }
     counted_epoch_ = slowest_epoch();
+    planner_ = std::thread([this] { plan_loop(); });
+}
+
+Tracker::~Tracker() {
+    {
+        std::lock_guard lk(mu_);
+        stopping_ = true;
+    }
+    plan_cv_.notify_all();
+    planner_.join();
 }
 
 Mode Tracker::mode() const {
@@ -34,20 +45,34 @@ Mode Tracker::mode() const {
 }
 
 Observation Tracker::observe(index::NodeId node, Clock::time_point now, uint32_t pid) {
-    std::lock_guard lk(mu_);
+    std::unique_lock lk(mu_);
     Observation o;
+    // The wait releases mu_, so other opens and snapshots go on meanwhile;
+    // only an open that matched nothing waits, once per epoch at most.
+    while (!observe_locked(node, now, pid, o))
+        built_cv_.wait(lk, [this] { return pending_ == 0; });
+    return o;
+}
+
+// False, changing nothing, when the open matched nothing while some rank's
+// next epoch is still being built: judged now, an open of that epoch would
+// count against the match rate, or read as a job past its last epoch.
+bool Tracker::observe_locked(index::NodeId node, Clock::time_point now, uint32_t pid,
+                             Observation& o) {
+    o = {};
     o.dataset_file = dataset_file(node);
-    if (!o.dataset_file) return o;
     // In fallback the prediction is no longer acted on: opens are only counted.
     if (mode_.load(std::memory_order_relaxed) != Mode::clairvoyant) {
-        ++opens_;
-        return o;
+        if (o.dataset_file) ++opens_;
+        return true;
     }
     Match m{};
-    if (!find_match(node, pid, m)) {
+    if (!o.dataset_file || !find_match(node, pid, m)) {
+        if (pending_ > 0 && may_be_sample(node)) return false;
+        if (!o.dataset_file) return true;
         ++opens_;
         judge_unmatched(node);
-        return o;
+        return true;
     }
     Rank& r = ranks_[m.slot];
     // Pids are reused, but only after the loader that had it exited; a
@@ -68,7 +93,7 @@ Observation Tracker::observe(index::NodeId node, Clock::time_point now, uint32_t
     o.epoch = r.current->epoch;
     o.position = m.position;
     o.new_epoch = m.in_next;
-    return o;
+    return true;
 }
 
 bool Tracker::dataset_file(index::NodeId node) const {
@@ -78,6 +103,11 @@ bool Tracker::dataset_file(index::NodeId node) const {
     for (const Rank& r : ranks_)
         if (in(r.current) || in(r.next)) return true;
     return false;
+}
+
+bool Tracker::may_be_sample(index::NodeId node) const {
+    const std::vector<uint8_t>& s = opt_.sample_nodes;
+    return s.empty() || (node < s.size() && s[node]);
 }
 
 // The opener's own rank first, if known. Then every rank's current epoch

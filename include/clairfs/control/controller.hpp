@@ -45,9 +45,10 @@ private:
 
     const index::Index& index_;
     prefetch::Engine& engine_;
-    // Guards the fields below; held across engine calls, so the status never
-    // pairs one registration with another's engine state. Lock order:
-    // Controller::mu_, then the engine's locks.
+    // Guards the fields below; held across the engine's swap of the active
+    // job and its status, so the status never pairs one registration with
+    // another's engine state. Never held while a job is built or freed.
+    // Lock order: Controller::mu_, then the engine's locks.
     mutable std::mutex mu_;
     std::optional<Registration> active_;
     std::string error_;

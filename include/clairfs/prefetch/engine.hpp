@@ -106,10 +106,22 @@ public:
     void note_io_timeout(const index::Node& n);
 
     // --- the control side ----------------------------------------------
-    // Starts predicting for `job` (validated), replacing any previous job.
-    void activate(std::shared_ptr<const plan::Job> job);
+    struct Active; // a registered job's tracker and plans (src/prefetch/active_job.hpp)
+    // Builds `job` (validated) for activate(): its planners, and its tracker
+    // with each local rank's first two epochs (a second or more for
+    // millions of samples). Takes no lock of the engine's; call it holding
+    // none that an open or a status read needs.
+    std::shared_ptr<Active> prepare(std::shared_ptr<const plan::Job> job) const;
+    // Starts predicting for a prepared job, replacing any previous job.
+    // Returns the job replaced: drop it after your own locks, since the
+    // last reference frees its plans and joins its planner thread.
+    [[nodiscard]] std::shared_ptr<Active> activate(std::shared_ptr<Active> prepared);
     // Back to unregistered: first-touch caching, nothing prefetched.
-    void deactivate();
+    // Returns the job dropped, as activate() does.
+    [[nodiscard]] std::shared_ptr<Active> deactivate();
+    // Tests: runs at the start of every prepare(), on the registering
+    // thread, so a test can hold a registration's build where it likes.
+    void set_prepare_hook(std::function<void()> hook) { prepare_hook_ = std::move(hook); }
     // Starts a stage-in pass (or a new one, in the current predicted order,
     // if one is running): every file the tiers take is copied into the SSD
     // tier (RAM without one) in the background, behind every prefetch.
@@ -119,8 +131,6 @@ public:
     // Fills status keys: mode, reason, epoch, match_rate, backing, ram,
     // stall_seconds, prefetch, ranks (see clairfs-control(5)).
     void status(nlohmann::json& out) const;
-
-    struct Active; // a registered job's tracker and plans (src/prefetch/active_job.hpp)
 
 private:
     void admit(index::NodeId id, const FetchResult& r, bool demanded);
@@ -150,8 +160,11 @@ private:
     std::unique_ptr<SsdWriter> writer_; // after ssd_: drains into it when destroyed
     std::unique_ptr<FetchPool> pool_;   // after the tiers: its threads admit into them
 
-    mutable std::mutex job_mu_; // guards active_ (the pointer only); leaf lock
+    // Guards active_ (the pointer only); leaf lock. A job is built before it
+    // and freed after it, never under it.
+    mutable std::mutex job_mu_;
     std::shared_ptr<Active> active_;
+    std::function<void()> prepare_hook_;
 
     std::mutex wake_mu_; // scheduler sleep; leaf lock
     std::condition_variable wake_cv_;
@@ -181,7 +194,9 @@ private:
     std::atomic<bool> read_any_{false}; // a file was read since the mount
     std::thread scheduler_;
 
-    mutable std::mutex stage_mu_; // guards the stage fields below; leaf lock
+    // Guards the stage fields below. Leaf lock: nothing is called under it,
+    // no tier (their counters are read before it is taken) and no log line.
+    mutable std::mutex stage_mu_;
     std::condition_variable stage_cv_;
     bool stage_requested_ = false;
     bool stage_stopping_ = false;

@@ -13,10 +13,12 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -42,9 +44,16 @@ struct TrackerOptions {
     uint32_t min_opens = 64;
     // ... and below this fraction the tracker falls back.
     double fallback_below = 0.5;
+    // Per node, nonzero if some sample of the job's dataset opens it (any
+    // rank, any epoch); empty if unknown. An open that matches nothing
+    // waits for an epoch still being planned only if it may be a sample's:
+    // other files' opens never wait.
+    std::vector<uint8_t> sample_nodes;
 };
 
-// A rank's epochs in order: the next one, or nullptr after the last.
+// A rank's epochs in order: the next one, or nullptr after the last. Called
+// by the tracker's constructor for the first two epochs, then only by its
+// planner thread, one call at a time.
 using EpochSource = std::function<std::shared_ptr<const plan::EpochPlan>()>;
 
 // Where one local rank stands. Copied out by snapshot(), so the prefetch
@@ -52,7 +61,9 @@ using EpochSource = std::function<std::shared_ptr<const plan::EpochPlan>()>;
 struct RankProgress {
     uint32_t rank = 0;                              // the job's rank number
     std::shared_ptr<const plan::EpochPlan> current; // the last one once past it
-    std::shared_ptr<const plan::EpochPlan> next;    // nullptr if current is the last
+    // nullptr if current is the last, or for the moment it takes the
+    // planner thread to build it once `current` began.
+    std::shared_ptr<const plan::EpochPlan> next;
     plan::WorkerLayout layout;
     std::vector<uint64_t> cursors; // per worker: stream index of its next expected open
     uint64_t frontier = 0;         // smallest position of `current` not yet opened
@@ -89,12 +100,21 @@ struct Observation {
 class Tracker {
 public:
     // One source per local rank, in the order of `ranks`. Each source's
-    // first epoch is fetched at construction, its second too.
+    // first epoch is fetched at construction, its second too, on the
+    // caller's thread: construct the tracker before taking any lock an
+    // open needs. Starts the planner thread ("clairfs-plan").
     Tracker(std::vector<uint32_t> ranks, std::vector<EpochSource> sources, TrackerOptions opt);
+    // Joins the planner thread, after the epoch it may be building.
+    ~Tracker();
+    Tracker(const Tracker&) = delete;
+    Tracker& operator=(const Tracker&) = delete;
 
-    // Called by every FUSE open of a regular file. O(local ranks) except
-    // when a rank begins an epoch: then the source builds the one after it,
-    // under the lock (milliseconds per million samples, once per epoch).
+    // Called by every FUSE open of a regular file; O(local ranks). When a
+    // rank begins an epoch, the planner thread builds the one after it,
+    // off the lock (milliseconds per million samples, once per epoch), so
+    // the epoch is ready long before the loaders reach it. An open that
+    // matches nothing while a plan is still being built waits for it
+    // (without the lock) and is matched again: it may be that epoch's.
     // `pid` is the opener's (FUSE's request context), 0 if unknown: once a
     // loader process's opens matched one rank, its later opens try that
     // rank first, so ranks in different epochs cannot take each other's
@@ -106,12 +126,18 @@ public:
     // Falls back for good with `reason`, as a failed prediction does: the
     // engine's way out when following the job failed inside clairfs.
     void abandon(std::string reason);
+    // Waits until no epoch is being built: the snapshot then shows every
+    // rank's next epoch. For tests; opens never need it.
+    void wait_for_plans() const;
 
 private:
     struct Rank {
         uint32_t rank = 0;
-        EpochSource source;
+        EpochSource source; // planner thread only, after construction
         std::shared_ptr<const plan::EpochPlan> current, next;
+        bool next_wanted = false;  // the planner thread is to build `next`
+        bool next_pending = false; // ... or is building it: not known to be the last yet
+        bool source_ended = false; // the source gave nullptr
         std::vector<uint64_t> cursors;
         uint32_t open_streams = 0;   // workers whose cursor is short of their stream's end
         uint64_t produced = 0;       // epochs the source has given
@@ -131,9 +157,14 @@ private:
     bool match_slot(size_t i, index::NodeId node, Match& out) const;
     void begin_epoch(Rank& r);
     void advance_epoch(Rank& r);
+    bool observe_locked(index::NodeId node, Clock::time_point now, uint32_t pid,
+                        Observation& o);
+    void plan_loop();
+    void install_next(Rank& r, std::shared_ptr<const plan::EpochPlan> plan);
     void take(Rank& r, uint64_t position, Clock::time_point now);
     void skip_dangling(Rank& r, uint32_t w) const;
     bool dataset_file(index::NodeId node) const;
+    bool may_be_sample(index::NodeId node) const;
     bool finished(const Rank& r) const;
     uint64_t slot_epoch(const Rank& r) const;
     void recount_if_slowest_moved();
@@ -146,10 +177,16 @@ private:
     std::vector<uint64_t> zeros_; // the cursors of an epoch nobody has opened yet
     std::unordered_map<uint32_t, size_t>
         slot_of_pid_; // loader process -> rank slot it last matched
-    // Lock order: mu_, then whatever the sources and a dropped plan's deleter
-    // take (plan::PlanPool's leaf lock); nothing else is called with it held.
+    // Lock order: mu_, then what a dropped plan's deleter takes
+    // (plan::PlanPool's leaf lock); nothing else is called with it held, the
+    // sources least of all: the planner thread calls them without it.
     mutable std::mutex mu_;
-    std::vector<Rank> ranks_;
+    mutable std::condition_variable plan_cv_;  // wakes the planner thread
+    mutable std::condition_variable built_cv_; // a pending epoch was installed
+    uint32_t pending_ = 0;                     // ranks with next_pending set
+    bool stopping_ = false;
+    std::vector<Rank> ranks_; // never resized after construction
+
     // Written under mu_, read without it: the FUSE threads and the scheduler
     // only need to know whether to act on the prediction.
     std::atomic<Mode> mode_ = Mode::clairvoyant;
@@ -157,6 +194,7 @@ private:
     uint64_t counted_epoch_ = 0; // the epoch opens_/matched_ belong to
     uint64_t opens_ = 0;
     uint64_t matched_ = 0;
+    std::thread planner_; // last: started once everything above is set
 };
 
 } // namespace clairfs::track

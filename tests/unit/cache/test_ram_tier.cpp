@@ -5,6 +5,7 @@
 #include "dataset.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <doctest/doctest.h>
 #include <thread>
@@ -141,4 +142,82 @@ TEST_CASE("concurrent puts never overshoot the budget") {
     CHECK(held.size() == s.entries);
     CHECK(s.bytes == s.entries * 37);
     CHECK(s.hits + s.misses == 8 * 500);
+}
+
+TEST_CASE("ids outside the node count are never held") {
+    cache::RamTier t(1000, 4);
+    CHECK(t.put(3, blob_of(3, 10)));
+    CHECK_FALSE(t.put(4, blob_of(4, 10)));
+    CHECK_FALSE(t.contains(4));
+    CHECK(t.get(4) == nullptr);
+    CHECK(t.evict(4) == 0);
+    CHECK(t.stats().rejected == 0); // not a lack of room
+}
+
+// Readers, writers and evicters on the same few slots at once: every byte
+// served is the file's own, the budget is never exceeded at any moment a
+// watcher looks, and when all is quiet the byte count is exactly the sum of
+// what is held.
+TEST_CASE("a put/get/evict hammer on shared slots keeps bytes and budget exact") {
+    constexpr index::NodeId files = 64;
+    auto size_of = [](index::NodeId id) { return size_t{100} + id * 37; };
+    std::vector<cache::BlobRef> blobs;
+    for (index::NodeId id = 0; id < files; ++id) blobs.push_back(blob_of(id, size_of(id)));
+    // Room for about a third of the files, so puts are refused too.
+    uint64_t total = 0;
+    for (index::NodeId id = 0; id < files; ++id) total += size_of(id);
+    cache::RamTier t(total / 3, files);
+    std::atomic<bool> done{false};
+    std::atomic<uint64_t> wrong{0}, over{0}, served{0};
+    test::within(std::chrono::seconds(60), "hammer", [&] {
+        std::thread watcher([&] {
+            while (!done.load()) {
+                auto s = t.stats();
+                if (s.bytes > s.capacity) ++over;
+            }
+        });
+        std::vector<std::thread> threads;
+        for (unsigned th = 0; th < 8; ++th)
+            threads.emplace_back([&, th] {
+                uint64_t x = th * 2654435761u + 1;
+                for (int i = 0; i < 20000; ++i) {
+                    x = x * 6364136223846793005u + 1442695040888963407u;
+                    auto id = static_cast<index::NodeId>((x >> 33) % files);
+                    switch ((x >> 20) % 4) {
+                    case 0:
+                        t.put(id, blobs[id]);
+                        break;
+                    case 1:
+                        t.evict(id);
+                        break;
+                    default:
+                        if (cache::BlobRef b = (x & 1) ? t.get(id) : t.peek(id)) {
+                            ++served;
+                            if (b != blobs[id] || b->size != size_of(id)) ++wrong;
+                        }
+                    }
+                }
+            });
+        for (auto& th : threads) th.join();
+        done = true;
+        watcher.join();
+    });
+    CHECK(wrong == 0);
+    CHECK(over == 0);
+    CHECK(served > 0);
+    auto s = t.stats();
+    std::vector<index::NodeId> held;
+    t.held(held);
+    uint64_t sum = 0;
+    for (index::NodeId id : held) {
+        CHECK(t.contains(id));
+        CHECK(test::view(t.peek(id)) == test::sample_bytes(id, size_of(id)));
+        sum += size_of(id);
+    }
+    CHECK(s.bytes == sum);
+    CHECK(s.entries == held.size());
+    // Evicting everything gives the whole budget back, to the byte.
+    for (index::NodeId id = 0; id < files; ++id) t.evict(id);
+    CHECK(t.stats().bytes == 0);
+    CHECK(t.stats().entries == 0);
 }

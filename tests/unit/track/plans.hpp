@@ -84,6 +84,14 @@ inline std::vector<uint64_t> worker_opens(const plan::WorkerLayout& l, uint64_t 
     }
 }
 
+// The tracker's view once its planner thread has built every epoch asked
+// for: a rank's `next` (and whether it is finished) is otherwise only
+// settled a moment after the open that began the epoch before.
+inline track::Snapshot settled(const track::Tracker& t, track::Clock::time_point now) {
+    t.wait_for_plans();
+    return t.snapshot(now);
+}
+
 // The smallest position not in `opened`.
 inline uint64_t first_unopened(const std::vector<bool>& opened) {
     return static_cast<uint64_t>(std::find(opened.begin(), opened.end(), false) - opened.begin());

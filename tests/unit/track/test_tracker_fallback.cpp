@@ -62,10 +62,10 @@ TEST_CASE("a wrong seed falls back once min_opens opens mostly missed") {
     for (; i < order.size() && t.mode() == track::Mode::clairvoyant; ++i) {
         track::Observation o = t.observe(actual[0]->nodes[order[i]], t0);
         CHECK(o.dataset_file);
-        if (t.mode() == track::Mode::clairvoyant) CHECK(t.snapshot(t0).reason.empty());
+        if (t.mode() == track::Mode::clairvoyant) CHECK(settled(t, t0).reason.empty());
     }
     CHECK(t.mode() == track::Mode::fallback);
-    track::Snapshot snap = t.snapshot(t0);
+    track::Snapshot snap = settled(t, t0);
     CHECK(snap.mode == track::Mode::fallback);
     CHECK(snap.opens == opt.min_opens); // judged as soon as it may be, not before
     CHECK(i == opt.min_opens);
@@ -79,7 +79,7 @@ TEST_CASE("a wrong seed falls back once min_opens opens mostly missed") {
     CHECK(o.dataset_file);
     CHECK_FALSE(o.matched);
     CHECK_FALSE(t.observe(0, t0).dataset_file);
-    snap = t.snapshot(t0);
+    snap = settled(t, t0);
     CHECK(snap.opens == opt.min_opens + 1);
     CHECK(snap.reason == reason);
     CHECK(t.mode() == track::Mode::fallback);
@@ -98,13 +98,13 @@ TEST_CASE("a match rate at the threshold is still clairvoyant") {
         CHECK(t.observe(plans[0]->nodes[p], t0).matched);
         CHECK_FALSE(t.observe(plans[0]->nodes[p], t0).matched);
     }
-    track::Snapshot snap = t.snapshot(t0);
+    track::Snapshot snap = settled(t, t0);
     CHECK(snap.match_rate == 0.5);
     CHECK(snap.mode == track::Mode::clairvoyant);
     // One more miss tips it.
     CHECK_FALSE(t.observe(plans[0]->nodes[0], t0).matched);
     CHECK(t.mode() == track::Mode::fallback);
-    CHECK(t.snapshot(t0).reason == "only 49% of 101 opens in epoch 0 followed the registered "
+    CHECK(settled(t, t0).reason == "only 49% of 101 opens in epoch 0 followed the registered "
                                    "order: is the seed, sampler, batch size or num_workers "
                                    "different from the job's?");
 }
@@ -124,7 +124,7 @@ TEST_CASE("a forgotten set_epoch: the second epoch replays the first's order") {
     CHECK(o.dataset_file);
     CHECK_FALSE(o.matched);
     CHECK(t.mode() == track::Mode::fallback);
-    CHECK(t.snapshot(t0).reason == "epoch 1 of rank 0 began with epoch 0's order again: the job "
+    CHECK(settled(t, t0).reason == "epoch 1 of rank 0 began with epoch 0's order again: the job "
                                    "does not call sampler.set_epoch(epoch)");
 }
 
@@ -146,7 +146,7 @@ TEST_CASE("orders that repeat every epoch are no forgotten set_epoch") {
     std::mt19937 rng(4);
     for (uint64_t e = 0; e < 3; ++e) {
         open_epoch(t, plans[e], opt.layout, rng);
-        track::Snapshot snap = t.snapshot(t0);
+        track::Snapshot snap = settled(t, t0);
         CHECK(snap.mode == track::Mode::clairvoyant);
         CHECK(snap.epoch == e + (e == 2 ? 1 : 0));
     }
@@ -180,14 +180,14 @@ TEST_CASE("a job that goes past the registered epochs falls back") {
     std::mt19937 rng(2);
     open_epoch(t, plans[0], opt.layout, rng);
     open_epoch(t, plans[1], opt.layout, rng);
-    track::Snapshot snap = t.snapshot(t0);
+    track::Snapshot snap = settled(t, t0);
     CHECK(snap.mode == track::Mode::clairvoyant);
     CHECK(snap.epoch == 6);
     CHECK(snap.ranks[0].finished);
     CHECK(snap.ranks[0].frontier == snap.ranks[0].current->size());
     CHECK(t.observe(plans[1]->nodes[0], t0).dataset_file);
     CHECK(t.mode() == track::Mode::fallback);
-    CHECK(t.snapshot(t0).reason == "the job went past the 2 registered epochs");
+    CHECK(settled(t, t0).reason == "the job went past the 2 registered epochs");
 }
 
 TEST_CASE("an unfinished rank does not go past its epochs") {
@@ -201,5 +201,5 @@ TEST_CASE("an unfinished rank does not go past its epochs") {
     CHECK_FALSE(t.observe(plans[0]->nodes[0], t0).matched); // re-open, one sample still to come
     CHECK(t.mode() == track::Mode::clairvoyant);
     CHECK(t.observe(plans[0]->nodes[n - 1], t0).matched);
-    CHECK(t.snapshot(t0).epoch == 1);
+    CHECK(settled(t, t0).epoch == 1);
 }

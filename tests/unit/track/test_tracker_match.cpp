@@ -51,7 +51,7 @@ TEST_CASE("two workers interleaved at random: every open matches, the frontier i
             CHECK(o.position == p);
             CHECK(o.new_epoch == (e > 0 && i == 0));
             opened[p] = true;
-            track::Snapshot snap = t.snapshot(t0);
+            track::Snapshot snap = settled(t, t0);
             REQUIRE(snap.ranks.size() == 1);
             const track::RankProgress& r = snap.ranks[0];
             CHECK(r.frontier == first_unopened(opened));
@@ -61,7 +61,7 @@ TEST_CASE("two workers interleaved at random: every open matches, the frontier i
             CHECK(snap.match_rate == 1.0);
         }
     }
-    track::Snapshot snap = t.snapshot(t0);
+    track::Snapshot snap = settled(t, t0);
     CHECK(snap.mode == track::Mode::clairvoyant);
     CHECK(t.mode() == track::Mode::clairvoyant);
     CHECK(snap.opens == 1); // counted since epoch 1 ended at the last open: itself
@@ -83,7 +83,7 @@ TEST_CASE("with replacement a sample's later occurrences match in turn") {
             CHECK(o.matched);
             CHECK(o.position == p);
         }
-        CHECK(t.snapshot(t0).ranks[0].finished);
+        CHECK(settled(t, t0).ranks[0].finished);
     }
     SUBCASE("two workers: a repeat due in both workers' windows at once is ambiguous") {
         // A node due next in two workers at once may be credited to the wrong
@@ -94,7 +94,7 @@ TEST_CASE("with replacement a sample's later occurrences match in turn") {
         std::mt19937 rng(13);
         for (uint64_t p : worker_opens(opt.layout, plans[0]->size(), rng))
             CHECK(t.observe(plans[0]->nodes[p], t0).dataset_file);
-        track::Snapshot snap = t.snapshot(t0);
+        track::Snapshot snap = settled(t, t0);
         CHECK(snap.match_rate >= 0.9);
         CHECK(snap.ranks[0].finished);
         CHECK(snap.ranks[0].frontier ==
@@ -115,7 +115,7 @@ TEST_CASE("with replacement over a larger dataset, two workers lose (almost) not
     for (uint64_t p : worker_opens(opt.layout, plans[0]->size(), rng))
         matched += t.observe(plans[0]->nodes[p], t0).matched;
     CHECK(matched >= 995);
-    track::Snapshot snap = t.snapshot(t0);
+    track::Snapshot snap = settled(t, t0);
     CHECK(snap.ranks[0].frontier == 1000);
     CHECK(snap.mode == track::Mode::clairvoyant);
 }
@@ -128,7 +128,7 @@ TEST_CASE("the first open of the next epoch advances the rank and restarts the c
     track::Tracker t({5}, {source_of(plans, &calls)}, opt);
     CHECK(calls == 2); // current and next fetched at construction
     for (uint64_t p = 0; p < n; ++p) CHECK(t.observe(plans[0]->nodes[p], t0).matched);
-    track::Snapshot before = t.snapshot(t0);
+    track::Snapshot before = settled(t, t0);
     CHECK(before.epoch == 0);
     CHECK(before.opens == n);
     CHECK(before.ranks[0].rank == 5);
@@ -141,8 +141,9 @@ TEST_CASE("the first open of the next epoch advances the rank and restarts the c
     CHECK(o.matched);
     CHECK(o.new_epoch);
     CHECK(o.epoch == 1);
+    t.wait_for_plans(); // the planner thread, not the open, built epoch 2
     CHECK(calls == 3);
-    track::Snapshot after = t.snapshot(t0);
+    track::Snapshot after = settled(t, t0);
     CHECK(after.epoch == 1);
     CHECK(after.opens == 1);
     CHECK(after.matched == 1);
@@ -186,7 +187,7 @@ TEST_CASE("two local ranks of a padded DistributedSampler, their opens interleav
                 CHECK(o.position == p);
             }
         }
-        track::Snapshot snap = t.snapshot(t0);
+        track::Snapshot snap = settled(t, t0);
         CHECK(snap.match_rate == 1.0);
         CHECK(snap.mode == track::Mode::clairvoyant);
         for (const auto& r : snap.ranks) {
@@ -194,7 +195,7 @@ TEST_CASE("two local ranks of a padded DistributedSampler, their opens interleav
             CHECK(r.opened == 52);
         }
     }
-    CHECK(t.snapshot(t0).epoch == 2);
+    CHECK(settled(t, t0).epoch == 2);
 }
 
 TEST_CASE("the slowest rank's epoch is the node's epoch") {
@@ -211,7 +212,7 @@ TEST_CASE("the slowest rank's epoch is the node's epoch") {
     for (uint64_t p = 0; p < n; ++p) CHECK(t.observe(a[0]->nodes[p], t0).matched);
     // Rank 0 enters epoch 1; rank 1 has not begun: the count stays epoch 0's.
     CHECK(t.observe(a[1]->nodes[0], t0).new_epoch);
-    track::Snapshot snap = t.snapshot(t0);
+    track::Snapshot snap = settled(t, t0);
     CHECK(snap.epoch == 0);
     CHECK(snap.opens == n + 1);
 }
@@ -229,7 +230,7 @@ TEST_CASE("an open skipped within the slack does not derail its worker") {
             if ((w == 0 && s == 3) || (w == 1 && s >= 8 && s < 12)) continue;
             CHECK(t.observe(plans[0]->nodes[p], t0).matched);
         }
-        track::Snapshot snap = t.snapshot(t0);
+        track::Snapshot snap = settled(t, t0);
         CHECK(snap.match_rate == 1.0);
         CHECK(snap.ranks[0].frontier == n);
     }
@@ -249,14 +250,14 @@ TEST_CASE("dangling samples are stepped over, also at a stream's end") {
     auto e0 = make_plan(0, {gone, 1, gone, 2, 3, gone}, 8);
     auto e1 = make_plan(1, {4, gone, 5, gone}, 8);
     track::Tracker t({0}, {source_of({e0, e1})}, options(1, 0));
-    CHECK(t.snapshot(t0).ranks[0].frontier == 1);
+    CHECK(settled(t, t0).ranks[0].frontier == 1);
     for (index::NodeId x : {1u, 2u, 3u}) CHECK(t.observe(x, t0).matched);
-    track::Snapshot snap = t.snapshot(t0);
+    track::Snapshot snap = settled(t, t0);
     CHECK(snap.ranks[0].frontier == 6);
     CHECK(snap.epoch == 0);
     CHECK(t.observe(4, t0).new_epoch);
     CHECK(t.observe(5, t0).matched);
-    snap = t.snapshot(t0);
+    snap = settled(t, t0);
     CHECK(snap.epoch == 2); // past its last epoch
     CHECK(snap.ranks[0].finished);
     CHECK(snap.ranks[0].frontier == snap.ranks[0].current->size());
@@ -275,7 +276,7 @@ TEST_CASE("opens of files that are no samples are not counted at all") {
             CHECK_FALSE(o.dataset_file);
             CHECK_FALSE(o.matched);
         }
-    track::Snapshot snap = t.snapshot(t0);
+    track::Snapshot snap = settled(t, t0);
     CHECK(snap.opens == 0);
     CHECK(snap.match_rate == 1.0);
     CHECK(snap.mode == track::Mode::clairvoyant);
@@ -286,15 +287,15 @@ TEST_CASE("epoch_seconds runs from the epoch's first matched open, on the clock 
     const uint32_t n = 10;
     auto plans = plans_of(random_spec(4, 2), n);
     track::Tracker t({0}, {source_of(plans)}, options(1, 0));
-    CHECK(t.snapshot(t0 + 9s).ranks[0].epoch_seconds == 0);
+    CHECK(settled(t, t0 + 9s).ranks[0].epoch_seconds == 0);
     CHECK(t.observe(plans[0]->nodes[0], t0).matched);
     CHECK(t.observe(plans[0]->nodes[1], t0 + 1s).matched);
     CHECK(t.observe(n + 2, t0 + 2s).dataset_file == false);
-    CHECK(t.snapshot(t0 + 5s).ranks[0].epoch_seconds == doctest::Approx(5.0));
+    CHECK(settled(t, t0 + 5s).ranks[0].epoch_seconds == doctest::Approx(5.0));
     for (uint64_t p = 2; p < n; ++p) CHECK(t.observe(plans[0]->nodes[p], t0 + 10s).matched);
     const auto t1 = t0 + 60s;
     CHECK(t.observe(plans[1]->nodes[0], t1).new_epoch);
-    CHECK(t.snapshot(t1 + 2500ms).ranks[0].epoch_seconds == doctest::Approx(2.5));
+    CHECK(settled(t, t1 + 2500ms).ranks[0].epoch_seconds == doctest::Approx(2.5));
 }
 
 TEST_CASE("mode names") {
@@ -336,7 +337,7 @@ TEST_CASE("ranks opening from their own threads while the scheduler takes snapsh
     done = true;
     scheduler.join();
     CHECK(matched == uint64_t{ranks} * 2 * n);
-    track::Snapshot snap = t.snapshot(t0);
+    track::Snapshot snap = settled(t, t0);
     CHECK(snap.epoch == 2);
     CHECK(snap.mode == track::Mode::clairvoyant);
 }

@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: MIT
+// The tracker's planner thread: builds a rank's next epoch once the rank
+// began the one before it, so no open (a FUSE thread, holding the
+// tracker's lock) ever builds one.
+#include "clairfs/log.hpp"
+#include "clairfs/track/tracker.hpp"
+
+#include <exception>
+#include <pthread.h>
+
+namespace clairfs::track {
+
+void Tracker::plan_loop() {
+    pthread_setname_np(pthread_self(), "clairfs-plan");
+    std::unique_lock lk(mu_);
+    while (true) {
+        Rank* wanted = nullptr;
+        plan_cv_.wait(lk, [&] {
+            for (Rank& r : ranks_)
+                if (r.next_wanted) wanted = &r;
+            return stopping_ || wanted;
+        });
+        if (stopping_) return;
+        wanted->next_wanted = false;
+        std::shared_ptr<const plan::EpochPlan> plan;
+        std::string failed;
+        lk.unlock();
+        // Only this thread calls the source now, so it needs no lock. A
+        // thread entry lets no exception out (an allocation failing for a
+        // huge epoch): the rank then has no next epoch, and the prediction
+        // is given up below rather than followed with a hole in it.
+        try {
+            plan = wanted->source();
+        } catch (const std::exception& e) {
+            failed = e.what();
+        } catch (...) {
+            failed = "unknown error";
+        }
+        if (!failed.empty())
+            LOG_ERROR("could not build the next epoch of rank %u: %s", wanted->rank,
+                      failed.c_str());
+        lk.lock();
+        if (!failed.empty()) fall_back("could not build the next epoch's plan: " + failed);
+        install_next(*wanted, std::move(plan));
+    }
+}
+
+// Under mu_. A rank whose source ended may have become finished now, which
+// moves the slowest epoch as its last open would have.
+void Tracker::install_next(Rank& r, std::shared_ptr<const plan::EpochPlan> plan) {
+    r.next = std::move(plan);
+    if (r.next)
+        ++r.produced;
+    else
+        r.source_ended = true;
+    r.next_pending = false;
+    --pending_;
+    recount_if_slowest_moved();
+    built_cv_.notify_all();
+}
+
+void Tracker::wait_for_plans() const {
+    std::unique_lock lk(mu_);
+    built_cv_.wait(lk, [this] { return pending_ == 0; });
+}
+
+} // namespace clairfs::track
