@@ -143,8 +143,12 @@ def lazy_unmount(path):
 def _alive(pid):
     try:
         with open(f"/proc/{pid}/stat") as f:
-            # A zombie has exited; whoever adopted it may reap it later.
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+            # A zombie has exited; whoever adopted it may reap it later. But
+            # a thread group leader turns zombie before its other threads have
+            # exited and closed the files they share (the SSD cache's lock).
+            if f.read().rsplit(")", 1)[1].split()[0] != "Z":
+                return True
+        return len(os.listdir(f"/proc/{pid}/task")) > 1
     except OSError:
         return False
 
