@@ -37,6 +37,7 @@ struct SsdTier::Core {
     int dir_fd = -1;
     uint64_t dataset_tag = 0;
     std::unique_ptr<BlockDevice> device;
+    int lock_fd = -1; // the cache file's descriptor that holds the flock (the device owns it)
     bool direct = false;
     JournalAppender journal;
     // One byte per node, written under mu with files and read without it,

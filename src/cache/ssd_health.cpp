@@ -8,6 +8,7 @@
 
 #include <cinttypes>
 #include <cstdio>
+#include <sys/file.h>
 
 namespace clairfs::cache {
 namespace {
@@ -101,6 +102,11 @@ SsdState SsdTier::state() const {
     s.allocated = core_->extents.used_bytes();
     s.largest_free = s.enabled ? core_->extents.largest_free() : 0;
     return s;
+}
+
+void SsdTier::release_lock() {
+    core_->enabled.store(false);
+    if (core_->lock_fd >= 0) ::flock(core_->lock_fd, LOCK_UN);
 }
 
 TierHealth SsdTier::health() const {

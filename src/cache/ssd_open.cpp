@@ -160,6 +160,7 @@ std::string SsdTier::Core::open_files(const SsdOptions& o, bool& existed) {
         disable("ssd tier disabled: a request to " + dir + "/" + cache_name +
                 " has not completed in " + bound + " (--io-timeout); reads go to the backing store");
     };
+    lock_fd = fd.fd;
     device = std::make_unique<AioFile>(fd.release(), direct, std::move(stall));
     if (o.wrap_device) device = o.wrap_device(std::move(device));
     extents = ExtentAllocator(capacity);

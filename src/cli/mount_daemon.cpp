@@ -82,14 +82,31 @@ size_t threads(pid_t pid) {
     return n;
 }
 
+// Whether `pid` holds a flock (the SSD cache's), from /proc/locks lines
+// such as "1: FLOCK  ADVISORY  WRITE 1234 fd:01:5678 0 EOF".
+bool holds_flock(pid_t pid) {
+    std::istringstream locks(read_text("/proc/locks"));
+    std::string line;
+    while (std::getline(locks, line)) {
+        std::istringstream fields(line);
+        std::string id, kind, mode, access, owner;
+        fields >> id >> kind >> mode >> access >> owner;
+        if (kind == "FLOCK" && owner == std::to_string(pid)) return true;
+    }
+    return false;
+}
+
 // A zombie has let go of everything, but a thread group leader turns
 // zombie before its other threads have exited and released the files
-// (the cache lock among them) they share.
+// (the cache lock among them) they share. Threads stuck for good in a hung
+// backing read keep a dead daemon's files open: such a daemon releases the
+// cache lock itself before it exits, so it counts as gone once the lock is.
 bool alive(pid_t pid) {
     std::string stat = read_text("/proc/" + std::to_string(pid) + "/stat");
     size_t paren = stat.rfind(')');
     if (paren == std::string::npos || paren + 2 >= stat.size()) return false;
-    return stat[paren + 2] != 'Z' || threads(pid) > 1;
+    if (stat[paren + 2] != 'Z') return true;
+    return threads(pid) > 1 && holds_flock(pid);
 }
 
 } // namespace

@@ -114,17 +114,23 @@ std::string serve(Filesystem& fs) {
     int rv = run_loop(se.get(), o);
     // Its threads may be writing to the session (page-cache pushes): they
     // end before the session does. A fetch hung in the backing store is
-    // given one more --io-timeout, then left behind: the process exits
+    // waited for within --io-timeout, then left behind: the process exits
     // around it, so the unmount and a `clairfs umount` waiting for the
     // daemon both finish.
+    // At most 10 s: `clairfs umount` waits 30 s for the daemon, and what a
+    // late fetch or SSD write would bring is only cache warmth (the SSD
+    // journal is built to survive being cut short).
+    using std::chrono::milliseconds;
     auto bound = fs.engine->io_timeout();
-    if (bound.count() > 0) bound = std::max(bound, std::chrono::milliseconds(1000));
+    if (bound.count() > 0) bound = std::clamp(bound, milliseconds(1000), milliseconds(10000));
     bool clean_stop = fs.engine->stop_within(bound);
     fs.session = nullptr;
     fuse_session_unmount(se.get());
     fuse_remove_signal_handlers(se.get());
     if (!clean_stop) {
-        LOG_WARN("unmounted %s with reads still hung in the backing store", o.mountpoint.c_str());
+        fs.engine->release_for_exit();
+        LOG_WARN("unmounted %s with reads still hung in the backing store; exiting around them",
+                 o.mountpoint.c_str());
         _exit(0);
     }
     cache::BackingStats b = fs.engine->backing().stats();

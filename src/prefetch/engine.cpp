@@ -2,6 +2,7 @@
 #include "clairfs/prefetch/engine.hpp"
 
 #include "active_job.hpp"
+#include "clairfs/cache/ssd_tier.hpp"
 #include "clairfs/log.hpp"
 #include "clairfs/sys/contained.hpp"
 #include "ssd_writer.hpp"
@@ -83,6 +84,10 @@ bool Engine::stop_within(std::chrono::milliseconds bound) {
     }
     writer_.reset();
     return true;
+}
+
+void Engine::release_for_exit() {
+    if (auto* ssd = dynamic_cast<cache::SsdTier*>(ssd_.get())) ssd->release_lock();
 }
 
 void Engine::note_io_timeout(const index::Node& n) {

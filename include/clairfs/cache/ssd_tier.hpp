@@ -109,6 +109,11 @@ public:
     TierHealth health() const override;
 
     SsdState state() const;
+    // Lets go of the cache file's lock without closing it, for a daemon that
+    // exits around threads stuck in a hung backing read: they keep the
+    // process's files open until the read returns, and a remount must not
+    // wait for that. Nothing is written after it.
+    void release_lock();
 
 private:
     struct Core;

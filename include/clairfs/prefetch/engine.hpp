@@ -83,6 +83,9 @@ public:
     // read: false then, and the engine must never be destroyed (its stuck
     // threads still refer to it); the daemon exits around it.
     bool stop_within(std::chrono::milliseconds bound);
+    // After a stop_within() that gave up: releases what a new mount needs
+    // (the SSD cache's lock) before the daemon exits around stuck threads.
+    void release_for_exit();
     // Before start(): the SSD tier, between RAM and the backing store.
     void attach_ssd(std::unique_ptr<cache::Tier> ssd);
 
