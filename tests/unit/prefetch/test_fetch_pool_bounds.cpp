@@ -8,6 +8,7 @@
 #include <doctest/doctest.h>
 #include <latch>
 #include <memory>
+#include <stdexcept>
 
 using namespace clairfs;
 using namespace std::chrono_literals;
@@ -61,4 +62,19 @@ TEST_CASE("stop gives up on a hung fetch after its bound, and joins once it retu
     CHECK(std::chrono::steady_clock::now() - t0 < 5s);
     r.release->count_down();
     CHECK(pool->stop(5000ms));
+}
+
+TEST_CASE("a reader that throws fails its fetch with EIO; the thread serves on") {
+    FetchPool pool(
+        [](index::NodeId id) -> FetchResult {
+            if (id == hung) throw std::runtime_error("a broken reader");
+            auto b = cache::Blob::make(1);
+            b->bytes[0] = static_cast<char>(id);
+            return FetchResult{0, b};
+        },
+        1, 8, {}, 2000ms);
+    CHECK(pool.demand(hung).error == -EIO);
+    FetchResult good = pool.demand(5);
+    REQUIRE(good.error == 0);
+    CHECK(good.blob->bytes[0] == 5);
 }
