@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: MIT
 #include "clairfs/config/json_keys.hpp"
 
+#include "clairfs/config/strict_json.hpp"
+#include "clairfs/config/utf8_text.hpp"
+
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -59,13 +62,13 @@ std::string json_value_text(const nlohmann::json& v, JsonType type, std::string&
 std::string apply_json_object(std::string_view text, const std::string& origin,
                               const KeySetter& set) {
     std::string prefix = origin.empty() ? "" : origin + ": ";
-    auto j = nlohmann::json::parse(text, nullptr, false);
-    if (j.is_discarded()) return prefix + "not valid JSON";
+    nlohmann::json j;
+    if (auto why = parse_strict_json(text, j); !why.empty()) return prefix + why;
     if (!j.is_object()) return prefix + "expected a JSON object";
     for (auto& [key, value] : j.items()) {
         std::string v;
         if (auto why = json_value_text(value, JsonType::text, v); !why.empty())
-            return prefix + "key '" + key + "' " + why;
+            return prefix + "key '" + message_text(key) + "' " + why;
         if (auto why = set(key, v); !why.empty()) return prefix + why;
     }
     return "";
