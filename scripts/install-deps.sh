@@ -14,7 +14,17 @@ build_pkgs=(g++ meson ninja-build pkg-config libfuse3-dev fuse3 libmpich-dev
 # benchmarks compare with bindfs, mergerfs and rclone, and the end-to-end
 # harness (bench/scenarios.py) needs PIL for its JPEGs, matplotlib for its
 # plot and e2fsprogs for the throttled loop-device file system.
-test_pkgs=(python3 procps util-linux mount python3-torch python3-torchvision python3-pil)
+# scripts/fuzz.sh builds with clang; its libFuzzer runtime is a package
+# named by clang's major version, which the unversioned clang does not pull in.
+clang_rt() {
+  case "$(cut -d. -f1 /etc/debian_version 2>/dev/null)" in
+  12) echo libclang-rt-14-dev ;;
+  13) echo libclang-rt-19-dev ;;
+  *) apt-cache policy clang | sed -n 's/ *Candidate: \([0-9]*:\)\{0,1\}\([0-9]*\).*/libclang-rt-\2-dev/p' ;;
+  esac
+}
+test_pkgs=(python3 procps util-linux mount python3-torch python3-torchvision python3-pil
+  clang "$(clang_rt)")
 bench_pkgs=(python3 procps bindfs mergerfs rclone python3-matplotlib python3-pil
   e2fsprogs)
 want=("${build_pkgs[@]}")
