@@ -16,6 +16,7 @@ uint64_t place_entries(JournalEntries& entries, ExtentAllocator& extents) {
         return !extents.reserve(e.second.offset, e.second.size);
     });
     std::ranges::reverse(entries);
+    for (size_t i = 0; i < entries.size(); ++i) entries[i].second.seq = i + 1;
     return before - entries.size();
 }
 

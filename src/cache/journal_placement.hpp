@@ -20,7 +20,9 @@ using JournalEntries = std::vector<std::pair<index::NodeId, JournalRecord>>;
 // Reserves each entry's extent in `extents`, newest (highest seq) first:
 // where a crash left two puts on one extent, the later put's bytes are
 // there. Entries whose extent cannot be reserved are removed; the others
-// stay, oldest first, as a journal lists them. Returns how many were removed.
+// stay, oldest first, as a journal lists them, renumbered 1..n so that no
+// sequence number from the file (2^64-1 would wrap the next one) lives on.
+// Returns how many were removed.
 uint64_t place_entries(JournalEntries& entries, ExtentAllocator& extents);
 
 } // namespace clairfs::cache

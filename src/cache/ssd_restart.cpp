@@ -67,10 +67,10 @@ void SsdTier::Core::restart_warm(bool existed) {
             LOG_INFO("ssd tier: ignored the last %s of the journal (torn by a crash or corrupt)",
                      human_bytes(replay.ignored_bytes).c_str());
     }
-    next_seq = fold.max_seq() + 1;
     Kept keep = match_files(fold.take_live(), describe, nodes, counters.invalidated);
 
     counters.discarded += place_entries(keep, extents);
+    next_seq = keep.size() + 1;
     std::vector<JournalRecord> records;
     for (auto& [id, r] : keep) {
         files.emplace(id, SsdEntry{r.offset, r.size, r.checksum, r.seq});

@@ -85,8 +85,9 @@ void check_placement(cache::JournalEntries& entries) {
     cache::ExtentAllocator extents(capacity);
     cache::place_entries(entries, extents);
     std::map<uint64_t, uint64_t> taken; // offset -> end
-    uint64_t used = 0;
+    uint64_t used = 0, seq = 0;
     for (const auto& [id, r] : entries) {
+        fuzz::require(r.seq == ++seq, "kept entries are not renumbered in order");
         if (r.size == 0) {
             fuzz::require(r.offset == 0, "an empty entry keeps a wild offset");
             continue;
