@@ -237,9 +237,19 @@ def hostile_registrations(tmp):
     os.makedirs(backing)
     os.makedirs(mp)
     data = make_files(backing, [10, 5000, 300000])
+    with open(os.path.join(backing, "garbage.txt"), "wb") as f:
+        f.write(b"f-10\n\x00\xff\xfe\r\x1b[2J\n" * 100)
+    with open(os.path.join(backing, "huge.txt"), "wb") as f:
+        f.truncate((1 << 30) + 1)  # sparse: costs no disk
+    manifests = [
+        ("garbage manifest", b'{"layout": "list", "manifest": "garbage.txt"}',
+         "manifest line 2 '\\x00\\xff\\xfe\\r\\x1b[2J'"),
+        ("huge manifest", b'{"layout": "list", "manifest": "huge.txt"}',
+         "manifest 'huge.txt' is larger than 1 GiB"),
+    ]
     with mounted(backing, mp):
         control = os.path.join(mp, ".clairfs", "control")
-        for label, text, reason in HOSTILE:
+        for label, text, reason in HOSTILE + manifests:
             expect_errno(errno.EINVAL, write_control, control, text, what=label)
             check(daemon_pids(mp) and is_mounted(mp), f"{label}: the daemon died")
             with open(os.path.join(mp, ".clairfs", "status")) as f:
