@@ -59,14 +59,17 @@ std::string set_ranks(Registration& reg, const json& v) {
 std::string set_root(Registration& reg, const json& v) {
     std::string root;
     if (auto why = value_text("root", v, config::JsonType::string, root); !why.empty()) return why;
-    if (root.starts_with('/'))
-        return "root must be relative to the mount root (such as \"train\"), not '" +
-               config::message_text(root) + "'";
+    std::string given = root;
     // One spelling per directory, so a registration reads back as written
     // whether or not the user added "./" or a trailing slash.
     while (root.starts_with("./")) root.erase(0, 2);
     while (root.ends_with('/')) root.pop_back();
     if (root == ".") root.clear();
+    // Judged once spelled so: ".//x" is "/x", which must not read back as
+    // a root the control file refuses.
+    if (given.starts_with('/') || root.starts_with('/'))
+        return "root must be relative to the mount root (such as \"train\"), not '" +
+               config::message_text(given) + "'";
     reg.root = root;
     return "";
 }

@@ -68,3 +68,11 @@ TEST_CASE("-0 as a seed is torch's seed 0") {
     CHECK(req.registration.spec.seed == 0);
     CHECK_FALSE(req.registration.spec.seed_negative);
 }
+
+TEST_CASE("a root that is absolute once \"./\" is dropped is refused, as it would read back") {
+    CHECK(refusal(R"({"root": ".//x"})") ==
+          "root must be relative to the mount root (such as \"train\"), not './/x'");
+    ControlRequest req;
+    REQUIRE(parse_control(R"({"root": "./train//"})", req) == "");
+    CHECK(req.registration.root == "train");
+}
