@@ -40,8 +40,11 @@ run_target() {
   rm -rf "$dir" && mkdir -p "$dir/corpus"
   cp tests/fuzz/corpus/"${name#fuzz_}"/* "$dir/corpus/"
   log="$dir/log"
+  local dict=() words="$PWD/tests/fuzz/${name#fuzz_}.dict"
+  [ -f "$words" ] && dict=(-dict="$words")
   (cd "$dir" && "$OLDPWD/build-fuzz/tests/fuzz/$name" -max_total_time="$seconds" \
-    -print_final_stats=1 -timeout=10 -rss_limit_mb=2048 -max_len=4096 corpus) >"$log" 2>&1 || rc=$?
+    -print_final_stats=1 -timeout=10 -rss_limit_mb=2048 -max_len=4096 "${dict[@]}" \
+    corpus) >"$log" 2>&1 || rc=$?
   local execs cov ft
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
