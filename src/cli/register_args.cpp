@@ -121,7 +121,8 @@ std::string set_flag(RegisterArgs& a, std::string key, const std::string& value,
 
 std::string read_config(const std::string& path, RegisterArgs& a) {
     std::string text;
-    if (!config::read_text_file(path, text)) return "cannot read config file '" + path + "'";
+    if (!config::read_text_file(path, text, config::max_json_bytes + 1))
+        return "cannot read config file '" + path + "'";
     ojson j;
     if (auto why = config::parse_strict_json(text, j); !why.empty()) return path + ": " + why;
     if (!j.is_object()) return path + ": expected a JSON object";

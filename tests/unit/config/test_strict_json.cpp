@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // parse_strict_json: each class of input nlohmann would throw on or accept
 // silently is one refusal with a reason, and nothing escapes as an exception.
+#include "clairfs/config/json_keys.hpp"
 #include "clairfs/config/strict_json.hpp"
 #include "clairfs/config/utf8_text.hpp"
 
@@ -88,4 +89,12 @@ TEST_CASE("user text in a message stays one line of UTF-8 and is clipped on a ch
     CHECK(message_text("a\nb\r\x01\xff\x7f") == "a\\nb\\r\\x01\\xff\\x7f");
     CHECK(first_invalid_utf8("caf\xc3\xa9") == std::string_view::npos);
     CHECK(first_invalid_utf8("caf\xc3") == 3);
+}
+
+TEST_CASE("a config file is read only as far as the size bound, so /dev/zero is refused") {
+    auto set = [](const std::string&, const std::string&) { return std::string(); };
+    CHECK(apply_json_file("/dev/zero", set) == "/dev/zero: JSON text larger than 1048576 bytes");
+    std::string text;
+    REQUIRE(read_text_file("/dev/zero", text, 10));
+    CHECK(text == std::string(10, '\0'));
 }
