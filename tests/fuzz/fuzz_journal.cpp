@@ -23,14 +23,24 @@ namespace {
 constexpr uint64_t tag = 0x5eed;
 constexpr uint64_t capacity = 64 * cache::ExtentAllocator::alignment + 100;
 
+char shm_dir[] = "/dev/shm/clairfs-fuzz-XXXXXX";
+char tmp_dir[] = "/tmp/clairfs-fuzz-XXXXXX";
+const char* made_dir = nullptr;
+
+void remove_dir() {
+    std::string journal = std::string(made_dir) + "/journal";
+    ::unlink(journal.c_str());
+    ::rmdir(made_dir);
+}
+
 // In memory where there is a tmpfs: one journal file is written per input.
 int journal_dir() {
     static int fd = [] {
-        char shm[] = "/dev/shm/clairfs-fuzz-XXXXXX", tmp[] = "/tmp/clairfs-fuzz-XXXXXX";
-        char* dir = mkdtemp(shm);
-        if (!dir) dir = mkdtemp(tmp);
-        fuzz::require(dir != nullptr, "cannot make a temporary directory");
-        return ::open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        made_dir = mkdtemp(shm_dir);
+        if (!made_dir) made_dir = mkdtemp(tmp_dir);
+        fuzz::require(made_dir != nullptr, "cannot make a temporary directory");
+        atexit(remove_dir);
+        return ::open(made_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     }();
     return fd;
 }
