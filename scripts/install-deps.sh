@@ -14,7 +14,23 @@ build_pkgs=(g++ meson ninja-build pkg-config libfuse3-dev fuse3 libmpich-dev
 # benchmarks compare with bindfs, mergerfs and rclone, and the end-to-end
 # harness (bench/scenarios.py) needs PIL for its JPEGs, matplotlib for its
 # plot and e2fsprogs for the throttled loop-device file system.
-test_pkgs=(python3 procps util-linux mount python3-torch python3-torchvision python3-pil)
+# scripts/fuzz.sh builds with clang; its libFuzzer runtime is a package
+# named by clang's major version, which the unversioned clang does not pull
+# in: the candidate clang's version, else Debian 12's 14 or 13's 19.
+clang_rt() {
+  local major
+  major=$(apt-cache policy clang 2>/dev/null |
+    sed -n 's/ *Candidate: \([0-9]*:\)\{0,1\}\([0-9]*\).*/\2/p')
+  if [ -z "$major" ]; then
+    case "$(cut -d. -f1 /etc/debian_version 2>/dev/null)" in
+    13) major=19 ;;
+    *) major=14 ;;
+    esac
+  fi
+  echo "libclang-rt-$major-dev"
+}
+test_pkgs=(python3 procps util-linux mount python3-torch python3-torchvision python3-pil
+  clang "$(clang_rt)")
 bench_pkgs=(python3 procps bindfs mergerfs rclone python3-matplotlib python3-pil
   e2fsprogs)
 want=("${build_pkgs[@]}")

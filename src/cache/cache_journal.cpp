@@ -118,7 +118,11 @@ int replay_journal(int dirfd, const std::string& name, uint64_t dataset_tag,
     if (fd == -ENOENT) return 0;
     if (fd < 0) return fd;
     // Read in chunks: an uncompacted journal of a large dataset can be
-    // hundreds of megabytes, and only the folded state needs to stay.
+    // hundreds of megabytes, and only the folded state needs to stay. A
+    // small journal is read in one piece of its own size.
+    size_t chunk = read_chunk;
+    if (struct stat st; sys::fstat(fd, &st) == 0 && st.st_size >= 0)
+        chunk = static_cast<size_t>(std::min<uint64_t>(read_chunk, uint64_t(st.st_size) + 1));
     std::string buf;
     size_t pos = 0;
     bool eof = false;
@@ -126,12 +130,12 @@ int replay_journal(int dirfd, const std::string& name, uint64_t dataset_tag,
     int rv = 0;
     JournalRecord r;
     for (;;) {
-        if (!eof && buf.size() - pos < read_chunk) {
+        if (!eof && buf.size() - pos < chunk) {
             buf.erase(0, pos);
             pos = 0;
             size_t have = buf.size();
-            buf.resize(have + read_chunk);
-            ssize_t got = read_some(fd, buf.data() + have, read_chunk);
+            buf.resize(have + chunk);
+            ssize_t got = read_some(fd, buf.data() + have, chunk);
             buf.resize(have + static_cast<size_t>(got > 0 ? got : 0));
             if (got < 0) rv = static_cast<int>(got);
             if (got <= 0) eof = true;

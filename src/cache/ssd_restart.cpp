@@ -13,6 +13,7 @@
 // every entry reads back intact.
 #include "clairfs/log.hpp"
 #include "clairfs/sys/syscalls.hpp"
+#include "journal_placement.hpp"
 #include "ssd_core.hpp"
 
 #include <algorithm>
@@ -23,7 +24,7 @@
 namespace clairfs::cache {
 namespace {
 
-using Kept = std::vector<std::pair<index::NodeId, JournalRecord>>;
+using Kept = JournalEntries;
 
 // The live records of the previous mount whose file is unchanged in this
 // one; counts the others as invalidated.
@@ -66,19 +67,12 @@ void SsdTier::Core::restart_warm(bool existed) {
             LOG_INFO("ssd tier: ignored the last %s of the journal (torn by a crash or corrupt)",
                      human_bytes(replay.ignored_bytes).c_str());
     }
-    next_seq = fold.max_seq() + 1;
     Kept keep = match_files(fold.take_live(), describe, nodes, counters.invalidated);
 
-    // Newest first: where a crash left two records on one extent, the later
-    // put is the one whose bytes are there.
-    std::sort(keep.begin(), keep.end(),
-              [](const auto& a, const auto& b) { return a.second.seq > b.second.seq; });
+    counters.discarded += place_entries(keep, extents);
+    next_seq = keep.size() + 1;
     std::vector<JournalRecord> records;
     for (auto& [id, r] : keep) {
-        if (!extents.reserve(r.offset, r.size)) {
-            ++counters.discarded;
-            continue;
-        }
         files.emplace(id, SsdEntry{r.offset, r.size, r.checksum, r.seq});
         set_resident(id, true);
         stats.bytes += r.size;
@@ -86,7 +80,6 @@ void SsdTier::Core::restart_warm(bool existed) {
     }
     stats.entries = files.size();
     counters.reused = files.size();
-    std::reverse(records.begin(), records.end());
 
     int rv = write_journal(dir_fd, journal_name, dataset_tag, records);
     if (rv == 0) rv = journal.open(dir_fd, journal_name);

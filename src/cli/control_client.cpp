@@ -10,6 +10,36 @@
 #include <sys/stat.h>
 
 namespace clairfs::cli {
+namespace {
+
+// Writes `text` to the control file in one write(2); 0 or the -errno of
+// the open, the write or the close (a refused registration is -EINVAL).
+int write_control_file(const std::string& abs_mount, const std::string& text) {
+    int fd =
+        sys::neg_errno(::open(control_path(abs_mount).c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC));
+    if (fd < 0) return fd;
+    // One write: the daemon applies a registration as soon as it is whole.
+    ssize_t rv = ::write(fd, text.data(), text.size());
+    int err = rv < 0 ? -errno : 0;
+    if (err == 0 && static_cast<size_t>(rv) != text.size()) err = -EIO;
+    // A registration the daemon could only judge at close is refused there.
+    int closed = sys::close(fd);
+    return err ? err : closed;
+}
+
+// A one-line failure of a write to the control file, for stderr; exit_failure.
+int report_write_failure(const std::string& abs_mount, int err) {
+    if (err == -EINVAL)
+        LOG_ERROR("registration refused: %s", refusal_reason(abs_mount).c_str());
+    else if (err == -EACCES || err == -EPERM)
+        LOG_ERROR("cannot write %s: %s (only the user who mounted it, or root, may register)",
+                  control_path(abs_mount).c_str(), sys::error_text(err));
+    else
+        LOG_ERROR("cannot write %s: %s", control_path(abs_mount).c_str(), sys::error_text(err));
+    return exit_failure;
+}
+
+} // namespace
 
 std::string find_clairfs_mount(const std::string& mount, std::string& abs) {
     abs = resolved_path(mount);
@@ -23,19 +53,6 @@ std::string control_path(const std::string& abs_mount) {
 
 std::string status_path(const std::string& abs_mount) {
     return abs_mount + "/.clairfs/status";
-}
-
-int write_control_file(const std::string& abs_mount, const std::string& text) {
-    int fd =
-        sys::neg_errno(::open(control_path(abs_mount).c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC));
-    if (fd < 0) return fd;
-    // One write: the daemon applies a registration as soon as it is whole.
-    ssize_t rv = ::write(fd, text.data(), text.size());
-    int err = rv < 0 ? -errno : 0;
-    if (err == 0 && static_cast<size_t>(rv) != text.size()) err = -EIO;
-    // A registration the daemon could only judge at close is refused there.
-    int closed = sys::close(fd);
-    return err ? err : closed;
 }
 
 int read_control_file(const std::string& path, std::string& text) {
@@ -68,15 +85,18 @@ std::string refusal_reason(const std::string& abs_mount) {
     return j["error"].get<std::string>();
 }
 
-int report_write_failure(const std::string& abs_mount, int err) {
-    if (err == -EINVAL)
-        LOG_ERROR("registration refused: %s", refusal_reason(abs_mount).c_str());
-    else if (err == -EACCES || err == -EPERM)
-        LOG_ERROR("cannot write %s: %s (only the user who mounted it, or root, may register)",
-                  control_path(abs_mount).c_str(), sys::error_text(err));
-    else
-        LOG_ERROR("cannot write %s: %s", control_path(abs_mount).c_str(), sys::error_text(err));
-    return exit_failure;
+int locate_mount(const std::string& mount, std::string& abs) {
+    if (auto why = find_clairfs_mount(mount, abs); !why.empty()) {
+        LOG_ERROR("%s", why.c_str());
+        return exit_failure;
+    }
+    return exit_ok;
+}
+
+int send_control(const std::string& abs_mount, const std::string& text) {
+    int err = write_control_file(abs_mount, text);
+    if (err == 0) return exit_ok;
+    return report_write_failure(abs_mount, err);
 }
 
 } // namespace clairfs::cli

@@ -14,9 +14,14 @@ std::string find_clairfs_mount(const std::string& mount, std::string& abs);
 std::string control_path(const std::string& abs_mount);
 std::string status_path(const std::string& abs_mount);
 
-// Writes `text` to the control file in one write(2); 0 or the -errno of
-// the open, the write or the close (a refused registration is -EINVAL).
-int write_control_file(const std::string& abs_mount, const std::string& text);
+// find_clairfs_mount for a command: exit_ok, or exit_failure after the
+// reason on stderr.
+int locate_mount(const std::string& mount, std::string& abs);
+
+// What register, unregister and stage do with the control file: writes
+// `text` in one write(2) and reports a refusal or failure as one line on
+// stderr (the daemon's reason for EINVAL). exit_ok or exit_failure.
+int send_control(const std::string& abs_mount, const std::string& text);
 
 // The whole of a control file; 0 or -errno.
 int read_control_file(const std::string& path, std::string& text);
@@ -24,8 +29,5 @@ int read_control_file(const std::string& path, std::string& text);
 // Why the last registration was refused: status's "error", or a phrase
 // saying it could not be read.
 std::string refusal_reason(const std::string& abs_mount);
-
-// A one-line failure of a write to the control file, for stderr; exit_failure.
-int report_write_failure(const std::string& abs_mount, int err);
 
 } // namespace clairfs::cli

@@ -8,8 +8,7 @@ namespace clairfs::cli {
 namespace {
 
 std::string set_key(OrderArgs& a, std::string key, const std::string& value) {
-    for (char& c : key)
-        if (c == '-') c = '_';
+    key = config::canonical_key(key);
     if (key == "n") {
         uint64_t n;
         if (!config::parse_count(value, n)) return "invalid value for n: " + value;

@@ -3,6 +3,7 @@
 
 #include "clairfs/config/json_keys.hpp"
 #include "clairfs/config/option_registry.hpp"
+#include "clairfs/config/strict_json.hpp"
 #include "clairfs/order/job_spec.hpp"
 
 #include <algorithm>
@@ -80,7 +81,7 @@ bool parse_ranks(const std::string& text, ojson& out) {
 }
 
 std::string set_flag(RegisterArgs& a, std::string key, const std::string& value, bool bare) {
-    std::ranges::replace(key, '-', '_');
+    key = config::canonical_key(key);
     if (key == "rank")
         return "--rank is not a registration key: use --ranks (the ranks running on this node, "
                "such as 0,1)";
@@ -120,9 +121,10 @@ std::string set_flag(RegisterArgs& a, std::string key, const std::string& value,
 
 std::string read_config(const std::string& path, RegisterArgs& a) {
     std::string text;
-    if (!config::read_text_file(path, text)) return "cannot read config file '" + path + "'";
-    auto j = ojson::parse(text, nullptr, false);
-    if (j.is_discarded()) return path + ": not valid JSON";
+    if (!config::read_text_file(path, text, config::max_json_bytes + 1))
+        return "cannot read config file '" + path + "'";
+    ojson j;
+    if (auto why = config::parse_strict_json(text, j); !why.empty()) return path + ": " + why;
     if (!j.is_object()) return path + ": expected a JSON object";
     // Flags given later override the file; its own keys are judged by the
     // daemon, exactly as if it were written to the control file.

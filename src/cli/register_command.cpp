@@ -2,7 +2,6 @@
 // `clairfs register MOUNT ...` and `clairfs unregister MOUNT`: write the
 // mount's control file for the user and turn a refusal into one line.
 #include "clairfs/cli/commands.hpp"
-#include "clairfs/log.hpp"
 #include "control_client.hpp"
 #include "register_args.hpp"
 
@@ -36,20 +35,13 @@ int register_command(const std::vector<std::string>& args) {
         return exit_ok;
     }
     std::string abs;
-    if (auto why = find_clairfs_mount(a.mount, abs); !why.empty()) {
-        LOG_ERROR("%s", why.c_str());
-        return exit_failure;
-    }
+    if (int rv = locate_mount(a.mount, abs); rv != exit_ok) return rv;
     make_relative(a.body, abs);
     // An empty object would unregister: a bare `clairfs register MOUNT`
     // means "all defaults", which an explicit key says.
     if (a.body.empty()) a.body["unregister"] = false;
-    if (int rv = write_control_file(
-            abs,
-            a.body.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n");
-        rv < 0)
-        return report_write_failure(abs, rv);
-    return exit_ok;
+    return send_control(
+        abs, a.body.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n");
 }
 
 int unregister_command(const std::vector<std::string>& args) {
@@ -67,13 +59,8 @@ int unregister_command(const std::vector<std::string>& args) {
     }
     if (mount.empty()) return usage_error("expected MOUNT", "unregister");
     std::string abs;
-    if (auto why = find_clairfs_mount(mount, abs); !why.empty()) {
-        LOG_ERROR("%s", why.c_str());
-        return exit_failure;
-    }
-    if (int rv = write_control_file(abs, "{\"unregister\": true}\n"); rv < 0)
-        return report_write_failure(abs, rv);
-    return exit_ok;
+    if (int rv = locate_mount(mount, abs); rv != exit_ok) return rv;
+    return send_control(abs, "{\"unregister\": true}\n");
 }
 
 } // namespace clairfs::cli

@@ -60,13 +60,8 @@ int stage_command(const std::vector<std::string>& args) {
     }
     if (mount.empty()) return usage_error("expected MOUNT");
     std::string abs;
-    if (auto why = find_clairfs_mount(mount, abs); !why.empty()) {
-        LOG_ERROR("%s", why.c_str());
-        return exit_failure;
-    }
-    if (int rv = write_control_file(abs, "{\"stage\": true}\n"); rv < 0)
-        return report_write_failure(abs, rv);
-    if (!wait) return exit_ok;
+    if (int rv = locate_mount(mount, abs); rv != exit_ok) return rv;
+    if (int rv = send_control(abs, "{\"stage\": true}\n"); rv != exit_ok || !wait) return rv;
 
     using namespace std::chrono_literals;
     bool tty = isatty(STDERR_FILENO);

@@ -83,10 +83,7 @@ int status_command(const std::vector<std::string>& args) {
         return exit_ok;
     }
     std::string abs;
-    if (auto why = find_clairfs_mount(a.mount, abs); !why.empty()) {
-        LOG_ERROR("%s", why.c_str());
-        return exit_failure;
-    }
+    if (int rv = locate_mount(a.mount, abs); rv != exit_ok) return rv;
     for (bool first = true;; first = false) {
         if (!first) {
             std::this_thread::sleep_for(std::chrono::duration<double>(a.watch));

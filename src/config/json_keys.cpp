@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: MIT
 #include "clairfs/config/json_keys.hpp"
 
+#include "clairfs/config/strict_json.hpp"
+#include "clairfs/config/utf8_text.hpp"
+
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 namespace clairfs::config {
 namespace {
@@ -59,13 +62,13 @@ std::string json_value_text(const nlohmann::json& v, JsonType type, std::string&
 std::string apply_json_object(std::string_view text, const std::string& origin,
                               const KeySetter& set) {
     std::string prefix = origin.empty() ? "" : origin + ": ";
-    auto j = nlohmann::json::parse(text, nullptr, false);
-    if (j.is_discarded()) return prefix + "not valid JSON";
+    nlohmann::json j;
+    if (auto why = parse_strict_json(text, j); !why.empty()) return prefix + why;
     if (!j.is_object()) return prefix + "expected a JSON object";
     for (auto& [key, value] : j.items()) {
         std::string v;
         if (auto why = json_value_text(value, JsonType::text, v); !why.empty())
-            return prefix + "key '" + key + "' " + why;
+            return prefix + "key '" + message_text(key) + "' " + why;
         if (auto why = set(key, v); !why.empty()) return prefix + why;
     }
     return "";
@@ -73,17 +76,23 @@ std::string apply_json_object(std::string_view text, const std::string& origin,
 
 std::string apply_json_file(const std::string& path, const KeySetter& set) {
     std::string text;
-    if (!read_text_file(path, text)) return "cannot read config file '" + path + "'";
+    if (!read_text_file(path, text, max_json_bytes + 1))
+        return "cannot read config file '" + path + "'";
     return apply_json_object(text, path, set);
 }
 
-bool read_text_file(const std::string& path, std::string& text) {
-    std::ifstream in(path);
+bool read_text_file(const std::string& path, std::string& text, size_t max) {
+    std::ifstream in(path, std::ios::binary);
     if (!in) return false;
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    text = ss.str();
-    return true;
+    text.clear();
+    std::string chunk(size_t{64} << 10, '\0');
+    while (text.size() < max) {
+        size_t want = std::min(chunk.size(), max - text.size());
+        in.read(chunk.data(), static_cast<std::streamsize>(want));
+        text.append(chunk.data(), static_cast<size_t>(in.gcount()));
+        if (!in) break;
+    }
+    return !in.bad();
 }
 
 } // namespace clairfs::config

@@ -2,6 +2,7 @@
 #include "clairfs/config/option_registry.hpp"
 
 #include "clairfs/config/field_setters.hpp"
+#include "clairfs/config/utf8_text.hpp"
 
 #include <bit>
 
@@ -164,13 +165,6 @@ constexpr OptionSpec specs[] = {
      set_bool_field<&MountOptions::fuse_debug>},
 };
 
-std::string canonical(std::string_view name) {
-    std::string out(name);
-    for (char& c : out)
-        if (c == '-') c = '_';
-    return out;
-}
-
 } // namespace
 
 std::span<const OptionSpec> mount_option_specs() {
@@ -178,7 +172,7 @@ std::span<const OptionSpec> mount_option_specs() {
 }
 
 const OptionSpec* find_option(std::string_view name) {
-    std::string key = canonical(name);
+    std::string key = canonical_key(name);
     for (const auto& s : specs)
         if (s.name == key || (key.size() == 1 && s.short_name == key[0])) return &s;
     return nullptr;
@@ -186,9 +180,9 @@ const OptionSpec* find_option(std::string_view name) {
 
 std::string apply_option(MountOptions& out, std::string_view name, std::string_view value) {
     const OptionSpec* spec = find_option(name);
-    if (!spec) return "unknown option '" + std::string(name) + "'";
+    if (!spec) return "unknown option '" + message_text(name) + "'";
     std::string why = spec->set(out, value);
-    return why.empty() ? "" : bad(spec->name, std::string(value) + " (" + why + ")");
+    return why.empty() ? "" : bad(spec->name, message_text(value) + " (" + why + ")");
 }
 
 } // namespace clairfs::config

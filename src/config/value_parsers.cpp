@@ -1,10 +1,17 @@
 // SPDX-License-Identifier: MIT
 #include "clairfs/config/option_registry.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 
 namespace clairfs::config {
+
+std::string canonical_key(std::string_view name) {
+    std::string out(name);
+    std::ranges::replace(out, '-', '_');
+    return out;
+}
 
 bool parse_count(std::string_view text, uint64_t& out) {
     if (text.empty()) return false;

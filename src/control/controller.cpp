@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "clairfs/control/controller.hpp"
 
+#include "clairfs/config/utf8_text.hpp"
 #include "clairfs/index/resolve.hpp"
 #include "clairfs/log.hpp"
 #include "clairfs/sys/syscalls.hpp"
@@ -18,11 +19,16 @@ Controller::Controller(const index::Index& idx, prefetch::Engine& engine)
                  "in the mount");
 }
 
+// Far above a real manifest (1 GiB holds twenty million paths of 50
+// bytes); the whole text is held while the dataset is built.
+constexpr uint64_t max_manifest_bytes = uint64_t{1} << 30;
+
 std::string Controller::read_manifest(const std::string& path, std::string& text) {
-    std::string shown = "manifest '" + path + "'";
+    std::string shown = "manifest '" + config::message_text(path) + "'";
     index::Resolved r = index::resolve_path(index_, index_.node(index::root_id), path);
     if (!r.node) return shown + ": " + std::string(index::describe(r.status));
     if (!S_ISREG(r.node->mode)) return shown + " is not a regular file";
+    if (r.node->size > max_manifest_bytes) return shown + " is larger than 1 GiB";
     cache::BackingStore& store = engine_.backing();
     int fd = store.open_verified(*r.node);
     if (fd < 0) return shown + ": " + sys::error_text(fd);

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 #include "clairfs/control/pending_write.hpp"
 
+#include "clairfs/config/strict_json.hpp"
+
 #include <algorithm>
 #include <cerrno>
-#include <nlohmann/json.hpp>
 
 namespace clairfs::control {
 
@@ -11,15 +12,10 @@ JsonProgress json_progress(std::string_view text) {
     if (std::ranges::all_of(text,
                             [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }))
         return JsonProgress::blank;
-    try {
-        auto doc = nlohmann::json::parse(text);
-        (void)doc;
-        return JsonProgress::complete;
-    } catch (const nlohmann::json::parse_error& e) {
-        // The parser stops at the first byte no continuation can fix; past
-        // the end means it ran out of input first.
-        return e.byte > text.size() ? JsonProgress::incomplete : JsonProgress::invalid;
-    }
+    nlohmann::json doc;
+    bool ended_early = false;
+    if (config::parse_strict_json(text, doc, &ended_early).empty()) return JsonProgress::complete;
+    return ended_early ? JsonProgress::incomplete : JsonProgress::invalid;
 }
 
 int PendingWrite::write(std::string_view data, uint64_t off) {

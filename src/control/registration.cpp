@@ -6,6 +6,8 @@
 
 #include "clairfs/config/json_keys.hpp"
 #include "clairfs/config/option_registry.hpp"
+#include "clairfs/config/strict_json.hpp"
+#include "clairfs/config/utf8_text.hpp"
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
@@ -14,11 +16,6 @@ namespace clairfs::control {
 namespace {
 
 using nlohmann::json;
-
-std::string canonical(std::string key) {
-    std::ranges::replace(key, '-', '_');
-    return key;
-}
 
 // The JSON type a job key takes, from how `clairfs order --help` names its
 // value: counts and the seed are numbers, flags booleans, the rest words.
@@ -62,13 +59,17 @@ std::string set_ranks(Registration& reg, const json& v) {
 std::string set_root(Registration& reg, const json& v) {
     std::string root;
     if (auto why = value_text("root", v, config::JsonType::string, root); !why.empty()) return why;
-    if (root.starts_with('/'))
-        return "root must be relative to the mount root (such as \"train\"), not '" + root + "'";
+    std::string given = root;
     // One spelling per directory, so a registration reads back as written
     // whether or not the user added "./" or a trailing slash.
     while (root.starts_with("./")) root.erase(0, 2);
     while (root.ends_with('/')) root.pop_back();
     if (root == ".") root.clear();
+    // Judged once spelled so: ".//x" is "/x", which must not read back as
+    // a root the control file refuses.
+    if (given.starts_with('/') || root.starts_with('/'))
+        return "root must be relative to the mount root (such as \"train\"), not '" +
+               config::message_text(given) + "'";
     reg.root = root;
     return "";
 }
@@ -78,7 +79,8 @@ std::string set_layout(Registration& reg, const json& v) {
     if (auto why = value_text("layout", v, config::JsonType::string, text); !why.empty())
         return why;
     if (!layout::parse_layout(text, reg.layout))
-        return "invalid value for layout: " + text + " (expected imagefolder, sorted or list)";
+        return "invalid value for layout: " + config::message_text(text) +
+               " (expected imagefolder, sorted or list)";
     return "";
 }
 
@@ -91,7 +93,8 @@ std::string set_manifest(Registration& reg, const json& v) {
     if (auto why = value_text("manifest", v, config::JsonType::string, path); !why.empty())
         return why;
     if (path.starts_with('/'))
-        return "manifest must be a path relative to the mount root, not '" + path + "'";
+        return "manifest must be a path relative to the mount root, not '" +
+               config::message_text(path) + "'";
     reg.manifest = path;
     return "";
 }
@@ -118,7 +121,7 @@ std::string set_job(Registration& reg, const std::string& key, const json& v) {
         return "rank is not a control-file key: use ranks, the list of the job's ranks whose "
                "loaders run on this node (such as [0, 1])";
     const order::JobKeyInfo* info = find_job_key(key);
-    if (!info) return "unknown key '" + key + "'";
+    if (!info) return "unknown key '" + config::message_text(key) + "'";
     if (v.is_null() && key == "epochs") {
         reg.spec.epochs = unlimited_epochs;
         reg.epochs_given = false;
@@ -167,22 +170,11 @@ std::string check_combination(const Registration& reg) {
     return order::validate(first, 1);
 }
 
-// nlohmann's message without its "[json.exception...] parse error " tag.
-std::string json_error(const json::parse_error& e) {
-    std::string what = e.what();
-    if (auto at = what.find(" at line "); at != std::string::npos) what.erase(0, at + 1);
-    return "not valid JSON (" + what + ")";
-}
-
 } // namespace
 
 std::string parse_control(std::string_view text, ControlRequest& out) {
     json j;
-    try {
-        j = json::parse(text);
-    } catch (const json::parse_error& e) {
-        return json_error(e);
-    }
+    if (auto why = config::parse_strict_json(text, j); !why.empty()) return why;
     if (!j.is_object()) return "expected a JSON object, such as {\"seed\": 42}";
 
     ControlRequest req;
@@ -216,7 +208,7 @@ std::string parse_control(std::string_view text, ControlRequest& out) {
         }
     }
     for (const auto& [key, value] : j.items()) {
-        std::string name = canonical(key);
+        std::string name = config::canonical_key(key);
         if (name == "unregister") continue;
         if (auto why = set_key(reg, name, value); !why.empty()) return why;
     }

@@ -3,6 +3,7 @@
 // spelling a sample's path and following it to the file the job opens.
 #include "clairfs/layout/dataset.hpp"
 
+#include "clairfs/config/utf8_text.hpp"
 #include "clairfs/index/resolve.hpp"
 #include "clairfs/sys/syscalls.hpp"
 #include "layout_builders.hpp"
@@ -15,7 +16,7 @@ namespace clairfs::layout {
 namespace {
 
 std::string open_root(const index::Index& idx, std::string_view root, const index::Node*& out) {
-    std::string shown = "dataset root '" + std::string(root.empty() ? "." : root) + "'";
+    std::string shown = "dataset root '" + config::message_text(root.empty() ? "." : root) + "'";
     index::Resolved r = index::resolve_path(idx, idx.node(index::root_id), root);
     if (!r.node) return shown + ": " + std::string(index::describe(r.status));
     if (!S_ISDIR(r.node->mode)) return shown + " is not a directory";

@@ -2,6 +2,7 @@
 // A manifest: one path per line, relative to the dataset root, in dataset
 // order. Each must reach a regular file the way the job's open() would,
 // symlinks followed; the sample keeps the line's own spelling.
+#include "clairfs/config/utf8_text.hpp"
 #include "clairfs/index/resolve.hpp"
 #include "layout_builders.hpp"
 
@@ -85,7 +86,8 @@ private:
 };
 
 std::string line_error(size_t number, std::string_view line, const std::string& why) {
-    return "manifest line " + std::to_string(number) + " '" + std::string(line) + "': " + why;
+    return "manifest line " + std::to_string(number) + " '" + config::message_text(line) +
+           "': " + why;
 }
 
 } // namespace

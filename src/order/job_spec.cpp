@@ -2,6 +2,7 @@
 #include "clairfs/order/job_spec.hpp"
 
 #include "clairfs/config/field_setters.hpp"
+#include "clairfs/config/utf8_text.hpp"
 
 #include <array>
 
@@ -120,13 +121,6 @@ const Key keys[] = {
     {{"num_samples", "N", "RandomSampler num_samples [the dataset size]"}, set_num_samples},
 };
 
-std::string canonical(std::string_view key) {
-    std::string out(key);
-    for (char& c : out)
-        if (c == '-') c = '_';
-    return out;
-}
-
 } // namespace
 
 const std::vector<JobKeyInfo>& job_keys() {
@@ -139,15 +133,16 @@ const std::vector<JobKeyInfo>& job_keys() {
 }
 
 std::string set_job_key(JobSpec& spec, std::string_view key, std::string_view value) {
-    std::string name = canonical(key);
+    std::string name = config::canonical_key(key);
     for (const auto& k : keys) {
         if (k.info.name != name) continue;
         std::string why = k.set(spec, value);
         return why.empty()
                    ? ""
-                   : "invalid value for " + name + ": " + std::string(value) + " (" + why + ")";
+                   : "invalid value for " + config::message_text(name) + ": " +
+                         config::message_text(value) + " (" + why + ")";
     }
-    return "unknown key '" + std::string(key) + "'";
+    return "unknown key '" + config::message_text(key) + "'";
 }
 
 std::string validate(const JobSpec& s, uint64_t n) {

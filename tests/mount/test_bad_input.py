@@ -5,7 +5,10 @@
 backing store changing under a live mount: reading a deleted file is ENOENT,
 a changed file ESTALE, a swapped-in symlink never leads outside, an
 unreadable directory answers with its errno; the mount keeps serving the
-rest after each of these."""
+rest after each of these. Last, hostile JSON written to a live mount's
+control file (the overflowing number that used to kill the daemon, deep
+nesting, bad UTF-8, a key given twice, a huge string): EINVAL, the reason
+in status, and the mount serving correct bytes afterwards."""
 import errno
 import json
 import os
@@ -207,11 +210,87 @@ def unreadable_dir(tmp):
     log("unreadable directory: ok")
 
 
+# (label, bytes written to .clairfs/control, what status's error must say)
+HOSTILE = [
+    ("overflowing number", b'{"seed": 1e999, "batch_size": 4}', "number out of range: 1e999"),
+    ("deep nesting", b'{"ranks": ' + b"[" * 5000 + b"]" * 5000 + b"}", "nested deeper than 64"),
+    ("invalid UTF-8", b'{"root": "tr\xffin"}', "invalid UTF-8 at byte 12"),
+    ("duplicate key", b'{"seed": 1, "batch_size": 4, "seed": 2}', "duplicate key 'seed'"),
+    ("huge string", b'{"root": "' + b"a" * 200000 + b'"}', "string longer than 65536 bytes"),
+    ("float count", b'{"batch_size": 4.5}', "invalid value for batch_size: 4.5"),
+    ("negative rank", b'{"ranks": [-1]}', "ranks must be a list of integers"),
+    ("newline in a key", b'{"a\\nb": 1}', "unknown key 'a\\nb'"),
+]
+
+
+def write_control(path, data):
+    """One open, one write, one close; the refusal may come at either."""
+    fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+
+
+def hostile_registrations(tmp):
+    backing, mp = os.path.join(tmp, "hostile"), os.path.join(tmp, "mnt4")
+    os.makedirs(backing)
+    os.makedirs(mp)
+    data = make_files(backing, [10, 5000, 300000])
+    with open(os.path.join(backing, "garbage.txt"), "wb") as f:
+        f.write(b"f-10\n\x00\xff\xfe\r\x1b[2J\n" * 100)
+    with open(os.path.join(backing, "huge.txt"), "wb") as f:
+        f.truncate((1 << 30) + 1)  # sparse: costs no disk
+    manifests = [
+        ("garbage manifest", b'{"layout": "list", "manifest": "garbage.txt"}',
+         "manifest line 2 '\\x00\\xff\\xfe\\r\\x1b[2J'"),
+        ("huge manifest", b'{"layout": "list", "manifest": "huge.txt"}',
+         "manifest 'huge.txt' is larger than 1 GiB"),
+    ]
+    with mounted(backing, mp):
+        control = os.path.join(mp, ".clairfs", "control")
+        for label, text, reason in HOSTILE + manifests:
+            expect_errno(errno.EINVAL, write_control, control, text, what=label)
+            check(daemon_pids(mp) and is_mounted(mp), f"{label}: the daemon died")
+            with open(os.path.join(mp, ".clairfs", "status")) as f:
+                error = json.load(f)["error"]
+            check(isinstance(error, str) and reason in error and "\n" not in error,
+                  f"{label}: status error {error!r} lacks {reason!r}")
+            for name in data:
+                read_ok(mp, name, data)
+            log(f"{label}: EINVAL, status says {error[:70]!r}")
+        write_control(control, b'{"seed": 1, "batch_size": 2, "layout": "sorted"}')
+        with open(os.path.join(mp, ".clairfs", "status")) as f:
+            check(json.load(f)["registered"], "a good registration after the bad ones failed")
+    log("hostile registrations: all refused, the mount kept serving")
+
+
+def hostile_files(tmp):
+    """The same JSON from files: mount --register (exit 1) and --config (exit 2)."""
+    backing, mp = os.path.join(tmp, "public"), os.path.join(tmp, "mnt5")
+    os.makedirs(mp)
+    reg = os.path.join(tmp, "overflow.json")
+    with open(reg, "wb") as f:
+        f.write(HOSTILE[0][1])
+    r = run([CLAIRFS, "mount", backing, mp, "--register", reg], timeout=60)
+    lines = [l for l in r.stderr.splitlines() if l.strip() and "indexed" not in l]
+    check(r.returncode == 1 and len(lines) == 1 and "number out of range: 1e999" in lines[0],
+          f"mount --register 1e999: exit {r.returncode}, stderr {r.stderr!r}")
+    check(not is_mounted(mp) and not daemon_pids(mp), "mount --register 1e999 left a mount")
+    cfg = os.path.join(tmp, "dup.json")
+    with open(cfg, "w") as f:
+        f.write('{"threads": 4, "threads": 8}')
+    expect_refusal("--config duplicate key", [CLAIRFS, "mount", backing, mp, "--config", cfg], 2,
+                   mp, "duplicate key 'threads'")
+
+
 def test():
     with temp_dir() as tmp:
         run_cases(*runtime_cases(tmp), *usage_cases(tmp),
                   ("files changed after the mount", lambda: backing_changes(tmp)),
-                  ("unreadable directory", lambda: unreadable_dir(tmp)))
+                  ("unreadable directory", lambda: unreadable_dir(tmp)),
+                  ("hostile JSON in the control file", lambda: hostile_registrations(tmp)),
+                  ("hostile JSON in --register and --config", lambda: hostile_files(tmp)))
 
 
 if __name__ == "__main__":

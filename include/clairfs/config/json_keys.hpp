@@ -4,6 +4,7 @@
 // carry, so one typed parser serves flags and files alike.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
@@ -40,7 +41,8 @@ std::string apply_json_object(std::string_view text, const std::string& origin,
 // "cannot read config file 'PATH'".
 std::string apply_json_file(const std::string& path, const KeySetter& set);
 
-// Reads a whole file; false if it cannot be opened.
-bool read_text_file(const std::string& path, std::string& text);
+// Reads a file, at most `max` bytes of it (a --config naming /dev/zero
+// must not fill memory); false if it cannot be opened or read.
+bool read_text_file(const std::string& path, std::string& text, size_t max = SIZE_MAX);
 
 } // namespace clairfs::config

@@ -85,3 +85,12 @@ TEST_CASE("list allows one final newline but no blank lines, and needs a line") 
     CHECK(l.build("\na/1.jpg", ds) == "manifest line 1 is empty");
     CHECK(l.build("", ds) == "the manifest lists no files");
 }
+
+TEST_CASE("a manifest line is quoted on one line, whatever bytes it holds") {
+    // Found by fuzz_manifest: a raw '\r' split the reason in status and the log.
+    ListTree l;
+    layout::Dataset ds;
+    std::string why = l.build("a/1.jpg\nalias/cat\rin\x01\xff.jpg\n", ds);
+    CHECK(why == "manifest line 2 'alias/cat\\rin\\x01\\xff.jpg': no such file or directory");
+    CHECK(l.build(std::string(5000, 'x'), ds).size() < 200);
+}

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Builds the libFuzzer targets (tests/fuzz) with clang in their own build
+# directory and runs each for SECONDS (default 60), starting from the
+# checked-in seed corpus. Prints, per target, the executions and the
+# coverage reached (libFuzzer's cov: edges, ft: features); exits non-zero
+# on any crash, leak, timeout or broken invariant, keeping the input in
+# $CLAIRFS_FUZZ_DIR/<target>/ (default build-fuzz/fuzz-runs).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=${1:-60}
+case $seconds in '' | *[!0-9]*)
+  echo "usage: $0 [SECONDS]" >&2
+  exit 2
+  ;;
+esac
+
+# clang and its libFuzzer runtime are in install-deps.sh's test list.
+install_clang() {
+  local probe='extern "C" int LLVMFuzzerTestOneInput(const char*, long) { return 0; }'
+  if ! command -v clang++ >/dev/null ||
+    ! echo "$probe" | clang++ -x c++ -fsanitize=fuzzer -o /dev/null - 2>/dev/null; then
+    bash scripts/install-deps.sh test
+  fi
+}
+
+build_targets() {
+  local build=build-fuzz
+  if [ ! -f "$build/build.ninja" ]; then
+    CXX=clang++ meson setup "$build" -Dfuzz=true -Dtests=false -Dwerror=true >/dev/null
+  fi
+  # Only the fuzz targets: the daemon itself stays a g++ build.
+  ninja -C "$build" "${targets[@]/#/tests/fuzz/}" >/dev/null
+}
+
+# One target for $seconds from a copy of its seed corpus; prints its line
+# and returns libFuzzer's status.
+run_target() {
+  local name=$1 dir="$runs/$1" log rc=0
+  rm -rf "$dir" && mkdir -p "$dir/corpus"
+  cp tests/fuzz/corpus/"${name#fuzz_}"/* "$dir/corpus/"
+  log="$dir/log"
+  local dict=() words="$PWD/tests/fuzz/${name#fuzz_}.dict"
+  [ -f "$words" ] && dict=(-dict="$words")
+  (cd "$dir" && "$OLDPWD/build-fuzz/tests/fuzz/$name" -max_total_time="$seconds" \
+    -print_final_stats=1 -timeout=10 -rss_limit_mb=2048 -max_len=4096 "${dict[@]}" \
+    corpus) >"$log" 2>&1 || rc=$?
+  local execs cov ft
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+  cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
+  ft=$(grep -o 'ft: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
+  printf 'fuzz: %-14s %4ss  %10s execs  cov %5s  ft %6s  %s\n' "$name" "$seconds" \
+    "${execs:-?}" "${cov:-?}" "${ft:-?}" "$([ $rc -eq 0 ] && echo ok || echo "FAILED (exit $rc, see $log)")"
+  if [ $rc -ne 0 ]; then grep -m5 -E 'ERROR|invariant|SUMMARY|Test unit written' "$log" >&2 || true; fi
+  return $rc
+}
+
+targets=(fuzz_control fuzz_options fuzz_manifest fuzz_journal)
+runs=$(realpath -m "${CLAIRFS_FUZZ_DIR:-build-fuzz/fuzz-runs}")
+install_clang
+build_targets
+failed=0
+for t in "${targets[@]}"; do
+  run_target "$t" || failed=1
+done
+exit $failed
