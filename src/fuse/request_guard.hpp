@@ -29,39 +29,25 @@ struct OpName {
 // Call only from a catch block.
 void answer_failed_request(fuse_req_t req, const char* op, bool reply);
 
-template <OpName Name, auto Op>
+// `Reply` false for forget, which takes no answer but fuse_reply_none.
+template <OpName Name, auto Op, bool Reply>
 struct Guarded;
 
-template <OpName Name, typename... Args, void (*Op)(fuse_req_t, Args...)>
-struct Guarded<Name, Op> {
+template <OpName Name, typename... Args, void (*Op)(fuse_req_t, Args...), bool Reply>
+struct Guarded<Name, Op, Reply> {
     static void call(fuse_req_t req, Args... args) noexcept {
         try {
             Op(req, args...);
         } catch (...) {
-            answer_failed_request(req, Name.text, true);
-        }
-    }
-};
-
-// forget takes no answer but fuse_reply_none, which must still be sent.
-template <OpName Name, auto Op>
-struct GuardedNoReply;
-
-template <OpName Name, typename... Args, void (*Op)(fuse_req_t, Args...)>
-struct GuardedNoReply<Name, Op> {
-    static void call(fuse_req_t req, Args... args) noexcept {
-        try {
-            Op(req, args...);
-        } catch (...) {
-            answer_failed_request(req, Name.text, false);
+            answer_failed_request(req, Name.text, Reply);
         }
     }
 };
 
 template <OpName Name, auto Op>
-inline constexpr auto guarded = &Guarded<Name, Op>::call;
+inline constexpr auto guarded = &Guarded<Name, Op, true>::call;
 
 template <OpName Name, auto Op>
-inline constexpr auto guarded_no_reply = &GuardedNoReply<Name, Op>::call;
+inline constexpr auto guarded_no_reply = &Guarded<Name, Op, false>::call;
 
 } // namespace clairfs::fuse

@@ -7,6 +7,7 @@ daemon, so a failing test never leaves a mount or a process behind.
 import contextlib
 import ctypes
 import errno
+import json
 import hashlib
 import os
 import random
@@ -496,3 +497,15 @@ def expect_errno(expected, fn, *args, what=None, **kw):
               f"{errno.errorcode.get(e.errno, e.errno)} ({e})")
         return
     raise TestFailure(f"{what}: expected {errno.errorcode[expected]}, but it succeeded")
+
+
+def status(mp):
+    """The mount's .clairfs/status document."""
+    with open(os.path.join(mp, ".clairfs", "status")) as f:
+        return json.load(f)
+
+
+def register(mp, **keys):
+    """Writes keys as one registration to the mount's .clairfs/control."""
+    with open(os.path.join(mp, ".clairfs", "control"), "w") as f:
+        f.write(json.dumps(keys))
