@@ -4,8 +4,8 @@
 // never returns another file's bytes, a corrupt entry is never served, a
 // remount reuses exactly the unchanged files, and every environment failure
 // gives a disabled tier with a one-line reason instead of an exception.
-#include "../../../src/cache/aio_file.hpp"
-#include "../../../src/cache/aio_transfer.hpp"
+#include "cache/aio_file.hpp"
+#include "cache/aio_transfer.hpp"
 #include "clairfs/cache/ssd_tier.hpp"
 #include "dataset.hpp"
 
