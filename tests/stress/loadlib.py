@@ -213,6 +213,7 @@ class SideLoad:
                        "status_commands": 0, "stages": 0}
         self.modes, self.stage_states = set(), set()
         self.prefetched = 0
+        self.last_status = {}
         self.rss_max = 0
         self.threads = [threading.Thread(target=self.guard, args=(fn,), daemon=True)
                         for fn in (self.register_loop, self.status_loop, self.rss_loop)]
@@ -282,6 +283,7 @@ class SideLoad:
             self.modes.add(st.get("mode"))
             self.stage_states.add(st.get("stage", {}).get("state"))
             self.prefetched = max(self.prefetched, st.get("prefetch", {}).get("prefetched", 0))
+            self.last_status = st
 
     def status_commands(self):
         for args in (("status", self.mp), ("status", "--json", self.mp)):
@@ -395,6 +397,23 @@ def percentile(sorted_values, q):
     return sorted_values[min(len(sorted_values) - 1, int(q * len(sorted_values)))]
 
 
+# What the last status read before the unmount said, for the figures.
+STATUS_FIGURES = [("backing", "files"), ("backing", "bytes"), ("ram", "hits"), ("ram", "misses"),
+                  ("ram", "evictions"), ("ram", "bytes"), ("ram", "capacity"),
+                  ("prefetch", "prefetched"), ("prefetch", "demand_fetches"), ("registrations",)]
+
+
+def status_figures(st):
+    out = {}
+    for path in STATUS_FIGURES:
+        v = st
+        for key in path:
+            v = v.get(key) if isinstance(v, dict) else None
+        out[".".join(path)] = v
+    out["ram.arena.overflows"] = st.get("ram", {}).get("arena", {}).get("overflows")
+    return out
+
+
 def summarize(got, sizes, mem, t_load, t_cmd, t_exit, side, hwm, baseline):
     opens = array.array("d")
     for s in got.values():
@@ -416,7 +435,7 @@ def summarize(got, sizes, mem, t_load, t_cmd, t_exit, side, hwm, baseline):
         "unmount_s": round(t_exit, 3) if t_exit is not None else None,
         **side.counts, "modes_seen": sorted(str(x) for x in side.modes),
         "stage_states_seen": sorted(str(x) for x in side.stage_states),
-        "prefetched_max": side.prefetched,
+        "prefetched_max": side.prefetched, "last_status": status_figures(side.last_status),
     }
 
 
@@ -481,6 +500,10 @@ def judge(fig):
         out.append(f"peak RSS {fig['peak_rss'] / MIB:.1f} MiB is over --mem "
                    f"{fig['mem'] / MIB:.1f} MiB + arena headroom "
                    f"{fig['arena_headroom'] / MIB:.1f} MiB + {FIXED_OVERHEAD // MIB} MiB")
+    ram = fig["last_status"]
+    if (ram["ram.bytes"] or 0) > (ram["ram.capacity"] or 0):
+        out.append(f"status: the RAM tier holds {ram['ram.bytes']} bytes, over its capacity "
+                   f"{ram['ram.capacity']}")
     if fig["unmount_s"] is None or fig["unmount_s"] >= UNMOUNT_BOUND_S:
         out.append(f"the daemon took {fig['unmount_s'] or 'over 30'} s to exit after a lazy "
                    f"unmount under load (bound {UNMOUNT_BOUND_S} s)")
