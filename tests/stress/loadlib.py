@@ -39,8 +39,9 @@ BUDGET_SHARE = 0.30              # --mem as a share of the dataset's bytes
 # headroom (max(mem/8, 16 MiB), see src/cli/mount_command.cpp) plus this
 # fixed part (index, FUSE and fetch thread stacks and buffers, the heap).
 # Measured on the 2-core VM: see bench/RESULTS.md, "Load and soak".
-FIXED_OVERHEAD = 64 * MIB
+FIXED_OVERHEAD = 48 * MIB
 UNMOUNT_BOUND_S = 5.0            # from issue 23; a does-not-hang bound
+STALL_S = 60                     # no read finished for this long: the mount hangs
 MAX_FAILURES_SHOWN = 5
 
 
@@ -335,24 +336,27 @@ def start_readers(cfg, mp, backing, sizes):
 
 def wait_for_reads(cfg, progress, procs, log, at_tenth):
     """Until the readers together did cfg.reads reads, or cfg.seconds passed,
-    or every reader died; calls at_tenth() a tenth of the way; logs
-    progress every 30 s."""
-    t0 = last = time.monotonic()
-    tenth_done = False
+    or every reader died, or no read finished for STALL_S (a hang); calls
+    at_tenth() a tenth of the way; logs progress every 30 s. Returns (reads
+    done, seconds, whether it stalled)."""
+    t0 = last_log = last_change = time.monotonic()
+    tenth_done, before = False, 0
     while True:
         done = sum(progress)
         now = time.monotonic()
+        if done != before:
+            before, last_change = done, now
         if not tenth_done and (done >= cfg.reads / 10 or
                                (cfg.seconds and now - t0 >= cfg.seconds / 10)):
             at_tenth()
             tenth_done = True
         if done >= cfg.reads or (cfg.seconds and now - t0 >= cfg.seconds):
-            return done, now - t0
-        if not any(p.is_alive() for p in procs):
-            return done, now - t0
-        if now - last >= 30:
+            return done, now - t0, False
+        if not any(p.is_alive() for p in procs) or now - last_change >= STALL_S:
+            return done, now - t0, now - last_change >= STALL_S
+        if now - last_log >= 30:
             log(f"  {done} reads after {now - t0:.0f} s ({done / (now - t0):.0f}/s)")
-            last = now
+            last_log = now
         time.sleep(0.1)
 
 
@@ -468,18 +472,21 @@ def run_in(cfg, tmp, log):
         baseline = proc_status_kib(m.pids[0], "VmRSS") * 1024
         procs, progress, stop, unmounting, out = start_readers(cfg, mnt, backing, sizes)
         side = SideLoad(cfg, m, unmounting)
-        side.start()
-        t_start = time.monotonic()
-        done, t_load = wait_for_reads(cfg, progress, procs, log, side.stage)
-        hwm = proc_status_kib(m.pids[0], "VmHWM")
-        ml.check(hwm is not None, f"daemon {m.pids[0]} died during the load")
-        log(f"load: {done} reads in {t_load:.1f} s; unmounting with the readers running")
-        t_cmd, t_exit = unmount_under_load(m, unmounting, side)
-        stop.set()
-        got, reader_failures = collect(procs, out)
-        side.finish()
-        t_load = time.monotonic() - t_start
-        log(f"unmounted in {t_exit} s; readers and side load stopped")
+        try:
+            side.start()
+            done, t_load, stalled = wait_for_reads(cfg, progress, procs, log, side.stage)
+            if stalled:
+                failures.append(f"no read finished for {STALL_S} s after {done} reads: the "
+                                f"mount hangs")
+            hwm = proc_status_kib(m.pids[0], "VmHWM")
+            ml.check(hwm is not None, f"daemon {m.pids[0]} died during the load")
+            log(f"load: {done} reads in {t_load:.1f} s; unmounting with the readers running")
+            t_cmd, t_exit = unmount_under_load(m, unmounting, side)
+            log(f"daemon exited {t_exit} s after the unmount began")
+        finally:  # stops the readers and the side load however the run ends
+            stop.set()
+            got, reader_failures = collect(procs, out)
+            side.finish()
     failures += reader_failures + side.failures
     for s in got.values():
         failures += s["failures"]
