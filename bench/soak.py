@@ -58,8 +58,9 @@ def main():
     cfg = loadlib.Config(seed=a.seed, readers=a.readers, reads=a.reads, seconds=a.seconds,
                           mem_share=a.mem_share)
     started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    head = commit()  # before the run, which may outlast a checkout
     fig, failures = loadlib.run(cfg)
-    fig = {"date": started, "commit": commit(), "seed": a.seed, "readers": a.readers,
+    fig = {"date": started, "commit": head, "seed": a.seed, "readers": a.readers,
            "reads_asked": a.reads, "mem_share": a.mem_share, **fig, "failures": failures}
     loadlib.report({k: v for k, v in fig.items() if k != "failures"}, failures)
     if a.json:
