@@ -334,11 +334,11 @@ def start_readers(cfg, mp, backing, sizes):
     return procs, progress, stop, unmounting, out
 
 
-def wait_for_reads(cfg, progress, procs, log, at_tenth):
+def wait_for_reads(cfg, progress, procs, log, at_tenth, pid):
     """Until the readers together did cfg.reads reads, or cfg.seconds passed,
     or every reader died, or no read finished for STALL_S (a hang); calls
-    at_tenth() a tenth of the way; logs progress every 30 s. Returns (reads
-    done, seconds, whether it stalled)."""
+    at_tenth() a tenth of the way; logs progress and the daemon's RSS every
+    30 s. Returns (reads done, seconds, whether it stalled)."""
     t0 = last_log = last_change = time.monotonic()
     tenth_done, before = False, 0
     while True:
@@ -355,7 +355,8 @@ def wait_for_reads(cfg, progress, procs, log, at_tenth):
         if not any(p.is_alive() for p in procs) or now - last_change >= STALL_S:
             return done, now - t0, now - last_change >= STALL_S
         if now - last_log >= 30:
-            log(f"  {done} reads after {now - t0:.0f} s ({done / (now - t0):.0f}/s)")
+            log(f"  {done} reads after {now - t0:.0f} s ({done / (now - t0):.0f}/s), daemon RSS "
+                f"{(proc_status_kib(pid, 'VmRSS') or 0) / 1024:.1f} MiB")
             last_log = now
         time.sleep(0.1)
 
@@ -474,7 +475,8 @@ def run_in(cfg, tmp, log):
         side = SideLoad(cfg, m, unmounting)
         try:
             side.start()
-            done, t_load, stalled = wait_for_reads(cfg, progress, procs, log, side.stage)
+            done, t_load, stalled = wait_for_reads(cfg, progress, procs, log, side.stage,
+                                                   m.pids[0])
             if stalled:
                 failures.append(f"no read finished for {STALL_S} s after {done} reads: the "
                                 f"mount hangs")
