@@ -336,9 +336,10 @@ def start_readers(cfg, mp, backing, sizes):
 
 def wait_for_reads(cfg, progress, procs, log, at_tenth, pid):
     """Until the readers together did cfg.reads reads, or cfg.seconds passed,
-    or every reader died, or no read finished for STALL_S (a hang); calls
-    at_tenth() a tenth of the way; logs progress and the daemon's RSS every
-    30 s. Returns (reads done, seconds, whether it stalled)."""
+    or something broke: the daemon died, every reader exited, or no read
+    finished for STALL_S (a hang). Calls at_tenth() a tenth of the way; logs
+    progress and the daemon's RSS every 30 s. Returns (reads done, seconds,
+    None or what broke)."""
     t0 = last_log = last_change = time.monotonic()
     tenth_done, before = False, 0
     while True:
@@ -351,9 +352,14 @@ def wait_for_reads(cfg, progress, procs, log, at_tenth, pid):
             at_tenth()
             tenth_done = True
         if done >= cfg.reads or (cfg.seconds and now - t0 >= cfg.seconds):
-            return done, now - t0, False
-        if not any(p.is_alive() for p in procs) or now - last_change >= STALL_S:
-            return done, now - t0, now - last_change >= STALL_S
+            return done, now - t0, None
+        if ml.wait_exit([pid], 0):
+            return done, now - t0, f"the daemon (pid {pid}) died after {done} reads"
+        if not any(p.is_alive() for p in procs):
+            return done, now - t0, f"every reader exited after {done} reads"
+        if now - last_change >= STALL_S:
+            return done, now - t0, f"no read finished for {STALL_S} s after {done} reads: " \
+                                   f"the mount hangs"
         if now - last_log >= 30:
             log(f"  {done} reads after {now - t0:.0f} s ({done / (now - t0):.0f}/s), daemon RSS "
                 f"{(proc_status_kib(pid, 'VmRSS') or 0) / 1024:.1f} MiB")
@@ -436,7 +442,7 @@ def summarize(got, sizes, mem, t_load, t_cmd, t_exit, side, hwm, baseline):
         "open_ms": {"median": round(percentile(opens, 0.5) * 1e3, 3),
                     "p99": round(percentile(opens, 0.99) * 1e3, 3),
                     "max": round(opens[-1] * 1e3, 3) if opens else 0.0},
-        "umount_command_s": round(t_cmd, 3),
+        "umount_command_s": round(t_cmd, 3) if t_cmd is not None else None,
         "unmount_s": round(t_exit, 3) if t_exit is not None else None,
         **side.counts, "modes_seen": sorted(str(x) for x in side.modes),
         "stage_states_seen": sorted(str(x) for x in side.stage_states),
@@ -475,16 +481,19 @@ def run_in(cfg, tmp, log):
         side = SideLoad(cfg, m, unmounting)
         try:
             side.start()
-            done, t_load, stalled = wait_for_reads(cfg, progress, procs, log, side.stage,
-                                                   m.pids[0])
-            if stalled:
-                failures.append(f"no read finished for {STALL_S} s after {done} reads: the "
-                                f"mount hangs")
-            hwm = proc_status_kib(m.pids[0], "VmHWM")
-            ml.check(hwm is not None, f"daemon {m.pids[0]} died during the load")
-            log(f"load: {done} reads in {t_load:.1f} s; unmounting with the readers running")
-            t_cmd, t_exit = unmount_under_load(m, unmounting, side)
-            log(f"daemon exited {t_exit} s after the unmount began")
+            done, t_load, broke = wait_for_reads(cfg, progress, procs, log, side.stage,
+                                                 m.pids[0])
+            hwm = proc_status_kib(m.pids[0], "VmHWM") or 0
+            if broke:
+                failures.append(broke)
+                log(f"FAIL: {broke}; killing the daemon")
+                unmounting.set()
+                ml.cleanup(m)  # kills a hung daemon, so readers blocked on it return
+                t_cmd = t_exit = None
+            else:
+                log(f"load: {done} reads in {t_load:.1f} s; unmounting with the readers running")
+                t_cmd, t_exit = unmount_under_load(m, unmounting, side)
+                log(f"daemon exited {t_exit} s after the unmount began")
         finally:  # stops the readers and the side load however the run ends
             stop.set()
             got, reader_failures = collect(procs, out)
@@ -513,7 +522,9 @@ def judge(fig):
     if (ram["ram.bytes"] or 0) > (ram["ram.capacity"] or 0):
         out.append(f"status: the RAM tier holds {ram['ram.bytes']} bytes, over its capacity "
                    f"{ram['ram.capacity']}")
-    if fig["unmount_s"] is None or fig["unmount_s"] >= UNMOUNT_BOUND_S:
+    if fig["umount_command_s"] is None:
+        pass  # never unmounted: the load broke first, and said how
+    elif fig["unmount_s"] is None or fig["unmount_s"] >= UNMOUNT_BOUND_S:
         out.append(f"the daemon took {fig['unmount_s'] or 'over 30'} s to exit after a lazy "
                    f"unmount under load (bound {UNMOUNT_BOUND_S} s)")
     if fig["prefetched_max"] == 0 and fig["mem"] > 0:
