@@ -14,8 +14,11 @@ invalid ones refused with EINVAL), the status is read in a loop (the file,
   documented in bench/RESULTS.md);
 - a lazy unmount with the readers still running lets the daemon exit in
   under 5 s (a does-not-hang bound), and every reader then stops;
-- prefetch was active (status counted prefetched files), and each side
-  load ran.
+- prefetch was active (status counted prefetched files), RAM use stayed
+  within the tier's capacity, and each side load ran;
+- the daemon neither died nor hung: if it does, or no read finishes for
+  60 s, the load ends at once with one line saying which, and the daemon
+  is killed.
 
 The full version is bench/soak.py (1,000,000 reads). A failure prints the
 reader, the read's number, the file, offset and length; the reads repeat
