@@ -116,12 +116,16 @@ def diff_report(got, want):
                    f"first at +{first}")
 
 
-def read_once(rng, mp, backing, sizes, stats):
-    """One read through the mount and the same read of the backing file.
-    Returns None, or a failure line."""
+def pick_read(rng, sizes):
+    """(file index, offset, length, whether to drop its pages) of one read."""
     i = rng.randrange(len(sizes))
     off, length = pick_range(rng, sizes[i])
-    drop = rng.random() < 0.5  # so that later reads reach the daemon again
+    return i, off, length, rng.random() < 0.5  # dropped: later reads reach the daemon
+
+
+def read_once(i, off, length, drop, mp, backing, stats):
+    """One read through the mount and the same read of the backing file.
+    Returns None, or what differed."""
     t0 = time.monotonic()
     fd = os.open(os.path.join(mp, rel_path(i)), os.O_RDONLY)
     stats["open_s"].append(time.monotonic() - t0)
@@ -142,7 +146,7 @@ def read_once(rng, mp, backing, sizes, stats):
         return None
     wrong, text = diff_report(got, want)
     stats["wrong_bytes"] += wrong
-    return f"{rel_path(i)} offset {off} length {length}: {text}"
+    return text
 
 
 def reader(rid, seed, mp, backing, sizes, progress, stop, unmounting, out):
@@ -152,8 +156,9 @@ def reader(rid, seed, mp, backing, sizes, progress, stop, unmounting, out):
              "open_s": array.array("d"), "failures": [], "after_unmount": ""}
     n = 0
     while not stop.is_set():
+        i, off, length, drop = pick_read(rng, sizes)
         try:
-            failure = read_once(rng, mp, backing, sizes, stats)
+            failure = read_once(i, off, length, drop, mp, backing, stats)
         except OSError as e:
             if unmounting.is_set():  # the mount is going away: expected
                 stats["after_unmount"] = f"{type(e).__name__}: {e}"
@@ -161,7 +166,8 @@ def reader(rid, seed, mp, backing, sizes, progress, stop, unmounting, out):
             stats["errors"] += 1
             failure = f"{type(e).__name__}: {e}"
         if failure and len(stats["failures"]) < MAX_FAILURES_SHOWN:
-            stats["failures"].append(f"reader {rid} read {n} (seed {seed}): {failure}")
+            stats["failures"].append(f"reader {rid} read {n} (seed {seed}): {rel_path(i)} "
+                                     f"offset {off} length {length}: {failure}")
         n += 1
         if n % 64 == 0:
             progress[rid] = stats["reads"]
