@@ -3,7 +3,7 @@
 // tail is ignored while everything before it stands, another dataset's
 // journal is never read, and the latest change of a path wins by sequence
 // number whatever order the records arrive in.
-#include "../../../src/cache/cache_journal.hpp"
+#include "cache/cache_journal.hpp"
 
 #include <cstdlib>
 #include <doctest/doctest.h>

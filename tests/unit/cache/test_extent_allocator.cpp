@@ -2,7 +2,7 @@
 // The SSD cache file's free space: every extent 4 KiB aligned, best fit,
 // neighbours merged on release, and the accounting exact to the byte, since
 // the SSD tier refuses a put on what the allocator says.
-#include "../../../src/cache/extent_allocator.hpp"
+#include "cache/extent_allocator.hpp"
 
 #include <algorithm>
 #include <doctest/doctest.h>

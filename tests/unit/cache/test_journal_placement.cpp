@@ -2,7 +2,7 @@
 // place_entries: a replayed journal is checksummed, not trusted. Each kind
 // of impossible record (an extent misaligned, past the end, overlapping,
 // wrapping 2^64, a sequence number at 2^64-1) is dropped or neutralised.
-#include "../../../src/cache/journal_placement.hpp"
+#include "cache/journal_placement.hpp"
 
 #include <doctest/doctest.h>
 

@@ -4,10 +4,10 @@
 // never returns another file's bytes, a corrupt entry is never served, a
 // remount reuses exactly the unchanged files, and every environment failure
 // gives a disabled tier with a one-line reason instead of an exception.
-#include "../../../src/cache/aio_file.hpp"
-#include "../../../src/cache/aio_transfer.hpp"
+#include "cache/aio_file.hpp"
+#include "cache/aio_transfer.hpp"
 #include "clairfs/cache/ssd_tier.hpp"
-#include "dataset.hpp"
+#include "ssd_fixtures.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -16,7 +16,6 @@
 #include <doctest/doctest.h>
 #include <fcntl.h>
 #include <filesystem>
-#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <thread>
@@ -26,75 +25,9 @@
 using namespace clairfs;
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
+using test::CacheDir, test::Table, test::options, test::check_disabled, test::K4, test::MiB;
 
 namespace {
-
-constexpr uint64_t K4 = 4096;
-constexpr uint64_t MiB = 1 << 20;
-
-// Under /var/tmp: it is on disk, where O_DIRECT and fallocate are real.
-struct CacheDir {
-    fs::path path;
-    CacheDir() {
-        char t[] = "/var/tmp/clairfs-ssd-XXXXXX";
-        REQUIRE(mkdtemp(t));
-        path = t;
-    }
-    ~CacheDir() {
-        std::error_code ec;
-        fs::remove_all(path, ec);
-    }
-    size_t count(const std::string& suffix) const {
-        size_t n = 0;
-        for (const auto& e : fs::directory_iterator(path))
-            n += e.path().string().ends_with(suffix) ? 1 : 0;
-        return n;
-    }
-};
-
-// The mount's files by NodeId; a test changes it between opens.
-struct Table {
-    std::vector<cache::FileIdentity> files;
-
-    explicit Table(const std::vector<uint64_t>& sizes) {
-        for (size_t i = 0; i < sizes.size(); ++i)
-            files.push_back({"dir" + std::to_string(i % 4) + "/f" + std::to_string(i) + ".bin",
-                             sizes[i], 1700000000000000000 + static_cast<int64_t>(i)});
-    }
-    cache::DescribeFile describe() const {
-        return [this](index::NodeId id, cache::FileIdentity& out) {
-            if (id >= files.size() || files[id].path.empty()) return false;
-            out = files[id];
-            return true;
-        };
-    }
-    // The bytes of file `id`: they depend on its path's number, so a file
-    // moved to another NodeId at a remount still has the same bytes.
-    cache::BlobRef blob(index::NodeId id) const { return make_blob(number(id), files[id].size); }
-    std::string bytes(index::NodeId id) const {
-        return test::sample_bytes(number(id), files[id].size);
-    }
-    size_t number(index::NodeId id) const {
-        const std::string& p = files[id].path;
-        return std::stoul(p.substr(p.find("/f") + 2));
-    }
-    static cache::BlobRef make_blob(size_t n, uint64_t size) {
-        auto b = cache::Blob::make(size);
-        std::string s = test::sample_bytes(n, size);
-        std::memcpy(b->bytes.get(), s.data(), size);
-        return b;
-    }
-};
-
-cache::SsdOptions options(const fs::path& dir, uint64_t capacity, const Table& t) {
-    cache::SsdOptions o;
-    o.dir = dir.string();
-    o.capacity = capacity;
-    o.dataset = "/datasets/imagenet";
-    o.describe = t.describe();
-    o.nodes = t.files.size();
-    return o;
-}
 
 // A device that fails on demand, as a dying disk would.
 class FaultyDevice final : public cache::BlockDevice {
@@ -118,31 +51,6 @@ private:
     std::unique_ptr<cache::BlockDevice> inner_;
     Faults& f_;
 };
-
-void check_disabled(cache::SsdTier& t, const std::string& starts) {
-    auto s = t.state();
-    CHECK_FALSE(s.enabled);
-    CHECK(s.error.starts_with(starts));
-    CHECK(s.error.find('\n') == std::string::npos);
-    CHECK(t.health().error == s.error);
-    CHECK_FALSE(t.health().enabled);
-    Table other({10});
-    uint64_t misses = t.stats().misses;
-    CHECK(t.get(0) == nullptr);
-    CHECK(t.peek(0) == nullptr);
-    CHECK_FALSE(t.put(0, other.blob(0)));
-    CHECK_FALSE(t.contains(0));
-    CHECK(t.evict(0) == 0);
-    std::vector<index::NodeId> held;
-    t.held(held);
-    CHECK(held.empty());
-    CHECK(t.stats().misses == misses + 1);
-    CHECK(t.stats().capacity == 0);
-}
-
-int run(const std::string& cmd) {
-    return std::system((cmd + " >/dev/null 2>&1").c_str());
-}
 
 } // namespace
 
@@ -576,57 +484,6 @@ TEST_CASE("a second mount of the same dataset and cache dir finds the cache file
     CHECK(second->state().error.ends_with("is in use by another clairfs mount"));
     second.reset(); // must leave the first one's files alone
     CHECK(test::view(first->get(0)) == t.bytes(0));
-}
-
-TEST_CASE("a full file system gives a disabled tier and keeps no partial cache file") {
-    CacheDir d;
-    fs::path img = d.path / "small.img", mnt = d.path / "mnt";
-    fs::create_directory(mnt);
-    if (run("truncate -s 8M " + img.string()) != 0 || run("mkfs.ext4 -q -F " + img.string()) != 0 ||
-        run("mount -o loop " + img.string() + " " + mnt.string()) != 0) {
-        MESSAGE("skipped: cannot make and loop-mount a small ext4 image (needs root, "
-                "mkfs.ext4 and a loop device)");
-        return;
-    }
-    Table t({1});
-    {
-        auto ssd = cache::SsdTier::open(options(mnt, 64 * MiB, t));
-        check_disabled(*ssd, "ssd tier disabled: cannot preallocate 64.0 MiB in " + mnt.string() +
-                                 ": No space left on device");
-        size_t left = 0;
-        for (const auto& e : fs::directory_iterator(mnt)) left += e.path().extension() == ".cache";
-        CHECK(left == 0);
-        // The same file system takes a cache that fits.
-        auto small = cache::SsdTier::open(options(mnt, 2 * MiB, t));
-        CHECK(small->state().enabled);
-    }
-    CHECK(::umount2(mnt.c_str(), MNT_DETACH) == 0);
-}
-
-TEST_CASE("without O_DIRECT (ramfs) the tier uses buffered I/O and says so") {
-    CacheDir d;
-    fs::path mnt = d.path / "ramfs";
-    fs::create_directory(mnt);
-    if (::mount("ramfs", mnt.c_str(), "ramfs", 0, nullptr) != 0) {
-        MESSAGE("skipped: cannot mount ramfs (needs root)");
-        return;
-    }
-    {
-        Table t({5000, 3 * MiB});
-        {
-            auto ssd = cache::SsdTier::open(options(mnt, 4 * MiB, t));
-            REQUIRE(ssd->state().enabled);
-            CHECK_FALSE(ssd->state().direct);
-            for (index::NodeId id = 0; id < 2; ++id) {
-                REQUIRE(ssd->put(id, t.blob(id)));
-                CHECK(test::view(ssd->get(id)) == t.bytes(id));
-            }
-        }
-        auto again = cache::SsdTier::open(options(mnt, 4 * MiB, t));
-        CHECK(again->state().reused == 2);
-        CHECK(test::view(again->get(1)) == t.bytes(1));
-    }
-    CHECK(::umount2(mnt.c_str(), MNT_DETACH) == 0);
 }
 
 TEST_CASE("describe_index names regular files by relative path, size and mtime") {

@@ -2,7 +2,7 @@
 // The catch-all around every FUSE operation. libfuse's reply functions are
 // replaced here, at link time, by ones that record the answer, so the guard
 // runs exactly as in the daemon without a kernel.
-#include "../../../src/fuse/request_guard.hpp"
+#include "fuse/request_guard.hpp"
 
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>

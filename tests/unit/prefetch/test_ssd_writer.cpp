@@ -2,7 +2,7 @@
 // The SSD writer against a RAM tier standing in for the SSD: what it queues,
 // what it hands back while a write is pending, what it refuses, and that a
 // clean shutdown writes everything it took.
-#include "../../../src/prefetch/ssd_writer.hpp"
+#include "prefetch/ssd_writer.hpp"
 #include "clairfs/cache/ram_tier.hpp"
 
 #include <chrono>
