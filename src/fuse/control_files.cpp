@@ -89,14 +89,25 @@ bool control_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_f
         reply_error(req, fs.control ? -EINVAL : -EIO);
         return true;
     }
-    // No open of ours (--kernel-opens: the kernel stopped sending OPEN):
-    // every read renders the document afresh.
+    if (co) {
+        const std::string& s = co->snapshot;
+        size_t from = std::min(s.size(), static_cast<size_t>(off));
+        fuse_reply_buf(req, s.data() + from, std::min(size, s.size() - from));
+        return true;
+    }
+    // No open of ours (--kernel-opens: the kernel stopped sending OPEN).
+    bool status = ino == status_file_ino(fs);
     std::string fresh;
-    if (!co)
-        fresh = ino == status_file_ino(fs) ? fs.control->status_text() : fs.control->control_text();
-    const std::string& s = co ? co->snapshot : fresh;
-    size_t from = std::min(s.size(), static_cast<size_t>(off));
-    fuse_reply_buf(req, s.data() + from, std::min(size, s.size() - from));
+    if (off == 0) fresh = status ? fs.control->status_text() : fs.control->control_text();
+    std::string piece; // copied out: the reply is I/O, never under the lock
+    {
+        std::lock_guard lk(fs.unopened.mu);
+        std::string& s = status ? fs.unopened.status : fs.unopened.control;
+        if (off == 0) s = std::move(fresh);
+        size_t from = std::min(s.size(), static_cast<size_t>(off));
+        piece = s.substr(from, std::min(size, s.size() - from));
+    }
+    fuse_reply_buf(req, piece.data(), piece.size());
     return true;
 }
 

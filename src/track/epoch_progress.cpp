@@ -28,6 +28,7 @@ void Tracker::advance_epoch(Rank& r) {
         r.next_wanted = true;
         r.next_pending = true;
         ++pending_;
+        start_planner();
         plan_cv_.notify_one();
     }
     begin_epoch(r);

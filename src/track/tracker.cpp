@@ -28,7 +28,15 @@ Tracker::Tracker(std::vector<uint32_t> ranks, std::vector<EpochSource> sources, 
         begin_epoch(r);
     }
     counted_epoch_ = slowest_epoch();
-    planner_ = std::thread([this] { plan_loop(); });
+}
+
+// Under mu_. Started by the first epoch that needs building, never by the
+// constructor: `clairfs mount --register` builds the tracker before the
+// daemon forks, and a thread started then would not exist in the daemon
+// (while its handle would name some later thread of the child, whose join
+// at the next registration would wait for ever).
+void Tracker::start_planner() {
+    if (!planner_.joinable()) planner_ = std::thread([this] { plan_loop(); });
 }
 
 Tracker::~Tracker() {
@@ -37,7 +45,7 @@ Tracker::~Tracker() {
         stopping_ = true;
     }
     plan_cv_.notify_all();
-    planner_.join();
+    if (planner_.joinable()) planner_.join();
 }
 
 Mode Tracker::mode() const {

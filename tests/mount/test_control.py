@@ -370,6 +370,11 @@ def mount_register_case(tmp, backing):
         check(s["registered"] is True and s["mode"] == "clairvoyant",
               f"mount --register: status {s}")
         check(Control(mp).registration()["seed"] == 77, "mount --register: wrong registration")
+        # The job registered at mount was built before the daemon forked; a
+        # new registration replaces (and destroys) it in the daemon. A thread
+        # started before the fork once made this write hang for ever.
+        Control(mp).write(json.dumps({"seed": 78, "root": "train", "batch_size": 2}))
+        check(Control(mp).registration()["seed"] == 78, "mount --register: re-registration lost")
     bad = os.path.join(tmp, "bad.json")
     with open(bad, "w") as f:
         json.dump({"seed": 77, "root": "nowhere"}, f)

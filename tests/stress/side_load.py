@@ -29,6 +29,9 @@ INVALID_REGISTRATIONS = [
     "not json", "[1, 2]", '{"seed": "7"}', '{"batch_size": 0}', '{"bogus": 1}',
     '{"world_size": 2, "ranks": [0]}', '{"root": "no-such-dir"}', '{"n": 12345}',
     '{"sampler": "distributed", "world_size": 2, "ranks": [0, 0]}', '{"seed": 1',
+    # What once killed the daemon, and its kin the strict parser refuses.
+    '{"seed": 1e999, "batch_size": 4}', '{"seed": 1, "seed": 2}', "[" * 5000,
+    '{"batch_size": 4.5}', '{"ranks": [-1]}',
 ]
 
 

@@ -11,6 +11,8 @@
 #include <atomic>
 #include <cstdint>
 #include <fuse_lowlevel.h>
+#include <mutex>
+#include <string>
 
 namespace clairfs::fuse {
 
@@ -18,6 +20,16 @@ struct Counters {
     std::atomic<uint64_t> opens{0};
     std::atomic<uint64_t> reads{0};
     std::atomic<uint64_t> read_bytes{0};
+};
+
+// With --kernel-opens, reads of .clairfs/control and status come without an
+// OPEN, so no snapshot is taken at open: a read at offset 0 renders the
+// document, and reads further in continue that rendering, so one pass of
+// a reader never mixes two states (a status that grew between its reads
+// would otherwise not parse).
+struct UnopenedDocs {
+    std::mutex mu; // leaf; guards the two texts
+    std::string control, status;
 };
 
 struct Filesystem {
@@ -29,6 +41,7 @@ struct Filesystem {
     prefetch::Engine* engine = nullptr;     // set before serving, lives as long as the mount
     control::Controller* control = nullptr; // likewise
     fuse_session* session = nullptr;        // while serving: for notifications to the kernel
+    UnopenedDocs unopened{};                // --kernel-opens: see UnopenedDocs
 };
 
 inline Filesystem& filesystem_of(fuse_req_t req) {

@@ -160,6 +160,7 @@ private:
     bool observe_locked(index::NodeId node, Clock::time_point now, uint32_t pid,
                         Observation& o);
     void plan_loop();
+    void start_planner(); // under mu_
     void install_next(Rank& r, std::shared_ptr<const plan::EpochPlan> plan);
     void take(Rank& r, uint64_t position, Clock::time_point now);
     void skip_dangling(Rank& r, uint32_t w) const;
@@ -194,7 +195,7 @@ private:
     uint64_t counted_epoch_ = 0; // the epoch opens_/matched_ belong to
     uint64_t opens_ = 0;
     uint64_t matched_ = 0;
-    std::thread planner_; // last: started once everything above is set
+    std::thread planner_; // last; started by start_planner(), under mu_
 };
 
 } // namespace clairfs::track
