@@ -19,6 +19,14 @@ using PlanPtr = std::shared_ptr<const plan::EpochPlan>;
 inline constexpr uint32_t extra_nodes = 10; // non-dataset nodes after the samples
 
 // The straightforward construction, independent of RankPlanner's.
+// A job of JobSpec's defaults with `seed`, for `epochs` epochs.
+inline order::JobSpec random_spec(uint64_t seed, uint32_t epochs) {
+    order::JobSpec s;
+    s.seed = seed;
+    s.epochs = epochs;
+    return s;
+}
+
 inline PlanPtr make_plan(uint64_t epoch, std::vector<index::NodeId> nodes, size_t index_size) {
     auto e = std::make_shared<plan::EpochPlan>();
     e->epoch = epoch;

@@ -21,13 +21,6 @@ track::TrackerOptions options(uint32_t batch, uint32_t workers) {
     return o;
 }
 
-order::JobSpec random_spec(uint64_t seed, uint32_t epochs) {
-    order::JobSpec s;
-    s.seed = seed;
-    s.epochs = epochs;
-    return s;
-}
-
 } // namespace
 
 TEST_CASE("two workers interleaved at random: every open matches, the frontier is exact") {

@@ -28,13 +28,6 @@ track::TrackerOptions options(uint32_t batch, uint32_t n = 0) {
     return o;
 }
 
-order::JobSpec random_spec(uint64_t seed, uint32_t epochs) {
-    order::JobSpec s;
-    s.seed = seed;
-    s.epochs = epochs;
-    return s;
-}
-
 // Gives plans in order, like source_of, but the third call (the first one
 // after construction) waits for `gate` and notes which thread made it.
 struct GatedSource {
