@@ -8,6 +8,8 @@ returns), under `clairfs mount --io-timeout 2`:
 - the hung file's read fails with EIO or EAGAIN after about the timeout
   (generous bounds: not before 1.5 s, and well before 60 s), and so does a
   second try (still hung; it may fail at once);
+- both for files the RAM tier takes (a fetch is waited on) and with
+  --mem 0 (each READ is a bounded call of its own);
 - `clairfs umount` completes while the backing read is still hung (the
   rule is cleared only afterwards), and the mount is gone."""
 import errno
@@ -44,13 +46,21 @@ def check_hung_read(result, what, at_least=1.5):
 
 
 def test():
+    # Tiered files wait for their fetch; with --mem 0 every READ is a
+    # bounded call of its own (src/fuse/read_through.cpp).
+    for mem in ("64M", "0"):
+        one_case(mem)
+
+
+def one_case(mem):
+    ml.log(f"--mem {mem}")
     with ml.temp_dir() as tmp:
         src, faulty, mp = ml.make_dirs(tmp, "source", "faulty", "mnt")
         expected = fl.make_dataset(src)
         others = [rel for rel in sorted(expected) if rel != HUNG]
         with fl.faultfs(src, faulty) as ff:
             ff.rule(f"hang {HUNG}")
-            with ml.mounted(faulty, mp, "--mem", "64M", "--io-timeout", str(TIMEOUT)):
+            with ml.mounted(faulty, mp, "--mem", mem, "--io-timeout", str(TIMEOUT)):
                 box = {}
                 path = os.path.join(mp, HUNG)
                 hung = threading.Thread(target=lambda: box.update(r=timed_read(path)), daemon=True)
