@@ -64,12 +64,17 @@ std::string build_index(const Backing& b, const config::MountOptions& o, index::
     return "";
 }
 
+// --io-timeout for the engine and the SSD tier. Beyond a day a bound means
+// nothing, and the product must fit int64.
+std::chrono::milliseconds io_timeout_of(const config::MountOptions& o) {
+    return std::chrono::milliseconds(static_cast<int64_t>(std::min(o.io_timeout, 86400.0) * 1000));
+}
+
 prefetch::EngineOptions engine_options(const config::MountOptions& o) {
     prefetch::EngineOptions e;
     e.mem = o.mem == config::auto_mem ? config::usable_memory() / 4 : o.mem;
     e.fetch_threads = o.fetch_threads;
-    // Beyond a day a bound means nothing, and the product must fit int64.
-    e.io_timeout = std::chrono::milliseconds(static_cast<int64_t>(std::min(o.io_timeout, 86400.0) * 1000));
+    e.io_timeout = io_timeout_of(o);
     e.fuse_threads = o.threads;
     e.stage = o.stage;
     return e;
@@ -87,7 +92,7 @@ std::unique_ptr<cache::SsdTier> open_ssd(const config::MountOptions& o, const in
     s.describe = cache::describe_index(idx);
     s.nodes = idx.size();
     s.capacity = o.ssd;
-    s.io_timeout = engine_options(o).io_timeout;
+    s.io_timeout = io_timeout_of(o);
     if (o.ssd == config::auto_ssd) {
         uint64_t need = 0;
         for (index::NodeId id = 0; id < idx.size(); ++id)
