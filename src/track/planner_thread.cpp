@@ -2,10 +2,9 @@
 // The tracker's planner thread: builds a rank's next epoch once the rank
 // began the one before it, so no open (a FUSE thread, holding the
 // tracker's lock) ever builds one.
-#include "clairfs/log.hpp"
+#include "clairfs/sys/contained.hpp"
 #include "clairfs/track/tracker.hpp"
 
-#include <exception>
 #include <pthread.h>
 
 namespace clairfs::track {
@@ -23,22 +22,13 @@ void Tracker::plan_loop() {
         if (stopping_) return;
         wanted->next_wanted = false;
         std::shared_ptr<const plan::EpochPlan> plan;
-        std::string failed;
         lk.unlock();
         // Only this thread calls the source now, so it needs no lock. A
         // thread entry lets no exception out (an allocation failing for a
         // huge epoch): the rank then has no next epoch, and the prediction
         // is given up below rather than followed with a hole in it.
-        try {
-            plan = wanted->source();
-        } catch (const std::exception& e) {
-            failed = e.what();
-        } catch (...) {
-            failed = "unknown error";
-        }
-        if (!failed.empty())
-            LOG_ERROR("could not build the next epoch of rank %u: %s", wanted->rank,
-                      failed.c_str());
+        std::string failed =
+            sys::contained("building the next epoch's plan", [&] { plan = wanted->source(); });
         lk.lock();
         if (!failed.empty()) fall_back("could not build the next epoch's plan: " + failed);
         install_next(*wanted, std::move(plan));
