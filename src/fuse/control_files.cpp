@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -48,6 +49,16 @@ std::unique_ptr<control::PendingWrite> pending_write(control::Controller& ctl, b
         [&ctl](const std::string& why) { return refused(ctl.refuse(why), why); }, append);
 }
 
+// What reading `ino` (control or status) shows now.
+std::string render(const Filesystem& fs, fuse_ino_t ino) {
+    return ino == status_file_ino(fs) ? fs.control->status_text() : fs.control->control_text();
+}
+
+// The part of `doc` a READ of `size` bytes at `off` returns.
+std::string_view slice(std::string_view doc, size_t size, off_t off) {
+    return doc.substr(std::min(doc.size(), static_cast<size_t>(off)), size);
+}
+
 } // namespace
 
 bool control_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
@@ -68,9 +79,7 @@ bool control_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     }
 
     auto co = std::make_unique<ControlOpen>();
-    if (access != O_WRONLY)
-        co->snapshot =
-            ino == status_file_ino(fs) ? fs.control->status_text() : fs.control->control_text();
+    if (access != O_WRONLY) co->snapshot = render(fs, ino);
     if (access != O_RDONLY) co->writes = pending_write(*fs.control, fi->flags & O_APPEND);
     // Sizes say nothing about what a read returns, and nothing may be
     // cached: every read and write must reach us.
@@ -90,24 +99,20 @@ bool control_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_f
         return true;
     }
     if (co) {
-        const std::string& s = co->snapshot;
-        size_t from = std::min(s.size(), static_cast<size_t>(off));
-        fuse_reply_buf(req, s.data() + from, std::min(size, s.size() - from));
+        std::string_view part = slice(co->snapshot, size, off);
+        fuse_reply_buf(req, part.data(), part.size());
         return true;
     }
     // No open of ours (--kernel-opens: the kernel stopped sending OPEN).
-    bool status = ino == status_file_ino(fs);
-    std::string fresh;
-    if (off == 0) fresh = status ? fs.control->status_text() : fs.control->control_text();
-    std::string piece; // copied out: the reply is I/O, never under the lock
+    std::string fresh = off == 0 ? render(fs, ino) : std::string();
+    std::string part; // copied out: the reply is I/O, never under the lock
     {
         std::lock_guard lk(fs.unopened.mu);
-        std::string& s = status ? fs.unopened.status : fs.unopened.control;
+        std::string& s = ino == status_file_ino(fs) ? fs.unopened.status : fs.unopened.control;
         if (off == 0) s = std::move(fresh);
-        size_t from = std::min(s.size(), static_cast<size_t>(off));
-        piece = s.substr(from, std::min(size, s.size() - from));
+        part = slice(s, size, off);
     }
-    fuse_reply_buf(req, piece.data(), piece.size());
+    fuse_reply_buf(req, part.data(), part.size());
     return true;
 }
 
