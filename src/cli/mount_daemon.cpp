@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 #include "mount_daemon.hpp"
 
+#include "clairfs/config/json_keys.hpp"
+
 #include <chrono>
 #include <dirent.h>
-#include <fstream>
 #include <sstream>
 #include <thread>
 #include <unistd.h>
@@ -11,11 +12,10 @@
 namespace clairfs::cli {
 namespace {
 
+// A /proc file's text; "" when it is gone (the process exited).
 std::string read_text(const std::string& path) {
-    std::ifstream in(path);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
+    std::string text;
+    return config::read_text_file(path, text) ? text : "";
 }
 
 std::vector<pid_t> all_pids() {
