@@ -31,7 +31,8 @@ public:
     Transfer(io_context_t& ctx, unsigned depth, size_t chunk, int fd, bool write, char* buf,
              size_t len, uint64_t off, const StallWatch* stall)
         : ctx_(ctx), depth_(std::min(depth, max_depth)), chunk_(chunk), fd_(fd), write_(write),
-          buf_(buf), len_(len), off_(off), stall_(stall && stall->after.count() > 0 ? stall : nullptr) {}
+          buf_(buf), len_(len), off_(off),
+          stall_(stall && stall->after.count() > 0 ? stall : nullptr) {}
 
     int run() {
         while (err_ == 0 && (has_next() || inflight_ > 0)) {

@@ -158,7 +158,8 @@ std::string SsdTier::Core::open_files(const SsdOptions& o, bool& existed) {
     std::snprintf(bound, sizeof bound, "%.1f s", static_cast<double>(o.io_timeout.count()) / 1000);
     stall.stalled = [this, bound = std::string(bound)] {
         disable("ssd tier disabled: a request to " + dir + "/" + cache_name +
-                " has not completed in " + bound + " (--io-timeout); reads go to the backing store");
+                " has not completed in " + bound +
+                " (--io-timeout); reads go to the backing store");
     };
     lock_fd = fd.fd;
     device = std::make_unique<AioFile>(fd.release(), direct, std::move(stall));

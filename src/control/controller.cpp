@@ -65,7 +65,8 @@ int Controller::write_control(std::string_view text, std::string& why) {
     // after the lock (`replaced` outlives it).
     size_t samples = job.dataset.samples.size();
     std::shared_ptr<prefetch::Engine::Active> prepared, replaced;
-    if (!req.unregister) prepared = engine_.prepare(std::make_shared<const plan::Job>(std::move(job)));
+    if (!req.unregister)
+        prepared = engine_.prepare(std::make_shared<const plan::Job>(std::move(job)));
     bool unregistered = false;
     uint32_t batch_size = req.registration.spec.batch_size;
     size_t ranks = req.registration.ranks.size();

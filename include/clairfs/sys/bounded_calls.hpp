@@ -7,7 +7,7 @@
 //
 // A call that outlives its caller finishes on its own: whatever it holds
 // (a descriptor, a buffer) must belong to it, not to the caller's stack;
-// `abandon` tells it that nobody will take its result.
+// `Call::abandoned` tells it that nobody will take its result.
 #pragma once
 
 #include <atomic>
@@ -26,8 +26,9 @@ public:
     // `max_threads` calls run at once; more wait for a thread, and that
     // wait counts against the bound.
     BoundedCalls(std::chrono::milliseconds bound, unsigned max_threads);
-    // Joins idle threads; threads still inside a call are left to finish
-    // it (they own their state) and the process exits around them.
+    // Tells the threads to end and lets them go: idle ones end at once, and
+    // one still inside a call finishes it first (the threads share the
+    // queue's state, so none outlives what it touches).
     ~BoundedCalls();
     BoundedCalls(const BoundedCalls&) = delete;
     BoundedCalls& operator=(const BoundedCalls&) = delete;
@@ -43,7 +44,6 @@ public:
     bool run(Call call);
 
     uint64_t timeouts() const { return timeouts_.load(std::memory_order_relaxed); }
-    std::chrono::milliseconds bound() const { return bound_; }
 
     struct Shared; // the queue and threads' state; outlives the pool while a call runs
 

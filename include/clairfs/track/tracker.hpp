@@ -102,7 +102,8 @@ public:
     // One source per local rank, in the order of `ranks`. Each source's
     // first epoch is fetched at construction, its second too, on the
     // caller's thread: construct the tracker before taking any lock an
-    // open needs. Starts the planner thread ("clairfs-plan").
+    // open needs. Starts no thread (it may run before the daemon forks):
+    // the planner thread ("clairfs-plan") starts with the first epoch to build.
     Tracker(std::vector<uint32_t> ranks, std::vector<EpochSource> sources, TrackerOptions opt);
     // Joins the planner thread, after the epoch it may be building.
     ~Tracker();
