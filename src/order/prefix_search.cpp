@@ -1,0 +1,185 @@
+// SPDX-License-Identifier: MIT
+#include "clairfs/order/prefix_search.hpp"
+
+#include <algorithm>
+#include <bit>
+
+namespace clairfs::order {
+
+bool prefix_computable(uint32_t n, TorchVersion v) {
+    return v == TorchVersion::v1_13 || n < randperm64_threshold;
+}
+
+void PermPrefix::compute(uint32_t n, uint32_t k, CpuGenerator& g, std::vector<Sample>& out) {
+    fisher_yates(n, k, [&g] { return g.random(); }, out);
+}
+
+void PermPrefix::compute(uint32_t n, uint32_t k, LazyMt19937& g, std::vector<Sample>& out) {
+    fisher_yates(n, k, [&g] { return g(); }, out);
+}
+
+// randperm's forward Fisher-Yates, keeping only the positions a swap has
+// touched: step i draws z, emits the value at i + z and moves the value at i
+// there. Position i is never read again, so it is not written back.
+template <class Draw>
+void PermPrefix::fisher_yates(uint32_t n, uint32_t k, Draw draw, std::vector<Sample>& out) {
+    uint32_t count = std::min(k, n);
+    out.resize(count);
+    reset(count);
+    for (uint32_t i = 0; i < count; ++i) {
+        if (i + 1 == n) { // the last position takes no draw
+            out[i] = value_at(i);
+            break;
+        }
+        uint32_t z = draw() % (n - i);
+        if (z == 0) {
+            out[i] = value_at(i);
+            continue;
+        }
+        Sample here = value_at(i);
+        Slot& there = slot(i + z);
+        out[i] = live(there, i + z);
+        there = Slot{i + z, here, stamp_};
+    }
+}
+
+// Each step adds at most one position, so `entries` bounds the table's load.
+void PermPrefix::reset(uint32_t entries) {
+    size_t want = std::bit_ceil(std::max<size_t>(16, 2 * size_t{entries}));
+    if (++stamp_ == 0 || slots_.size() < want) {
+        slots_.assign(std::max(want, slots_.size()), Slot{0, 0, 0});
+        stamp_ = 1;
+    }
+    shift_ = 32 - static_cast<uint32_t>(std::countr_zero(slots_.size()));
+}
+
+// Linear probing from a Fibonacci hash: the slot holding pos, or the free one
+// where it belongs.
+PermPrefix::Slot& PermPrefix::slot(uint32_t pos) {
+    size_t mask = slots_.size() - 1;
+    size_t i = static_cast<uint32_t>(pos * 0x9e3779b1u) >> shift_;
+    while (slots_[i].stamp == stamp_ && slots_[i].pos != pos) i = (i + 1) & mask;
+    return slots_[i];
+}
+
+namespace {
+
+// The evidence, sorted for lookups, and which of it the candidate being
+// checked has shown so far (a stamp per sample, so no clearing per candidate).
+class EvidenceCheck {
+public:
+    explicit EvidenceCheck(const EpochEvidence& ev) : sorted_(ev.samples) {
+        std::sort(sorted_.begin(), sorted_.end());
+        sorted_.erase(std::unique(sorted_.begin(), sorted_.end()), sorted_.end());
+        seen_.assign(sorted_.size(), 0);
+    }
+
+    // Whether some order of n samples could put all of it in `window` positions.
+    bool possible(uint32_t n, uint64_t window) const {
+        return sorted_.size() <= window && (sorted_.empty() || sorted_.back() < n);
+    }
+
+    bool all_in(std::span<const Sample> order) {
+        ++stamp_;
+        size_t found = 0;
+        for (Sample s : order)
+            if (mark(s) && ++found == sorted_.size()) return true;
+        return sorted_.empty();
+    }
+
+private:
+    // True the first time `s` is an evidence sample for this candidate.
+    bool mark(Sample s) {
+        auto it = std::lower_bound(sorted_.begin(), sorted_.end(), s);
+        if (it == sorted_.end() || *it != s) return false;
+        uint64_t& seen = seen_[static_cast<size_t>(it - sorted_.begin())];
+        if (seen == stamp_) return false;
+        seen = stamp_;
+        return true;
+    }
+
+    std::vector<Sample> sorted_;
+    std::vector<uint64_t> seen_;
+    uint64_t stamp_ = 0;
+};
+
+// RandomSampler(replacement=True): torch.randint(n) draws random() % n each.
+void replacement_prefix(uint32_t n, uint32_t k, LazyMt19937& g, std::vector<Sample>& out) {
+    out.resize(k);
+    for (auto& s : out) s = g() % n;
+}
+
+} // namespace
+
+std::optional<uint64_t> find_chain_offset(CpuGenerator chain, uint64_t max_offset, uint32_t n,
+                                          bool replacement, TorchVersion v,
+                                          const EpochEvidence& ev) {
+    if (!replacement && !prefix_computable(n, v)) return std::nullopt;
+    uint32_t window = replacement ? ev.window : std::min(ev.window, n);
+    EvidenceCheck check(ev);
+    if (!check.possible(n, window)) return std::nullopt;
+    PermPrefix perm;
+    LazyMt19937 g;
+    std::vector<Sample> order;
+    for (uint64_t d = 0;; ++d) {
+        g.seed(chain.random());
+        if (replacement)
+            replacement_prefix(n, window, g, order);
+        else
+            perm.compute(n, window, g, order);
+        if (check.all_in(order)) return d;
+        if (d == max_offset) return std::nullopt;
+    }
+}
+
+namespace {
+
+// Where rank's first `window` samples sit in the epoch's permutation.
+std::vector<uint32_t> rank_positions(const JobSpec& s, uint32_t n, uint32_t window) {
+    uint64_t world = s.world_size;
+    uint64_t per_rank = s.sampler_drop_last ? n / world : (n + world - 1) / world;
+    std::vector<uint32_t> positions(std::min<uint64_t>(window, per_rank));
+    for (size_t i = 0; i < positions.size(); ++i)
+        positions[i] = static_cast<uint32_t>((s.rank + world * i) % n);
+    return positions;
+}
+
+void gather(const std::vector<Sample>& perm, const std::vector<uint32_t>& positions,
+            std::vector<Sample>& out) {
+    out.resize(positions.size());
+    for (size_t i = 0; i < positions.size(); ++i) out[i] = perm[positions[i]];
+}
+
+// shuffle=false: the identity whatever E is.
+std::optional<uint64_t> unshuffled_epoch(const std::vector<uint32_t>& positions,
+                                         std::span<const uint64_t> candidates,
+                                         EvidenceCheck& check) {
+    std::vector<Sample> order(positions.begin(), positions.end());
+    if (candidates.empty() || !check.all_in(order)) return std::nullopt;
+    return candidates.front();
+}
+
+} // namespace
+
+std::optional<uint64_t> find_distributed_epoch(const JobSpec& spec, uint32_t n,
+                                               std::span<const uint64_t> candidates,
+                                               const EpochEvidence& ev) {
+    if (n == 0 || !prefix_computable(n, spec.torch_version)) return std::nullopt;
+    std::vector<uint32_t> positions = rank_positions(spec, n, ev.window);
+    EvidenceCheck check(ev);
+    if (!check.possible(n, positions.size())) return std::nullopt;
+    if (!spec.shuffle) return unshuffled_epoch(positions, candidates, check);
+    uint32_t k = positions.empty() ? 0 : *std::max_element(positions.begin(), positions.end()) + 1;
+    PermPrefix prefix;
+    LazyMt19937 g;
+    std::vector<Sample> perm, order;
+    for (uint64_t e : candidates) {
+        g.seed(static_cast<uint32_t>(spec.seed + e)); // manual_seed(seed + epoch)
+        prefix.compute(n, k, g, perm);
+        gather(perm, positions, order);
+        if (check.all_in(order)) return e;
+    }
+    return std::nullopt;
+}
+
+} // namespace clairfs::order
