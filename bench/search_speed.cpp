@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: MIT
+// search_speed
+//
+// What a resynchronisation (issue 24) costs at its worst: evidence that no
+// candidate explains, so every candidate seed is tried. 16 samples in a window
+// of 64, ImageNet's n and a 14M-sample n. For scale it also times the same
+// prefixes from a fully seeded std::mt19937 (CpuGenerator), a whole randperm
+// (what one candidate would cost without prefixes), and the DistributedSampler
+// search for the last of 64 ranks. One JSON object per line.
+#include "clairfs/order/prefix_search.hpp"
+
+#include <chrono>
+#include <cstdio>
+
+using namespace clairfs::order;
+
+namespace {
+
+double ms_since(std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+        .count();
+}
+
+// 16 of the first 64 samples of a seed no candidate uses.
+EpochEvidence unrelated_evidence(uint32_t n) {
+    CpuGenerator g(0xdeadbeef);
+    std::vector<Sample> prefix;
+    PermPrefix().compute(n, 64, g, prefix);
+    EpochEvidence ev{{}, 64};
+    for (uint32_t i = 0; i < 64; i += 4) ev.samples.push_back(prefix[i]);
+    return ev;
+}
+
+void time_chain_search(uint32_t n, uint64_t candidates, const EpochEvidence& ev) {
+    auto start = std::chrono::steady_clock::now();
+    auto d = find_chain_offset(CpuGenerator(1), candidates - 1, n, false, TorchVersion::v1_13, ev);
+    double ms = ms_since(start);
+    std::printf("{\"search\": \"chain\", \"n\": %u, \"candidates\": %llu, \"found\": %s, "
+                "\"ms\": %.2f, \"us_per_candidate\": %.3f}\n",
+                n, static_cast<unsigned long long>(candidates), d ? "true" : "false", ms,
+                ms * 1e3 / static_cast<double>(candidates));
+}
+
+// The same prefixes from CpuGenerator, whose constructor seeds all 624 words
+// and whose first draw twists them all.
+void time_full_seeding(uint32_t n, uint64_t candidates) {
+    CpuGenerator chain(1);
+    PermPrefix prefix;
+    std::vector<Sample> out;
+    uint64_t sink = 0;
+    auto start = std::chrono::steady_clock::now();
+    for (uint64_t d = 0; d < candidates; ++d) {
+        CpuGenerator g(chain.random());
+        prefix.compute(n, 64, g, out);
+        sink += out[63];
+    }
+    double ms = ms_since(start);
+    std::printf("{\"search\": \"chain, std::mt19937 seeding\", \"n\": %u, \"candidates\": %llu, "
+                "\"ms\": %.2f, \"us_per_candidate\": %.3f, \"sink\": %llu}\n",
+                n, static_cast<unsigned long long>(candidates), ms,
+                ms * 1e3 / static_cast<double>(candidates), static_cast<unsigned long long>(sink));
+}
+
+void time_full_randperm(uint32_t n) {
+    CpuGenerator g(1);
+    std::vector<Sample> out;
+    auto start = std::chrono::steady_clock::now();
+    randperm(n, g, TorchVersion::v1_13, out);
+    std::printf("{\"search\": \"one whole randperm\", \"n\": %u, \"ms\": %.2f}\n", n,
+                ms_since(start));
+}
+
+void time_distributed_search(uint32_t n, uint64_t candidates, const EpochEvidence& ev) {
+    JobSpec s;
+    s.sampler = SamplerKind::distributed;
+    s.world_size = 64;
+    s.rank = 63;
+    std::vector<uint64_t> epochs(candidates);
+    for (uint64_t e = 0; e < candidates; ++e) epochs[e] = e;
+    auto start = std::chrono::steady_clock::now();
+    auto e = find_distributed_epoch(s, n, epochs, ev);
+    double ms = ms_since(start);
+    std::printf("{\"search\": \"distributed world 64 rank 63\", \"n\": %u, \"candidates\": %llu, "
+                "\"found\": %s, \"ms\": %.2f, \"us_per_candidate\": %.3f}\n",
+                n, static_cast<unsigned long long>(candidates), e ? "true" : "false", ms,
+                ms * 1e3 / static_cast<double>(candidates));
+}
+
+} // namespace
+
+int main() {
+    for (uint32_t n : {1281167u, 14197122u}) {
+        EpochEvidence ev = unrelated_evidence(n);
+        for (uint64_t candidates : {4096ull, 100000ull}) time_chain_search(n, candidates, ev);
+        time_full_seeding(n, 100000);
+        time_full_randperm(n);
+        time_distributed_search(n, 4096, ev);
+    }
+    return 0;
+}
