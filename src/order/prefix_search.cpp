@@ -2,6 +2,7 @@
 #include "clairfs/order/prefix_search.hpp"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 
 namespace clairfs::order {
@@ -43,23 +44,16 @@ void PermPrefix::fisher_yates(uint32_t n, uint32_t k, Draw draw, std::vector<Sam
     }
 }
 
-// Each step adds at most one position, so `entries` bounds the table's load.
+// Each step adds at most one position, so `entries` bounds the load; a
+// quarter-full table rarely probes twice, which keeps the loop predictable.
 void PermPrefix::reset(uint32_t entries) {
-    size_t want = std::bit_ceil(std::max<size_t>(16, 2 * size_t{entries}));
+    size_t want = std::bit_ceil(std::max<size_t>(16, 4 * size_t{entries}));
     if (++stamp_ == 0 || slots_.size() < want) {
         slots_.assign(std::max(want, slots_.size()), Slot{0, 0, 0});
         stamp_ = 1;
     }
+    mask_ = static_cast<uint32_t>(slots_.size() - 1);
     shift_ = 32 - static_cast<uint32_t>(std::countr_zero(slots_.size()));
-}
-
-// Linear probing from a Fibonacci hash: the slot holding pos, or the free one
-// where it belongs.
-PermPrefix::Slot& PermPrefix::slot(uint32_t pos) {
-    size_t mask = slots_.size() - 1;
-    size_t i = static_cast<uint32_t>(pos * 0x9e3779b1u) >> shift_;
-    while (slots_[i].stamp == stamp_ && slots_[i].pos != pos) i = (i + 1) & mask;
-    return slots_[i];
 }
 
 namespace {
@@ -72,6 +66,7 @@ public:
         std::sort(sorted_.begin(), sorted_.end());
         sorted_.erase(std::unique(sorted_.begin(), sorted_.end()), sorted_.end());
         seen_.assign(sorted_.size(), 0);
+        for (Sample s : sorted_) filter_[bit(s) / 64] |= uint64_t{1} << (bit(s) % 64);
     }
 
     // Whether some order of n samples could put all of it in `window` positions.
@@ -83,11 +78,16 @@ public:
         ++stamp_;
         size_t found = 0;
         for (Sample s : order)
-            if (mark(s) && ++found == sorted_.size()) return true;
+            if (maybe(s) && mark(s) && ++found == sorted_.size()) return true;
         return sorted_.empty();
     }
 
 private:
+    // Nearly every sample a candidate shows is not evidence: one bit test
+    // turns almost all of them away before a branchy binary search.
+    static uint32_t bit(Sample s) { return (s * 0x9e3779b1u) >> (32 - filter_bits_log2); }
+    bool maybe(Sample s) const { return (filter_[bit(s) / 64] >> (bit(s) % 64)) & 1; }
+
     // True the first time `s` is an evidence sample for this candidate.
     bool mark(Sample s) {
         auto it = std::lower_bound(sorted_.begin(), sorted_.end(), s);
@@ -98,6 +98,8 @@ private:
         return true;
     }
 
+    static constexpr uint32_t filter_bits_log2 = 12;
+    std::array<uint64_t, (1u << filter_bits_log2) / 64> filter_{};
     std::vector<Sample> sorted_;
     std::vector<uint64_t> seen_;
     uint64_t stamp_ = 0;
@@ -118,17 +120,25 @@ std::optional<uint64_t> find_chain_offset(CpuGenerator chain, uint64_t max_offse
     uint32_t window = replacement ? ev.window : std::min(ev.window, n);
     EvidenceCheck check(ev);
     if (!check.possible(n, window)) return std::nullopt;
+    constexpr size_t lanes = 8;
+    std::array<LazyMt19937, lanes> gens;
+    std::array<uint32_t, lanes> seeds;
+    uint32_t words = LazyMt19937::words_for(window);
     PermPrefix perm;
-    LazyMt19937 g;
     std::vector<Sample> order;
-    for (uint64_t d = 0;; ++d) {
-        g.seed(chain.random());
-        if (replacement)
-            replacement_prefix(n, window, g, order);
-        else
-            perm.compute(n, window, g, order);
-        if (check.all_in(order)) return d;
-        if (d == max_offset) return std::nullopt;
+    // Candidates go in groups seeded together; `chain` is a copy, so drawing
+    // past max_offset in the last group is harmless.
+    for (uint64_t first = 0;; first += lanes) {
+        for (auto& s : seeds) s = chain.random();
+        LazyMt19937::seed_each(gens, seeds, words);
+        for (size_t l = 0; l < lanes; ++l) {
+            if (replacement)
+                replacement_prefix(n, window, gens[l], order);
+            else
+                perm.compute(n, window, gens[l], order);
+            if (check.all_in(order)) return first + l;
+            if (first + l == max_offset) return std::nullopt;
+        }
     }
 }
 

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 
 namespace clairfs::order {
@@ -22,6 +23,28 @@ public:
         x_[0] = s;
         seeded_ = 1;
         next_ = 0;
+    }
+
+    // seed(seeds[l]) for every gens[l], also filling the first `words` state
+    // words (at most 624): draw i < 227 needs words up to i + 397. Seeding is
+    // one long chain of dependent multiplications per generator; advancing
+    // several chains in step lets the CPU overlap them.
+    template <size_t L>
+    static void seed_each(std::array<LazyMt19937, L>& gens, const std::array<uint32_t, L>& seeds,
+                          uint32_t words) {
+        std::array<uint32_t, L> word = seeds;
+        for (size_t l = 0; l < L; ++l) gens[l].seed(seeds[l]);
+        for (uint32_t j = 1; j < words; ++j)
+            for (size_t l = 0; l < L; ++l) {
+                word[l] = 1812433253u * (word[l] ^ (word[l] >> 30)) + j;
+                gens[l].x_[j] = word[l];
+            }
+        for (auto& g : gens) g.seeded_ = words > 1 ? words : 1;
+    }
+
+    // How many state words the first `draws` draws read.
+    static constexpr uint32_t words_for(uint64_t draws) {
+        return draws + far < size ? static_cast<uint32_t>(draws + far) : size;
     }
 
     uint32_t operator()() {

@@ -43,11 +43,18 @@ private:
     template <class Draw>
     void fisher_yates(uint32_t n, uint32_t k, Draw draw, std::vector<Sample>& out);
     void reset(uint32_t entries);
-    Slot& slot(uint32_t pos);
+    // Linear probing from a Fibonacci hash: the slot holding pos, or the free
+    // one where it belongs.
+    Slot& slot(uint32_t pos) {
+        uint32_t i = (pos * 0x9e3779b1u) >> shift_;
+        while (slots_[i].stamp == stamp_ && slots_[i].pos != pos) i = (i + 1) & mask_;
+        return slots_[i];
+    }
     Sample value_at(uint32_t pos) { return live(slot(pos), pos); }
     Sample live(const Slot& s, uint32_t pos) const { return s.stamp == stamp_ ? s.value : pos; }
 
-    std::vector<Slot> slots_; // power-of-two size, at most half full
+    std::vector<Slot> slots_; // power-of-two size, at most a quarter full
+    uint32_t mask_ = 0;       // slots_.size() - 1
     uint32_t shift_ = 32;     // 32 - log2(slots_.size()), for the multiplicative hash
     uint32_t stamp_ = 0;
 };
