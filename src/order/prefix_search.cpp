@@ -116,7 +116,8 @@ void replacement_prefix(uint32_t n, uint32_t k, LazyMt19937& g, std::vector<Samp
 std::optional<uint64_t> find_chain_offset(CpuGenerator chain, uint64_t max_offset, uint32_t n,
                                           bool replacement, TorchVersion v,
                                           const EpochEvidence& ev) {
-    if (!replacement && !prefix_computable(n, v)) return std::nullopt;
+    // n = 0 never passes validate(); with replacement it would divide by 0.
+    if (n == 0 || (!replacement && !prefix_computable(n, v))) return std::nullopt;
     uint32_t window = replacement ? ev.window : std::min(ev.window, n);
     EvidenceCheck check(ev);
     if (!check.possible(n, window)) return std::nullopt;

@@ -7,6 +7,7 @@
 #include "clairfs/order/samplers.hpp"
 #include "clairfs/order/worker_split.hpp"
 
+#include <array>
 #include <doctest/doctest.h>
 #include <random>
 
@@ -75,6 +76,24 @@ TEST_CASE("LazyMt19937 is std::mt19937, draw for draw, over several blocks") {
     LazyMt19937 unseeded;
     std::mt19937 default_ref;
     CHECK(unseeded() == default_ref());
+}
+
+TEST_CASE("generators seeded together continue as std::mt19937, however far seeded") {
+    std::array<uint32_t, 8> seeds = {0, 1, 2, 5489, 77, 0x80000000u, 0xfffffffeu, 0xffffffffu};
+    std::array<LazyMt19937, 8> gens;
+    for (uint64_t draws : {0u, 1u, 64u, 226u, 227u, 228u, 1000u}) {
+        CAPTURE(draws);
+        LazyMt19937::seed_each(gens, seeds, LazyMt19937::words_for(draws));
+        for (size_t l = 0; l < seeds.size(); ++l) {
+            std::mt19937 ref(seeds[l]);
+            int mismatches = 0;
+            for (int i = 0; i < 1500; ++i) mismatches += gens[l]() != ref();
+            CHECK(mismatches == 0);
+        }
+    }
+    LazyMt19937::seed_each(gens, seeds, 1); // seeds only word 0, like seed()
+    std::mt19937 ref(seeds[3]);
+    CHECK(gens[3]() == ref());
 }
 
 TEST_CASE("prefix_computable follows randperm's algorithm switch") {
@@ -186,6 +205,7 @@ TEST_CASE("impossible evidence is refused without searching") {
     CHECK_FALSE(find_chain_offset(predicted_chain(s), 10, big_n, false, s.torch_version, outside));
     EpochEvidence crowded{{1, 2, 3}, 2};
     CHECK_FALSE(find_chain_offset(predicted_chain(s), 10, big_n, false, s.torch_version, crowded));
+    CHECK_FALSE(find_chain_offset(predicted_chain(s), 10, 0, true, s.torch_version, none));
     EpochEvidence some{{1}, 64};
     CHECK_FALSE(find_chain_offset(predicted_chain(s), 10, randperm64_threshold, false,
                                   TorchVersion::v2_7, some));
@@ -211,29 +231,31 @@ EpochEvidence rank_evidence(const JobSpec& s, uint32_t n, uint64_t real_e, uint3
     return evidence_from(order, window, std::min(window, 16u));
 }
 
+// Epoch 5 predicted; the job never called set_epoch (0), repeated epoch 4, or
+// resumed 3 epochs off (8); an epoch outside the candidates (12) fits none.
+void check_distributed(uint32_t n, uint32_t world, bool drop, uint32_t rank) {
+    CAPTURE(n);
+    CAPTURE(world);
+    CAPTURE(drop);
+    CAPTURE(rank);
+    JobSpec s = distributed_job(world, rank, drop);
+    std::vector<uint64_t> candidates = {5, 4, 0, 6, 7, 8, 9};
+    for (uint64_t real_e : {0u, 4u, 8u})
+        CHECK(find_distributed_epoch(s, n, candidates, rank_evidence(s, n, real_e, 64)) == real_e);
+    // One or two samples of 100 cannot rule seven candidates out.
+    auto ev = rank_evidence(s, n, 12, 64);
+    if (ev.samples.size() >= 8) CHECK_FALSE(find_distributed_epoch(s, n, candidates, ev));
+}
+
 } // namespace
 
 TEST_CASE("find_distributed_epoch finds a repeated epoch and a resumed offset") {
     for (uint32_t n : {100u, 1003u, big_n})
         for (uint32_t world : {1u, 3u, 64u})
-            for (bool drop : {false, true})
-                for (uint32_t rank : {0u, world - 1}) {
-                    CAPTURE(n);
-                    CAPTURE(world);
-                    CAPTURE(drop);
-                    CAPTURE(rank);
-                    JobSpec s = distributed_job(world, rank, drop);
-                    // Epoch 5 predicted; the job never called set_epoch (0), repeated
-                    // epoch 4, or resumed 3 epochs off.
-                    std::vector<uint64_t> candidates = {5, 4, 0, 6, 7, 8, 9};
-                    for (uint64_t real_e : {0u, 4u, 8u}) {
-                        auto ev = rank_evidence(s, n, real_e, 64);
-                        CHECK(find_distributed_epoch(s, n, candidates, ev) == real_e);
-                    }
-                    // One or two samples of 100 cannot rule 7 candidates out.
-                    auto ev = rank_evidence(s, n, 12, 64);
-                    if (ev.samples.size() >= 8) CHECK_FALSE(find_distributed_epoch(s, n, candidates, ev));
-                }
+            for (bool drop : {false, true}) {
+                check_distributed(n, world, drop, 0);
+                check_distributed(n, world, drop, world - 1);
+            }
 }
 
 TEST_CASE("an unshuffled DistributedSampler fits whatever the epoch") {
