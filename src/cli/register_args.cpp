@@ -32,6 +32,10 @@ const ExtraKey extra_keys[] = {
     {"layout", Kind::string, "L", "imagefolder, sorted or list [imagefolder]"},
     {"manifest", Kind::string, "FILE", "layout list: the file listing the samples, in the mount"},
     {"n", Kind::number, "N", "len(dataset) as the job sees it, checked against the layout"},
+    {"job", Kind::string, "ID",
+     "the job's name: another job may register beside it on the same mount [default]"},
+    {"resync_draws", Kind::number, "N",
+     "how far to search for the seed when an epoch's opens do not fit (0: never) [4096]"},
 };
 
 bool key_kind(const std::string& key, Kind& out) {
@@ -125,7 +129,9 @@ std::string read_config(const std::string& path, RegisterArgs& a) {
         return "cannot read config file '" + path + "'";
     ojson j;
     if (auto why = config::parse_strict_json(text, j); !why.empty()) return path + ": " + why;
-    if (!j.is_object()) return path + ": expected a JSON object";
+    // A list of loaders: the flags become every loader's defaults.
+    if (j.is_array()) j = ojson{{"loaders", j}};
+    if (!j.is_object()) return path + ": expected a JSON object or a list of loaders";
     // Flags given later override the file; its own keys are judged by the
     // daemon, exactly as if it were written to the control file.
     for (auto& [k, v] : j.items()) a.body[k] = v;

@@ -23,6 +23,9 @@ void make_relative(nlohmann::ordered_json& body, const std::string& abs_mount) {
         if (it != body.end() && it->is_string())
             *it = mount_relative(it->get<std::string>(), abs_mount);
     }
+    if (auto l = body.find("loaders"); l != body.end() && l->is_array())
+        for (auto& loader : *l)
+            if (loader.is_object()) make_relative(loader, abs_mount);
 }
 
 } // namespace
@@ -45,13 +48,22 @@ int register_command(const std::vector<std::string>& args) {
 }
 
 int unregister_command(const std::vector<std::string>& args) {
-    std::string mount;
-    for (const auto& a : args) {
+    std::string mount, job;
+    for (size_t i = 0; i < args.size(); ++i) {
+        const std::string& a = args[i];
         if (a == "--help" || a == "-h") {
-            printf("usage: clairfs unregister MOUNT\n\n"
-                   "Forgets the job registered with a mount: prefetching stops, files are cached\n"
-                   "on first use only.\n");
+            printf("usage: clairfs unregister MOUNT [--job ID]\n\n"
+                   "Forgets the jobs registered with a mount (only job ID with --job): their\n"
+                   "prefetching stops; with no job left, files are cached on first use only.\n");
             return exit_ok;
+        }
+        if (a == "--job" && i + 1 < args.size()) {
+            job = args[++i];
+            continue;
+        }
+        if (a.starts_with("--job=")) {
+            job = a.substr(6);
+            continue;
         }
         if (a.starts_with("-")) return usage_error("unknown option '" + a + "'", "unregister");
         if (!mount.empty()) return usage_error("unexpected argument '" + a + "'", "unregister");
@@ -60,7 +72,9 @@ int unregister_command(const std::vector<std::string>& args) {
     if (mount.empty()) return usage_error("expected MOUNT", "unregister");
     std::string abs;
     if (int rv = locate_mount(mount, abs); rv != exit_ok) return rv;
-    return send_control(abs, "{\"unregister\": true}\n");
+    nlohmann::ordered_json body = {{"unregister", true}};
+    if (!job.empty()) body["job"] = job;
+    return send_control(abs, body.dump() + "\n");
 }
 
 } // namespace clairfs::cli

@@ -63,6 +63,54 @@ std::string ranks_lines(const json& ranks) {
     return out;
 }
 
+// "+1 +1": each epoch's draw offset past the first, where one was found.
+std::string offsets(const json& epochs) {
+    std::string out;
+    bool any = false;
+    for (const auto& e : epochs) {
+        if (e.contains("seed_epoch")) {
+            out += " " + text_of(e["seed_epoch"]);
+            any |= e["seed_epoch"] != e["epoch"];
+        } else if (e.contains("draw_offset")) {
+            out += " +" + text_of(e["draw_offset"]);
+            any |= number(e["draw_offset_words"]) > 0;
+        }
+    }
+    return any ? out : "";
+}
+
+// One line per loader of every job, when there is more than one of them.
+std::string jobs_lines(const json& jobs) {
+    size_t loaders = 0;
+    for (const auto& j : jobs) loaders += j["loaders"].size();
+    if (jobs.size() < 2 && loaders < 2) {
+        if (jobs.size() == 1 && loaders == 1) {
+            std::string o = offsets(jobs[0]["loaders"][0]["epochs"]);
+            const json& first = jobs[0]["loaders"][0];
+            if (!o.empty())
+                return line(first["sampler"] == "distributed" ? "seed+epoch:" : "draw offset:",
+                            o.substr(1) + " (per epoch; the chain found by searching)");
+        }
+        return "";
+    }
+    std::string out;
+    for (const auto& j : jobs) {
+        std::string head = "job " + text_of(j["id"]) + " (" + text_of(j["state"]) + ", " +
+                           std::to_string(j["pids"].size()) + " processes)";
+        out += line("", head);
+        for (const auto& l : j["loaders"]) {
+            char buf[256];
+            snprintf(buf, sizeof buf, "  loader '%s': %s, epoch %s, match rate %d%%",
+                     text_of(l["root"]).c_str(), text_of(l["mode"]).c_str(),
+                     text_of(l["epoch"]).c_str(),
+                     static_cast<int>(number(l["match_rate"]) * 100 + 0.5));
+            std::string o = offsets(l["epochs"]);
+            out += line("", buf + (o.empty() ? "" : ", offsets" + o));
+        }
+    }
+    return out;
+}
+
 } // namespace
 
 std::string stage_line(const json& st) {
@@ -106,7 +154,9 @@ std::string status_summary(const json& s) {
                      : "-");
         out += line("epoch:", buf);
         out += ranks_lines(at(s, "ranks"));
+        if (at(s, "jobs").is_array()) out += jobs_lines(at(s, "jobs"));
     }
+    if (const json& w = at(s, "warning"); w.is_string()) out += line("warning:", w.get<std::string>());
     double hits = number(at(s, "ram/hits")), misses = number(at(s, "ram/misses"));
     char buf[256];
     snprintf(

@@ -6,6 +6,7 @@
 #include "clairfs/log.hpp"
 #include "clairfs/sys/syscalls.hpp"
 
+#include <algorithm>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <sys/stat.h>
@@ -41,10 +42,9 @@ std::string Controller::read_manifest(const std::string& path, std::string& text
 }
 
 int Controller::write_control(std::string_view text, std::string& why) {
-    // Parsing, reading the manifest and building the dataset (seconds for
+    // Parsing, reading manifests and building datasets (seconds for
     // millions of files) happen before the lock, so status stays readable.
     ControlRequest req;
-    plan::Job job;
     why = parse_control(text, req);
     if (why.empty() && req.stage_only) {
         engine_.stage();
@@ -52,42 +52,64 @@ int Controller::write_control(std::string_view text, std::string& why) {
         error_.clear();
         return 0;
     }
-    if (why.empty() && !req.unregister) {
-        std::string manifest;
-        if (req.registration.layout == layout::LayoutKind::list)
-            why = read_manifest(req.registration.manifest, manifest);
-        if (why.empty()) why = resolve_job(req.registration, index_, manifest, job);
-    }
     if (!why.empty()) return refuse(why);
+    if (req.unregister) return unregister(req.job.id, why);
 
-    // The job's planners and tracker are built here too, before the lock;
-    // under it the engine only swaps pointers. The job replaced is freed
+    std::vector<std::shared_ptr<const plan::Job>> loaders;
+    size_t samples = 0;
+    for (const Registration& reg : req.job.loaders) {
+        std::string manifest;
+        plan::Job job;
+        if (reg.layout == layout::LayoutKind::list) why = read_manifest(reg.manifest, manifest);
+        if (why.empty()) why = resolve_job(reg, index_, manifest, job);
+        if (!why.empty()) {
+            if (req.job.loaders.size() > 1) why = "loader '" + reg.root + "': " + why;
+            return refuse(why);
+        }
+        samples += job.dataset.samples.size();
+        loaders.push_back(std::make_shared<const plan::Job>(std::move(job)));
+    }
+    // The job's planners and trackers are built here too, before the lock;
+    // under it the engine only swaps pointers. What it replaces is freed
     // after the lock (`replaced` outlives it).
-    size_t samples = job.dataset.samples.size();
-    std::shared_ptr<prefetch::Engine::Active> prepared, replaced;
-    if (!req.unregister)
-        prepared = engine_.prepare(std::make_shared<const plan::Job>(std::move(job)));
-    bool unregistered = false;
-    uint32_t batch_size = req.registration.spec.batch_size;
-    size_t ranks = req.registration.ranks.size();
+    std::shared_ptr<prefetch::Engine::Active> prepared =
+        engine_.prepare(req.job.id, std::move(loaders));
+    prefetch::Engine::Jobs replaced;
+    std::string id = req.job.id;
+    size_t count = req.job.loaders.size();
     {
         std::lock_guard lock(mu_);
-        if (req.unregister) {
-            replaced = engine_.deactivate();
-            unregistered = active_.has_value();
-            active_.reset();
-        } else {
-            replaced = engine_.activate(std::move(prepared));
-            active_ = std::move(req.registration);
-            ++registrations_;
-        }
+        replaced = engine_.activate(std::move(prepared));
+        std::erase_if(active_, [&](const JobRegistration& j) { return j.id == id; });
+        active_.push_back(std::move(req.job));
+        ++registrations_;
         error_.clear();
     }
-    if (unregistered) LOG_INFO("job unregistered");
-    if (!req.unregister)
-        LOG_INFO("job registered: %zu samples, batch size %u, %zu local ranks", samples,
-                 batch_size, ranks);
+    LOG_INFO("job %s registered: %zu loader%s, %zu samples", id.c_str(), count,
+             count == 1 ? "" : "s", samples);
     if (req.stage) engine_.stage();
+    return 0;
+}
+
+// `id` empty: every job.
+int Controller::unregister(const std::string& id, std::string& why) {
+    prefetch::Engine::Jobs dropped;
+    {
+        std::lock_guard lock(mu_);
+        bool known = id.empty() || std::ranges::any_of(active_, [&](const JobRegistration& j) {
+                         return j.id == id;
+                     });
+        if (!known) {
+            why = "no job '" + id + "' is registered";
+            error_ = why;
+            return -EINVAL;
+        }
+        dropped = engine_.deactivate(id);
+        std::erase_if(active_, [&](const JobRegistration& j) { return id.empty() || j.id == id; });
+        error_.clear();
+    }
+    if (!dropped.empty())
+        LOG_INFO("%s unregistered", id.empty() ? "every job" : ("job " + id).c_str());
     return 0;
 }
 
@@ -99,15 +121,23 @@ int Controller::refuse(const std::string& why) {
     return -EINVAL;
 }
 
+// One job reads back as its registration; several as {"jobs": [...]},
+// which documents them all but is not one registration to write back.
 std::string Controller::control_text() const {
     std::lock_guard lock(mu_);
-    return active_ ? registration_json(*active_) : "{}\n";
+    if (active_.empty()) return "{}\n";
+    if (active_.size() == 1) return job_json(active_.front());
+    nlohmann::ordered_json all = nlohmann::ordered_json::array();
+    for (const JobRegistration& j : active_) all.push_back(nlohmann::ordered_json::parse(job_json(j)));
+    nlohmann::ordered_json out;
+    out["jobs"] = std::move(all);
+    return out.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }
 
 std::string Controller::status_text() const {
     nlohmann::json j;
     std::lock_guard lock(mu_);
-    j["registered"] = active_.has_value();
+    j["registered"] = !active_.empty();
     j["error"] = error_.empty() ? nlohmann::json(nullptr) : nlohmann::json(error_);
     j["registrations"] = registrations_;
     engine_.status(j);

@@ -139,8 +139,21 @@ std::string set_job(Registration& reg, const std::string& key, const json& v) {
     return "";
 }
 
+std::string set_resync_draws(Registration& reg, const json& v) {
+    std::string text;
+    if (auto why = value_text("resync_draws", v, config::JsonType::number, text); !why.empty())
+        return why;
+    uint64_t d;
+    // A search of 2^24 candidates takes tens of seconds of one core.
+    if (!config::parse_count(text, d) || d > (uint64_t{1} << 24))
+        return "invalid value for resync_draws: " + text + " (expected an integer from 0 to 16777216)";
+    reg.resync_draws = d;
+    return "";
+}
+
 std::string set_key(Registration& reg, const std::string& key, const json& v) {
     if (key == "ranks") return set_ranks(reg, v);
+    if (key == "resync_draws") return set_resync_draws(reg, v);
     if (key == "root") return set_root(reg, v);
     if (key == "layout") return set_layout(reg, v);
     if (key == "manifest") return set_manifest(reg, v);
@@ -172,47 +185,136 @@ std::string check_combination(const Registration& reg) {
 
 } // namespace
 
+bool valid_job_id(std::string_view id) {
+    if (id.empty() || id.size() > 64) return false;
+    return std::ranges::all_of(id, [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+               c == '.' || c == '_' || c == '-';
+    });
+}
+
+namespace {
+
+std::string set_job_id(std::string& id, const json& v) {
+    if (!v.is_string() || !valid_job_id(v.get<std::string>()))
+        return "job must be a name of 1 to 64 letters, digits, '.', '_' or '-'";
+    id = v.get<std::string>();
+    return "";
+}
+
+// One loader's keys: "job" is the job's (it must agree across loaders).
+std::string parse_loader(const json& j, Registration& reg, std::string& job, bool& job_given) {
+    if (!j.is_object()) return "expected a JSON object for each loader, such as {\"root\": \"val\"}";
+    reg.spec.epochs = unlimited_epochs;
+    for (const auto& [key, value] : j.items()) {
+        std::string name = config::canonical_key(key);
+        if (name == "job") {
+            std::string id;
+            if (auto why = set_job_id(id, value); !why.empty()) return why;
+            if (job_given && id != job) return "the loaders of one registration name two jobs";
+            job = id;
+            job_given = true;
+            continue;
+        }
+        if (name == "stage" || name == "unregister" || name == "loaders")
+            return name + " belongs to the whole registration, not to one loader";
+        if (auto why = set_key(reg, name, value); !why.empty()) return why;
+    }
+    return check_combination(reg);
+}
+
+// {"loaders": [...], other keys}: each loader is the other keys, then its own.
+std::string loader_objects(json& j, std::vector<json>& out) {
+    auto it = j.find("loaders");
+    if (it == j.end()) {
+        out.push_back(j);
+        return "";
+    }
+    if (!it->is_array() || it->empty()) return "loaders must be a non-empty list of objects";
+    json common = j;
+    common.erase("loaders");
+    for (const auto& l : *it) {
+        if (!l.is_object()) return "expected a JSON object for each loader, such as {\"root\": \"val\"}";
+        json merged = common;
+        for (const auto& [k, v] : l.items()) {
+            // A loader's spelling of a key replaces the common one's.
+            std::string name = config::canonical_key(k);
+            for (auto c = merged.begin(); c != merged.end(); ++c)
+                if (config::canonical_key(c.key()) == name) {
+                    merged.erase(c);
+                    break;
+                }
+            merged[k] = v;
+        }
+        out.push_back(std::move(merged));
+    }
+    return "";
+}
+
+constexpr size_t max_loaders = 64;
+
+} // namespace
+
 std::string parse_control(std::string_view text, ControlRequest& out) {
     json j;
     if (auto why = config::parse_strict_json(text, j); !why.empty()) return why;
-    if (!j.is_object()) return "expected a JSON object, such as {\"seed\": 42}";
-
     ControlRequest req;
-    Registration& reg = req.registration;
-    reg.spec.epochs = unlimited_epochs;
-    if (j.empty()) {
+    std::vector<json> loaders;
+    if (j.is_array()) {
+        if (j.empty()) return "a list of loaders must not be empty";
+        loaders.assign(j.begin(), j.end());
+        req.job.listed = true;
+    } else if (!j.is_object()) {
+        return "expected a JSON object, such as {\"seed\": 42}, or a list of loaders";
+    }
+    if (j.is_object() && j.empty()) {
         req.unregister = true;
         out = std::move(req);
         return "";
     }
-    // {"stage": true} alone starts a stage-in and leaves the registration as
-    // it is; with registration keys it registers, then stages.
-    if (auto st = j.find("stage"); st != j.end()) {
-        if (!st->is_boolean()) return "stage must be true or false";
-        req.stage = st->get<bool>();
-        j.erase(st);
-        if (j.empty()) {
-            if (!req.stage) return "stage: false on its own does nothing";
-            req.stage_only = true;
-            out = std::move(req);
-            return "";
+    if (j.is_object()) {
+        // {"stage": true} alone starts a stage-in and leaves the registration
+        // as it is; with registration keys it registers, then stages.
+        if (auto st = j.find("stage"); st != j.end()) {
+            if (!st->is_boolean()) return "stage must be true or false";
+            req.stage = st->get<bool>();
+            j.erase(st);
+            if (j.empty()) {
+                if (!req.stage) return "stage: false on its own does nothing";
+                req.stage_only = true;
+                out = std::move(req);
+                return "";
+            }
         }
-    }
-    if (auto u = j.find("unregister"); u != j.end()) {
-        if (!u->is_boolean()) return "unregister must be true or false";
-        if (u->get<bool>()) {
-            if (j.size() > 1 || req.stage) return "unregister: true takes no other keys";
-            req.unregister = true;
-            out = std::move(req);
-            return "";
+        if (auto u = j.find("unregister"); u != j.end()) {
+            if (!u->is_boolean()) return "unregister must be true or false";
+            if (u->get<bool>()) {
+                auto job = j.find("job");
+                if (j.size() > (job == j.end() ? 1u : 2u) || req.stage)
+                    return "unregister: true takes no other keys than job";
+                if (job != j.end())
+                    if (auto why = set_job_id(req.job.id, *job); !why.empty()) return why;
+                req.unregister = true;
+                if (job == j.end()) req.job.id.clear(); // every job
+                out = std::move(req);
+                return "";
+            }
+            j.erase(u);
         }
+        req.job.listed = j.contains("loaders");
+        if (auto why = loader_objects(j, loaders); !why.empty()) return why;
     }
-    for (const auto& [key, value] : j.items()) {
-        std::string name = config::canonical_key(key);
-        if (name == "unregister") continue;
-        if (auto why = set_key(reg, name, value); !why.empty()) return why;
+    if (loaders.size() > max_loaders)
+        return "more than " + std::to_string(max_loaders) + " loaders in one registration";
+    bool job_given = false;
+    for (const json& l : loaders) {
+        Registration reg;
+        if (auto why = parse_loader(l, reg, req.job.id, job_given); !why.empty())
+            return loaders.size() > 1 ? "loader " + std::to_string(req.job.loaders.size() + 1) +
+                                            ": " + why
+                                      : why;
+        req.job.loaders.push_back(std::move(reg));
     }
-    if (auto why = check_combination(reg); !why.empty()) return why;
     out = std::move(req);
     return "";
 }

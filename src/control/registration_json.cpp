@@ -35,7 +35,32 @@ const char* layout_name(layout::LayoutKind k) {
 
 } // namespace
 
+namespace {
+
+nlohmann::ordered_json loader_json(const Registration& reg);
+
+} // namespace
+
 std::string registration_json(const Registration& reg) {
+    return loader_json(reg).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) +
+           "\n";
+}
+
+std::string job_json(const JobRegistration& job) {
+    nlohmann::ordered_json out = nlohmann::ordered_json::array();
+    for (const Registration& reg : job.loaders) {
+        nlohmann::ordered_json l;
+        if (job.id != default_job) l["job"] = job.id;
+        l.update(loader_json(reg));
+        out.push_back(std::move(l));
+    }
+    if (!job.listed && out.size() == 1) out = out[0];
+    return out.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+}
+
+namespace {
+
+nlohmann::ordered_json loader_json(const Registration& reg) {
     const order::JobSpec& s = reg.spec;
     // ordered_json: the keys in the order clairfs-control(5) documents them.
     nlohmann::ordered_json j;
@@ -66,7 +91,10 @@ std::string registration_json(const Registration& reg) {
     j["layout"] = layout_name(reg.layout);
     j["manifest"] = reg.manifest.empty() ? nullptr : nlohmann::ordered_json(reg.manifest);
     j["n"] = reg.n ? nlohmann::ordered_json(*reg.n) : nullptr;
-    return j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+    j["resync_draws"] = reg.resync_draws;
+    return j;
 }
+
+} // namespace
 
 } // namespace clairfs::control

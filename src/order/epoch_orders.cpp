@@ -8,14 +8,35 @@
 namespace clairfs::order {
 
 EpochOrders::EpochOrders(const JobSpec& spec, uint32_t n)
-    : spec_(spec), n_(n), epoch_(spec.start_epoch), global_(spec.seed), loader_(spec.seed) {
+    : spec_(spec), n_(n), epoch_(spec.start_epoch), global_(spec.seed), loader_(spec.seed),
+      dist_epoch_(spec.start_epoch) {
     global_.discard(spec.pre_draws);
 }
 
+EpochOrders::State EpochOrders::state() const {
+    return {epoch_, first_iterator_, global_, loader_, dist_epoch_, dist_step_, pending_skip_};
+}
+
+void EpochOrders::restore(const State& s) {
+    epoch_ = s.epoch;
+    first_iterator_ = s.first_iterator;
+    global_ = s.global;
+    loader_ = s.loader;
+    dist_epoch_ = s.dist_epoch;
+    dist_step_ = s.dist_step;
+    pending_skip_ = s.pending_skip;
+}
+
 void EpochOrders::next(std::vector<Sample>& out) {
+    saved_[0] = std::move(saved_[1]);
+    saved_[1] = state();
+    last_skipped_ = pending_skip_;
+    global_.discard(pending_skip_);
+    pending_skip_ = 0;
     switch (spec_.sampler) {
     case SamplerKind::distributed:
-        distributed_sampler_epoch(n_, spec_, epoch_, scratch_, out);
+        distributed_sampler_epoch(n_, spec_, dist_epoch_, scratch_, out);
+        dist_epoch_ += dist_step_;
         break;
     case SamplerKind::sequential:
         out.resize(n_);
@@ -28,6 +49,35 @@ void EpochOrders::next(std::vector<Sample>& out) {
     apply_batching(out, spec_.batch_size, spec_.drop_last);
     first_iterator_ = false;
     ++epoch_;
+}
+
+bool EpochOrders::rewind(uint64_t epoch) {
+    for (auto& s : saved_) {
+        if (!s || s->epoch != epoch) continue;
+        restore(*s);
+        saved_ = {};
+        return true;
+    }
+    return false;
+}
+
+void EpochOrders::skip_words(uint64_t words) {
+    pending_skip_ += words;
+}
+
+CpuGenerator EpochOrders::seed_chain() const {
+    CpuGenerator g = global_;
+    g.discard(pending_skip_);
+    // base_seed (two words) unless persistent workers keep the iterator,
+    // then the high word of the sampler's int64 seed, which torch drops.
+    if (first_iterator_ || !spec_.persistent_workers) g.discard(2);
+    g.discard(1);
+    return g;
+}
+
+void EpochOrders::follow_seed_epoch(uint64_t seed_epoch, uint64_t step) {
+    dist_epoch_ = seed_epoch;
+    dist_step_ = step;
 }
 
 void EpochOrders::random_epoch(std::vector<Sample>& out) {

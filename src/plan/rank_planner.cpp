@@ -7,7 +7,8 @@ namespace clairfs::plan {
 RankPlanner::RankPlanner(const order::JobSpec& spec, const layout::Dataset& dataset,
                          const index::Index& idx)
     : orders_(spec, static_cast<uint32_t>(dataset.samples.size())), left_(spec.epochs),
-      index_size_(idx.size()), pool_(std::make_shared<PlanPool>()) {
+      index_size_(idx.size()), pool_(std::make_shared<PlanPool>()), spec_(spec),
+      n_(static_cast<uint32_t>(dataset.samples.size())) {
     // Symlinks are resolved once here, not per epoch: an epoch then maps
     // sample to node with one load per position.
     sample_node_.reserve(dataset.samples.size());
@@ -21,7 +22,12 @@ std::shared_ptr<const EpochPlan> RankPlanner::next() {
     std::shared_ptr<EpochPlan> plan = pool_->take();
     plan->next_same.clear();
     plan->epoch = orders_.epoch();
+    if (spec_.sampler == order::SamplerKind::distributed && spec_.shuffle)
+        plan->seed_epoch = orders_.seed_epoch();
+    else
+        plan->seed_epoch.reset();
     orders_.next(scratch_);
+    plan->skipped_words = orders_.last_skipped_words();
 
     plan->nodes.resize(scratch_.size());
     for (size_t p = 0; p < scratch_.size(); ++p) plan->nodes[p] = sample_node_[scratch_[p]];

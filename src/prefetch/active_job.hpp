@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// A registered job as the engine runs it: the job, one planner per local
-// rank feeding the tracker, and the scheduler's scratch space.
+// A registered job as the engine runs it: its loaders (a training loader, a
+// validation loader...), each with one planner per local rank feeding its
+// tracker, and the processes that have opened its files.
 #pragma once
 
 #include "clairfs/plan/epoch_plan.hpp"
@@ -8,36 +9,45 @@
 #include "clairfs/prefetch/engine.hpp"
 #include "clairfs/track/tracker.hpp"
 
+#include <atomic>
 #include <memory>
+#include <mutex>
+#include <string>
 #include <vector>
 
 namespace clairfs::prefetch {
 
-struct Engine::Active {
-    Active(std::shared_ptr<const plan::Job> j, const index::Index& idx, const Engine& engine);
-
+struct LoaderRun {
     std::shared_ptr<const plan::Job> job; // outlives the planners, which refer to its dataset
     std::vector<std::unique_ptr<plan::RankPlanner>> planners;
     std::unique_ptr<track::Tracker> tracker;
+    std::vector<uint8_t> covers; // per node: a sample of this loader opens it
+    std::unique_ptr<std::atomic<bool>> fallback_logged = std::make_unique<std::atomic<bool>>(false);
 
-    // Scheduler thread only, per node: the round in which it last fell
-    // inside the window of files worth holding.
-    std::vector<uint32_t> in_window;
-    std::vector<uint32_t> window_index; // valid where in_window is this round
-    // Per node: its size if the tiers take it, else not_tiered. One dense
-    // load per window position instead of a walk into the index's nodes.
-    static constexpr uint32_t not_tiered = UINT32_MAX;
-    std::vector<uint32_t> tier_size;
-    uint32_t round = 0;
-    bool fallback_logged = false;
-    bool pages_dropped = false; // Engine::drop_pages has dropped what was read before
-    // What the last round saw, to tell whether the next one can change
-    // anything (Engine::round_due).
-    bool ran = false;
-    bool wanted_more = false; // the prefetch queue filled before the window did
-    uint64_t last_opens = 0;
-    uint64_t last_landed = 0;
-    uint64_t lead_target = 0; // lead_items() of the last round
+    bool covering(index::NodeId id) const { return id < covers.size() && covers[id]; }
+};
+
+struct Engine::Active {
+    Active(std::string id, const std::vector<std::shared_ptr<const plan::Job>>& loaders,
+           const index::Index& idx);
+
+    const std::string id;
+    std::vector<LoaderRun> loaders; // in registration order: the order they run in an epoch
+
+    // Whether any loader's samples open `id`.
+    bool covering(index::NodeId id) const;
+    // Records a process whose opens matched this job; false if known.
+    bool bind(uint32_t pid);
+    // The processes bound so far (for status, and to retire the job).
+    std::vector<uint32_t> pids() const;
+    // Whether every process bound has exited (false if none was bound).
+    bool exited() const;
+
+    std::atomic<bool> retired{false};
+
+private:
+    mutable std::mutex pids_mu_; // leaf lock
+    std::vector<uint32_t> pids_;
 };
 
 } // namespace clairfs::prefetch

@@ -7,6 +7,8 @@
 #include "clairfs/sys/contained.hpp"
 #include "ssd_writer.hpp"
 
+#include <sys/stat.h>
+
 namespace clairfs::prefetch {
 namespace {
 
@@ -22,9 +24,15 @@ Engine::Engine(const index::Index& idx, int backing_fd, EngineOptions opt)
     : index_(idx), opt_(opt), backing_(idx, backing_fd),
       // Room for every FUSE thread plus as many stuck in hung reads.
       backing_calls_(opt.io_timeout, 2 * std::max(opt.fuse_threads, 1u)), ram_(opt.mem, idx.size()),
+      in_window_(idx.size(), 0), window_index_(idx.size(), 0), tier_size_(idx.size(), not_tiered),
       last_open_(std::make_unique<std::atomic<uint64_t>[]>(idx.size())),
       pushed_at_(std::make_unique<uint64_t[]>(idx.size())) {
     if (opt_.max_file == 0) opt_.max_file = opt_.mem / 16;
+    for (index::NodeId id = 0; id < idx.size(); ++id) {
+        const index::Node& n = idx.node(id);
+        if (S_ISREG(n.mode) && tiered(n) && n.size < not_tiered)
+            tier_size_[id] = static_cast<uint32_t>(n.size);
+    }
 }
 
 void Engine::attach_ssd(std::unique_ptr<cache::Tier> ssd) {
@@ -120,31 +128,33 @@ bool Engine::tiered(const index::Node& n) const {
     return opt_.mem > 0 && n.size <= opt_.max_file;
 }
 
-std::shared_ptr<Engine::Active> Engine::active() const {
+std::shared_ptr<const Engine::Jobs> Engine::jobs() const {
     std::lock_guard lk(job_mu_);
-    return active_;
+    return jobs_;
 }
 
 cache::BlobRef Engine::opened(index::NodeId id, uint32_t pid) {
-    auto a = active();
+    auto jobs = this->jobs();
+    bool registered = !jobs->empty();
     if (drop_) {
         if (!read_any_.load(std::memory_order_relaxed))
             read_any_.store(true, std::memory_order_relaxed);
         // Unregistered, pages the kernel keeps are reads saved: nothing to log.
-        if (a) {
+        if (registered) {
             std::lock_guard lk(drop_mu_);
             read_log_.emplace_back(id, std::chrono::steady_clock::now());
         }
     }
-    if (a) {
-        // Following the job is an optimisation: if it fails, the open
-        // still succeeds and the job is no longer predicted.
+    if (registered) {
+        // Following the jobs is an optimisation: if it fails, the open
+        // still succeeds and the jobs are no longer predicted.
         track::Observation o;
-        if (auto why = sys::contained("following an open", [&] {
-                o = a->tracker->observe(id, track::Clock::now(), pid);
-            });
+        if (auto why = sys::contained("following an open",
+                                      [&] { o = route_open(*jobs, id, pid); });
             !why.empty())
-            a->tracker->abandon("following the job failed inside clairfs (" + why + ")");
+            for (const auto& j : *jobs)
+                for (auto& l : j->loaders)
+                    l.tracker->abandon("following the job failed inside clairfs (" + why + ")");
         if (o.matched) {
             matched_opens_.fetch_add(1, std::memory_order_relaxed);
             {
@@ -191,15 +201,34 @@ void Engine::admit(index::NodeId id, const FetchResult& r, bool) {
     landed_.fetch_add(1, std::memory_order_release);
 }
 
-std::shared_ptr<Engine::Active> Engine::prepare(std::shared_ptr<const plan::Job> job) const {
+std::shared_ptr<Engine::Active>
+Engine::prepare(std::string id, std::vector<std::shared_ptr<const plan::Job>> loaders) const {
     if (prepare_hook_) prepare_hook_();
-    return std::make_shared<Active>(std::move(job), index_, *this);
+    return std::make_shared<Active>(std::move(id), loaders, index_);
 }
 
-std::shared_ptr<Engine::Active> Engine::activate(std::shared_ptr<Active> prepared) {
+// Under job_mu_: moves the jobs of `id` (all if empty) out of the lists.
+static Engine::Jobs take_jobs(std::shared_ptr<const Engine::Jobs>& jobs, Engine::Jobs& retired,
+                              const std::string& id) {
+    Engine::Jobs taken, kept;
+    for (const auto& j : *jobs) (id.empty() || j->id == id ? taken : kept).push_back(j);
+    std::erase_if(retired, [&](const auto& j) {
+        if (!id.empty() && j->id != id) return false;
+        taken.push_back(j);
+        return true;
+    });
+    jobs = std::make_shared<const Engine::Jobs>(std::move(kept));
+    return taken;
+}
+
+Engine::Jobs Engine::activate(std::shared_ptr<Active> prepared) {
+    Jobs replaced;
     {
         std::lock_guard lk(job_mu_);
-        active_.swap(prepared);
+        replaced = take_jobs(jobs_, retired_, prepared->id);
+        Jobs next = *jobs_;
+        next.push_back(std::move(prepared));
+        jobs_ = std::make_shared<const Jobs>(std::move(next));
     }
     if (pool_) pool_->drop_queued_prefetches();
     {
@@ -207,22 +236,40 @@ std::shared_ptr<Engine::Active> Engine::activate(std::shared_ptr<Active> prepare
         wake_ = true;
     }
     wake_cv_.notify_one();
-    return prepared; // now the job replaced
+    return replaced;
 }
 
-std::shared_ptr<Engine::Active> Engine::deactivate() {
-    std::shared_ptr<Active> dropped;
+Engine::Jobs Engine::deactivate(const std::string& id) {
+    Jobs dropped;
     {
         std::lock_guard lk(job_mu_);
-        dropped.swap(active_);
+        dropped = take_jobs(jobs_, retired_, id);
     }
     if (pool_) pool_->drop_queued_prefetches();
     return dropped;
 }
 
+std::vector<std::string> Engine::job_ids() const {
+    std::lock_guard lk(job_mu_);
+    std::vector<std::string> ids;
+    for (const auto& j : *jobs_) ids.push_back(j->id);
+    for (const auto& j : retired_) ids.push_back(j->id);
+    return ids;
+}
+
+// Clairvoyant while every loader of every job is; fallback once any is not.
 track::Mode Engine::mode() const {
-    auto a = active();
-    return a ? a->tracker->mode() : track::Mode::unregistered;
+    Jobs all;
+    {
+        std::lock_guard lk(job_mu_);
+        all = *jobs_;
+        all.insert(all.end(), retired_.begin(), retired_.end());
+    }
+    if (all.empty()) return track::Mode::unregistered;
+    for (const auto& j : all)
+        for (const auto& l : j->loaders)
+            if (l.tracker->mode() != track::Mode::clairvoyant) return track::Mode::fallback;
+    return track::Mode::clairvoyant;
 }
 
 } // namespace clairfs::prefetch

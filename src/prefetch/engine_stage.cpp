@@ -5,9 +5,9 @@
 // and the job's first epoch help each other instead of competing; in index
 // order otherwise. Its fetches wait behind every demand read and prefetch.
 #include "active_job.hpp"
+#include "timeline.hpp"
 #include "clairfs/log.hpp"
 #include "clairfs/sys/contained.hpp"
-#include "rank_future.hpp"
 #include "ssd_writer.hpp"
 
 #include <algorithm>
@@ -82,17 +82,16 @@ uint64_t Engine::stage_room(uint64_t planned) const {
 std::vector<index::NodeId> Engine::stage_order() {
     std::vector<index::NodeId> out;
     std::vector<uint8_t> seen(index_.size(), 0);
-    if (auto a = active()) {
-        track::Snapshot snap = a->tracker->snapshot(track::Clock::now());
-        if (snap.mode == track::Mode::clairvoyant) {
-            RankFutures futures(snap);
-            for (index::NodeId id; futures.next(id);) {
-                if (seen[id]) continue;
-                seen[id] = 1;
-                // The futures also name files the tiers do not take (too large).
-                if (tiered(index_.node(id))) out.push_back(id);
-            }
-        }
+    auto jobs = this->jobs();
+    std::vector<std::vector<track::Snapshot>> snaps;
+    std::vector<JobView> views;
+    snapshot_jobs(*jobs, snaps, views);
+    Timeline future(views);
+    for (index::NodeId id; future.next(id);) {
+        if (seen[id]) continue;
+        seen[id] = 1;
+        // The future also names files the tiers do not take (too large).
+        if (tiered(index_.node(id))) out.push_back(id);
     }
     for (index::NodeId id = 0; id < index_.size(); ++id) {
         const index::Node& n = index_.node(id);

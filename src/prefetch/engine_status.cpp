@@ -8,16 +8,141 @@
 
 namespace clairfs::prefetch {
 
+namespace {
+
+nlohmann::json ranks_json(const track::Snapshot& snap) {
+    auto ranks = nlohmann::json::array();
+    for (const auto& rp : snap.ranks) {
+        uint64_t samples = rp.current ? rp.current->size() : 0;
+        ranks.push_back(
+            {{"rank", rp.rank},
+             {"epoch", rp.current ? nlohmann::json(rp.current->epoch) : nlohmann::json(nullptr)},
+             {"position", rp.frontier},
+             {"opened", rp.opened},
+             {"finished", rp.finished},
+             {"samples", samples},
+             {"samples_per_second",
+              rp.epoch_seconds > 0 ? static_cast<double>(rp.opened) / rp.epoch_seconds : 0.0}});
+    }
+    return ranks;
+}
+
+// How each epoch begun was predicted: the draws found beyond the predicted
+// ones (a random sampler on the global generator), or the seed + epoch a
+// DistributedSampler used.
+nlohmann::json epochs_json(const track::Snapshot& snap, bool chained) {
+    auto out = nlohmann::json::array();
+    if (snap.ranks.empty()) return out;
+    for (const track::EpochNote& n : snap.ranks.front().history) {
+        nlohmann::json e = {{"epoch", n.epoch}};
+        if (n.seed_epoch) {
+            e["seed_epoch"] = *n.seed_epoch;
+        } else if (chained) {
+            // In torch's 64-bit seed draws (a validation pass's base_seed is
+            // one), and exactly, in the 32-bit words pre_draws counts.
+            if (n.skipped_words % 2 == 0)
+                e["draw_offset"] = n.skipped_words / 2;
+            else
+                e["draw_offset"] = static_cast<double>(n.skipped_words) / 2;
+            e["draw_offset_words"] = n.skipped_words;
+        }
+        out.push_back(std::move(e));
+    }
+    return out;
+}
+
+nlohmann::json text_or_null(const std::string& s) {
+    return s.empty() ? nlohmann::json(nullptr) : nlohmann::json(s);
+}
+
+const char* sampler_name(order::SamplerKind k) {
+    switch (k) {
+    case order::SamplerKind::random:
+        return "random";
+    case order::SamplerKind::distributed:
+        return "distributed";
+    case order::SamplerKind::sequential:
+        return "sequential";
+    }
+    return "random";
+}
+
+} // namespace
+
+void Engine::job_status(const Active& job, nlohmann::json& out) const {
+    auto now = track::Clock::now();
+    out = {{"id", job.id}, {"state", job.retired ? "retired" : "active"}, {"pids", job.pids()}};
+    auto loaders = nlohmann::json::array();
+    track::Mode mode = track::Mode::clairvoyant;
+    std::string reason;
+    for (const LoaderRun& l : job.loaders) {
+        track::Snapshot s = l.tracker->snapshot(now);
+        if (s.mode != track::Mode::clairvoyant && mode == track::Mode::clairvoyant) {
+            mode = s.mode;
+            reason = "loader '" + l.job->root + "': " + s.reason;
+        }
+        loaders.push_back({{"root", l.job->root},
+                           {"sampler", sampler_name(l.job->spec.sampler)},
+                           {"mode", track::mode_name(s.mode)},
+                           {"reason", text_or_null(s.reason)},
+                           {"warning", text_or_null(s.warning)},
+                           {"epoch", s.epoch},
+                           {"match_rate", s.match_rate},
+                           {"opens", s.opens},
+                           {"matched", s.matched},
+                           {"resyncs", s.resyncs},
+                           {"held_for_search", s.searching},
+                           {"epochs", epochs_json(s, l.job->spec.sampler == order::SamplerKind::random &&
+                                                         l.job->spec.generator ==
+                                                             order::GeneratorKind::global)},
+                           {"ranks", ranks_json(s)}});
+    }
+    out["mode"] = track::mode_name(mode);
+    out["reason"] = text_or_null(reason);
+    out["loaders"] = std::move(loaders);
+}
+
+// The top-level keys sum up every job: the mode is clairvoyant only while
+// every loader is; epoch and ranks are the first job's first loader's.
 void Engine::status(nlohmann::json& out) const {
-    auto a = active();
-    track::Snapshot snap;
-    if (a) snap = a->tracker->snapshot(track::Clock::now());
-    out["mode"] = track::mode_name(a ? snap.mode : track::Mode::unregistered);
-    out["reason"] = snap.reason.empty() ? nlohmann::json(nullptr) : nlohmann::json(snap.reason);
-    out["epoch"] = a ? nlohmann::json(snap.epoch) : nlohmann::json(nullptr);
-    out["match_rate"] = a ? nlohmann::json(snap.match_rate) : nlohmann::json(nullptr);
-    out["opens"] = snap.opens;
-    out["matched"] = snap.matched;
+    Jobs all;
+    {
+        std::lock_guard lk(job_mu_);
+        all = *jobs_;
+        all.insert(all.end(), retired_.begin(), retired_.end());
+    }
+    auto jobs = nlohmann::json::array();
+    track::Mode mode = all.empty() ? track::Mode::unregistered : track::Mode::clairvoyant;
+    std::string reason, warning;
+    uint64_t opens = 0, matched = 0;
+    for (const auto& j : all) {
+        nlohmann::json js;
+        job_status(*j, js);
+        if (js["mode"] != "clairvoyant" && mode == track::Mode::clairvoyant) {
+            mode = track::Mode::fallback;
+            reason = "job " + j->id + ", " + js["reason"].get<std::string>();
+        }
+        for (const auto& l : js["loaders"]) {
+            opens += l["opens"].get<uint64_t>();
+            matched += l["matched"].get<uint64_t>();
+            if (warning.empty() && l["warning"].is_string()) warning = l["warning"];
+        }
+        jobs.push_back(std::move(js));
+    }
+    out["mode"] = track::mode_name(mode);
+    out["reason"] = text_or_null(reason);
+    out["warning"] = text_or_null(warning);
+    bool any = !all.empty();
+    out["epoch"] = any ? jobs[0]["loaders"][0]["epoch"] : nlohmann::json(nullptr);
+    out["match_rate"] = any ? nlohmann::json(opens ? static_cast<double>(matched) /
+                                                         static_cast<double>(opens)
+                                                   : 1.0)
+                            : nlohmann::json(nullptr);
+    out["opens"] = opens;
+    out["matched"] = matched;
+    out["other_opens"] = other_opens_.load(std::memory_order_relaxed);
+    out["unattributed_opens"] = unattributed_.load(std::memory_order_relaxed);
+    out["retired"] = retired_count_.load(std::memory_order_relaxed);
 
     cache::BackingStats b = backing_.stats();
     out["backing"] = {{"reads", b.reads},
@@ -37,8 +162,8 @@ void Engine::status(nlohmann::json& out) const {
     }
     // Opens a direct read would each have paid with a backing read, less
     // the backing reads clairfs made (prefetches and stage-in included).
-    uint64_t opens = opens_.load(std::memory_order_relaxed);
-    out["backing"]["saved_reads"] = opens > b.files ? opens - b.files : 0;
+    uint64_t tiered_opens = opens_.load(std::memory_order_relaxed);
+    out["backing"]["saved_reads"] = tiered_opens > b.files ? tiered_opens - b.files : 0;
     if (ssd_) ssd_status(out["ssd"]);
     StageStatus st = stage_status();
     out["stage"] = {{"state", st.state},
@@ -65,20 +190,8 @@ void Engine::status(nlohmann::json& out) const {
                        {"page_drop_errors", drop_errors_.load(std::memory_order_relaxed)},
                        {"push_errors", push_errors_.load(std::memory_order_relaxed)}};
 
-    auto ranks = nlohmann::json::array();
-    for (const auto& rp : snap.ranks) {
-        uint64_t samples = rp.current ? rp.current->size() : 0;
-        ranks.push_back(
-            {{"rank", rp.rank},
-             {"epoch", rp.current ? nlohmann::json(rp.current->epoch) : nlohmann::json(nullptr)},
-             {"position", rp.frontier},
-             {"opened", rp.opened},
-             {"finished", rp.finished},
-             {"samples", samples},
-             {"samples_per_second",
-              rp.epoch_seconds > 0 ? static_cast<double>(rp.opened) / rp.epoch_seconds : 0.0}});
-    }
-    out["ranks"] = std::move(ranks);
+    out["ranks"] = any ? jobs[0]["loaders"][0]["ranks"] : nlohmann::json::array();
+    out["jobs"] = std::move(jobs);
 }
 
 void Engine::ssd_status(nlohmann::json& out) const {

@@ -7,6 +7,7 @@
 
 #include "clairfs/index/index.hpp"
 #include "clairfs/track/tracker.hpp"
+#include "timeline.hpp"
 
 #include <cstdint>
 #include <utility>
@@ -31,6 +32,10 @@ struct WindowMarks {
 // `held` ranked for eviction, the first to go last: window files by their
 // window index, then the rest by window size + next_use, files never used
 // again (UINT64_MAX) at the very end.
+std::vector<std::pair<uint64_t, index::NodeId>>
+eviction_order(const Timeline& future, const std::vector<index::NodeId>& held,
+               const WindowMarks& window);
+// The same for one job of one loader.
 std::vector<std::pair<uint64_t, index::NodeId>>
 eviction_order(const track::Snapshot& snap, const std::vector<index::NodeId>& held,
                const WindowMarks& window);

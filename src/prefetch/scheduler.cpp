@@ -7,7 +7,7 @@
 #include "clairfs/log.hpp"
 #include "clairfs/sys/contained.hpp"
 #include "eviction.hpp"
-#include "rank_future.hpp"
+#include "timeline.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -45,23 +45,35 @@ constexpr uint64_t max_push = 16 << 20;
 // How many files ahead of the ranks must be on their way in so that no
 // open waits: every batch the loaders may have in flight, twice over, and
 // enough to keep every fetch thread busy.
-uint64_t Engine::lead_items(const Active& a, const track::Snapshot& snap) const {
-    const order::JobSpec& s = a.job->spec;
-    uint64_t in_flight = uint64_t{s.num_workers == 0 ? 1u : s.num_workers * s.prefetch_factor} *
-                         s.batch_size * snap.ranks.size();
+// Jobs run side by side; a job's loaders take turns, so the largest of them
+// counts.
+uint64_t Engine::lead_items(const Jobs& jobs) const {
+    uint64_t in_flight = 0;
+    for (const auto& j : jobs) {
+        uint64_t most = 0;
+        for (const LoaderRun& l : j->loaders) {
+            const order::JobSpec& s = l.job->spec;
+            most = std::max<uint64_t>(
+                most, uint64_t{s.num_workers == 0 ? 1u : s.num_workers * s.prefetch_factor} *
+                          s.batch_size * l.job->ranks.size());
+        }
+        in_flight += most;
+    }
     return std::max<uint64_t>(2 * in_flight, 4 * uint64_t{opt_.fetch_threads});
 }
 
 namespace {
 
-// The files the local ranks open next (RankFutures' order), until the
+// The files the jobs open next (the Timeline's order), until the
 // budget is spoken for. Built only as far
 // as a round looks: most rounds stop at the first files not yet fetched,
 // and only a round that must evict walks it to the end.
 class Window {
 public:
-    Window(Engine::Active& a, const track::Snapshot& snap, uint64_t budget, uint32_t round)
-        : a_(a), budget_(budget), round_(round), futures_(snap) {}
+    Window(Timeline& future, std::vector<uint32_t>& in_window, std::vector<uint32_t>& window_index,
+           const std::vector<uint32_t>& tier_size, uint64_t budget, uint32_t round)
+        : future_(future), in_window_(in_window), window_index_(window_index),
+          tier_size_(tier_size), budget_(budget), round_(round) {}
 
     // Whether the window has an i-th file, extending it as needed.
     bool reach(size_t i) {
@@ -77,27 +89,29 @@ public:
 private:
     void step() {
         index::NodeId id;
-        if (!futures_.next(id)) {
+        if (!future_.next(id)) {
             ended_ = true;
             return;
         }
-        if (a_.in_window[id] == round_) return; // another rank needs it sooner
-        uint32_t size = a_.tier_size[id];
-        if (size == Engine::Active::not_tiered) return;
+        if (in_window_[id] == round_) return; // another rank or job needs it sooner
+        uint32_t size = tier_size_[id];
+        if (size == UINT32_MAX) return; // not tiered
         if (used_ + size > budget_) {
             ended_ = true;
             return;
         }
         used_ += size;
-        a_.in_window[id] = round_;
-        a_.window_index[id] = static_cast<uint32_t>(ids_.size());
+        in_window_[id] = round_;
+        window_index_[id] = static_cast<uint32_t>(ids_.size());
         ids_.push_back(id);
     }
 
-    Engine::Active& a_;
+    Timeline& future_;
+    std::vector<uint32_t>& in_window_;
+    std::vector<uint32_t>& window_index_;
+    const std::vector<uint32_t>& tier_size_;
     uint64_t budget_;
     uint32_t round_;
-    RankFutures futures_;
     uint64_t used_ = 0;
     bool ended_ = false;
     std::vector<index::NodeId> ids_;
@@ -110,11 +124,15 @@ private:
 // round filled the prefetch queue before the window, when a fetch landed.
 // Skipping the rest keeps the scheduler's CPU in proportion to the opens,
 // not to the size of the window times the wake-ups.
-bool Engine::round_due(Active& a) const {
-    if (!a.ran) return true;
-    if (a.wanted_more && landed_.load(std::memory_order_acquire) != a.last_landed) return true;
-    uint64_t step = std::max<uint64_t>(1, a.lead_target / 16);
-    return matched_opens_.load(std::memory_order_relaxed) - a.last_opens >= step;
+bool Engine::round_due(const Jobs& jobs) {
+    if (&jobs != jobs_seen_) { // jobs came or went
+        jobs_seen_ = &jobs;
+        ran_ = false;
+    }
+    if (!ran_) return true;
+    if (wanted_more_ && landed_.load(std::memory_order_acquire) != last_landed_) return true;
+    uint64_t step = std::max<uint64_t>(1, lead_target_ / 16);
+    return matched_opens_.load(std::memory_order_relaxed) - last_opens_ >= step;
 }
 
 void Engine::schedule_loop() {
@@ -125,47 +143,75 @@ void Engine::schedule_loop() {
         if (stopping_) break;
         wake_ = false;
         lk.unlock();
-        auto a = active();
-        // A round that fails ends the prediction (the mount serves on as
+        auto jobs = this->jobs();
+        // A round that fails ends the predictions (the mount serves on as
         // if unregistered); retrying it every few milliseconds would only
         // flood the log with the same failure.
         auto why = sys::contained("a prefetch round", [&] {
-            if (a && round_due(*a)) schedule_round(a);
-            if (drop_) drop_pages(a.get());
+            retire_exited();
+            if (jobs->empty()) pages_dropped_ = false; // a job registered later drops anew
+            if (!jobs->empty() && round_due(*jobs)) schedule_round(*jobs);
+            if (drop_) drop_pages(!jobs->empty() && mode() == track::Mode::clairvoyant);
         });
-        if (!why.empty() && a)
-            a->tracker->abandon("prefetching failed inside clairfs (" + why + ")");
+        if (!why.empty())
+            for (const auto& j : *jobs)
+                for (auto& l : j->loaders)
+                    l.tracker->abandon("prefetching failed inside clairfs (" + why + ")");
         std::this_thread::sleep_for(min_round_gap);
         lk.lock();
     }
 }
 
-void Engine::schedule_round(const std::shared_ptr<Active>& a) {
+// Every job's clairvoyant loaders, snapshotted; a loader that fell back is
+// left out (it keeps what is cached and is no longer acted on).
+void Engine::snapshot_jobs(const Jobs& jobs, std::vector<std::vector<track::Snapshot>>& snaps,
+                           std::vector<JobView>& views) {
+    snaps.resize(jobs.size());
+    views.clear();
+    auto now = track::Clock::now();
+    for (size_t i = 0; i < jobs.size(); ++i) {
+        Active& j = *jobs[i];
+        snaps[i].clear();
+        snaps[i].reserve(j.loaders.size());
+        JobView view;
+        for (LoaderRun& l : j.loaders) {
+            snaps[i].push_back(l.tracker->snapshot(now));
+            const track::Snapshot& snap = snaps[i].back();
+            if (snap.mode == track::Mode::clairvoyant) {
+                view.push_back(&snap);
+            } else if (!l.fallback_logged->exchange(true)) {
+                LOG_WARN("job %s, loader '%s': prediction abandoned, caching on first touch "
+                         "from now on: %s",
+                         j.id.c_str(), l.job->root.c_str(), snap.reason.c_str());
+                pool_->drop_queued_prefetches();
+            }
+        }
+        if (!view.empty()) views.push_back(std::move(view));
+    }
+}
+
+void Engine::schedule_round(const Jobs& jobs) {
     // Read before the snapshot: an open or a landing after these loads is
     // seen by the next round at the latest.
-    a->last_opens = matched_opens_.load(std::memory_order_relaxed);
-    a->last_landed = landed_.load(std::memory_order_acquire);
-    a->ran = true;
-    a->wanted_more = false;
+    last_opens_ = matched_opens_.load(std::memory_order_relaxed);
+    last_landed_ = landed_.load(std::memory_order_acquire);
+    ran_ = true;
+    wanted_more_ = false;
 
-    track::Snapshot snap = a->tracker->snapshot(track::Clock::now());
-    if (snap.mode != track::Mode::clairvoyant) {
-        // Fallback keeps what is cached and stops acting on the prediction.
-        if (!a->fallback_logged) {
-            LOG_WARN("prediction abandoned, caching on first touch from now on: %s",
-                     snap.reason.c_str());
-            a->fallback_logged = true;
-            pool_->drop_queued_prefetches();
-        }
+    std::vector<std::vector<track::Snapshot>> snaps;
+    std::vector<JobView> views;
+    snapshot_jobs(jobs, snaps, views);
+    if (views.empty()) {
         lead_.store(0, std::memory_order_relaxed);
         return;
     }
-    uint32_t round = ++a->round;
+    Timeline future(views);
+    uint32_t round = ++round_;
     if (round == 0) { // wrapped: stale stamps could alias the new round
-        std::fill(a->in_window.begin(), a->in_window.end(), 0);
-        round = a->round = 1;
+        std::fill(in_window_.begin(), in_window_.end(), 0);
+        round = round_ = 1;
     }
-    a->lead_target = lead_items(*a, snap);
+    lead_target_ = lead_items(jobs);
 
     // Prefetch in window order. Into free room always; by evicting only
     // within the lead that hides the backing store's latency, and then only
@@ -174,7 +220,7 @@ void Engine::schedule_round(const std::shared_ptr<Active>& a) {
     // not again before the next are the first to go, but only when room is
     // needed: while memory lasts they may still save a read next epoch.
     cache::TierStats ram = ram_.stats();
-    Window window(*a, snap, ram.capacity, round);
+    Window window(future, in_window_, window_index_, tier_size_, ram.capacity, round);
     int64_t free = static_cast<int64_t>(ram.capacity) - static_cast<int64_t>(ram.bytes);
     std::vector<std::pair<uint64_t, index::NodeId>> victims; // built on first need
     bool victims_built = false;
@@ -192,7 +238,7 @@ void Engine::schedule_round(const std::shared_ptr<Active>& a) {
             ++lead;
         else
             ready = false;
-        auto size = static_cast<int64_t>(a->tier_size[id]);
+        auto size = static_cast<int64_t>(tier_size_[id]);
         if (busy) free -= size; // on its way in
         if (have || busy) continue;
         if (free < size) {
@@ -200,8 +246,10 @@ void Engine::schedule_round(const std::shared_ptr<Active>& a) {
                 window.complete();
                 std::vector<index::NodeId> held;
                 ram_.held(held);
+                // The window has walked `future` to its end; eviction asks
+                // it only where each file is next due, which it still knows.
                 victims = eviction_order(
-                    snap, held, WindowMarks{a->in_window, a->window_index, round, window.size()});
+                    future, held, WindowMarks{in_window_, window_index_, round, window.size()});
                 victims_built = true;
             }
             // Within the lead, any file needed later than this one may go;
@@ -211,7 +259,7 @@ void Engine::schedule_round(const std::shared_ptr<Active>& a) {
             // about to consume would have been the better victim by the
             // time the fetched one is needed (1364 reads against 1159 in
             // the 30% torch test).
-            uint64_t keep_upto = i < a->lead_target ? i : UINT64_MAX - 1;
+            uint64_t keep_upto = i < lead_target_ ? i : UINT64_MAX - 1;
             while (free < size && !victims.empty() && victims.back().first > keep_upto) {
                 free += static_cast<int64_t>(ram_.evict(victims.back().second));
                 victims.pop_back();
@@ -219,7 +267,7 @@ void Engine::schedule_round(const std::shared_ptr<Active>& a) {
             if (free < size) break;
         }
         if (!pool_->prefetch(id)) { // the queue is full
-            a->wanted_more = true;
+            wanted_more_ = true;
             break;
         }
         free -= size;
@@ -234,13 +282,13 @@ void Engine::schedule_round(const std::shared_ptr<Active>& a) {
     // whole budget.
     if (push_) {
         std::vector<index::NodeId> next;
-        size_t reach = std::min<size_t>(lead, a->lead_target / 2);
+        size_t reach = std::min<size_t>(lead, lead_target_ / 2);
         for (size_t i = 0; i < reach; ++i) next.push_back(window[i]);
         push_ahead(next);
     }
 }
 
-void Engine::drop_pages(Active* a) {
+void Engine::drop_pages(bool following) {
     std::vector<std::pair<index::NodeId, std::chrono::steady_clock::time_point>> fresh;
     {
         std::lock_guard lk(drop_mu_);
@@ -255,15 +303,15 @@ void Engine::drop_pages(Active* a) {
     };
     // Unregistered or in fallback nothing follows the opens, and pages the
     // kernel keeps are reads saved.
-    if (!a || a->tracker->mode() != track::Mode::clairvoyant) {
+    if (!following) {
         to_drop_.clear();
         return;
     }
-    if (!a->pages_dropped) {
+    if (!pages_dropped_) {
         // Whatever was read before the registration may still be cached.
         // Nothing was if no file has been read since the mount (a job
         // registered with --register): then no notification per file.
-        a->pages_dropped = true;
+        pages_dropped_ = true;
         to_drop_.clear();
         if (read_any_.load(std::memory_order_relaxed))
             for (index::NodeId id = 0; id < index_.size(); ++id)

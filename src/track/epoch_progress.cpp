@@ -13,6 +13,7 @@ void Tracker::begin_epoch(Rank& r) {
     r.opened = 0;
     r.started_set = false;
     if (!r.current) return;
+    note_epoch(r);
     for (uint32_t w = 0; w < opt_.layout.streams(); ++w) {
         skip_dangling(r, w);
         if (opt_.layout.position(w, r.cursors[w]) < r.current->size()) ++r.open_streams;
@@ -24,6 +25,7 @@ void Tracker::begin_epoch(Rank& r) {
 void Tracker::advance_epoch(Rank& r) {
     r.current = std::move(r.next);
     r.next.reset();
+    r.next_confirmed = false;
     if (!r.source_ended) {
         r.next_wanted = true;
         r.next_pending = true;
@@ -83,6 +85,19 @@ void Tracker::recount_if_slowest_moved() {
     counted_epoch_ = e;
     opens_ = 0;
     matched_ = 0;
+}
+
+} // namespace clairfs::track
+
+namespace clairfs::track {
+
+// What status shows per epoch; an epoch begun again (corrected before its
+// first open was matched) replaces its note.
+void Tracker::note_epoch(Rank& r) {
+    const plan::EpochPlan& e = *r.current;
+    if (!r.history.empty() && r.history.back().epoch == e.epoch) r.history.pop_back();
+    r.history.push_back({e.epoch, e.skipped_words, e.seed_epoch});
+    if (r.history.size() > 64) r.history.pop_front();
 }
 
 } // namespace clairfs::track

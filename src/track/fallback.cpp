@@ -35,7 +35,8 @@ void Tracker::judge_unmatched(index::NodeId node) {
         uint64_t unused;
         // Half an epoch behind it keeps a stray early open of the current
         // epoch's first samples from reading as a repeat.
-        if (r.current && r.next && 2 * r.opened >= r.current->size() &&
+        // A rank whose order is searched follows a repeat instead.
+        if (!r.resync && r.current && r.next && 2 * r.opened >= r.current->size() &&
             match_in(*r.current, zeros_, node, unused))
             return fall_back(forgotten_set_epoch(r.rank, r.current->epoch));
     }

@@ -17,9 +17,19 @@ void Tracker::plan_loop() {
         plan_cv_.wait(lk, [&] {
             for (Rank& r : ranks_)
                 if (r.next_wanted) wanted = &r;
-            return stopping_ || wanted;
+            return stopping_ || wanted || !resync_queue_.empty();
         });
         if (stopping_) return;
+        // Epochs asked for first: a search corrects the first epoch a rank
+        // has not begun, which must exist by then.
+        if (!wanted) {
+            uint32_t family = resync_queue_.front();
+            resync_queue_.pop_front();
+            std::string failed =
+                sys::contained("searching for the job's seed", [&] { run_resync(lk, family); });
+            if (!failed.empty()) fall_back("could not search for the job's seed: " + failed);
+            continue;
+        }
         wanted->next_wanted = false;
         std::shared_ptr<const plan::EpochPlan> plan;
         lk.unlock();

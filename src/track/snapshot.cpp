@@ -35,6 +35,10 @@ Snapshot Tracker::snapshot(Clock::time_point now) const {
     Snapshot s;
     s.mode = mode_.load(std::memory_order_relaxed);
     s.reason = reason_;
+    s.warning = warning_;
+    s.last_match = last_match_;
+    s.resyncs = resyncs_;
+    for (const auto& [family, ev] : evidence_) s.searching += ev.opens.size();
     s.epoch = slowest_epoch();
     s.opens = opens_;
     s.matched = matched_;
@@ -52,6 +56,7 @@ Snapshot Tracker::snapshot(Clock::time_point now) const {
         p.cursors = r.cursors;
         p.frontier = r.current ? frontier(opt_.layout, *r.current, r.cursors) : 0;
         p.opened = r.opened;
+        p.history.assign(r.history.begin(), r.history.end());
         if (r.started_set && now > r.started)
             p.epoch_seconds = std::chrono::duration<double>(now - r.started).count();
         s.ranks.push_back(std::move(p));

@@ -7,9 +7,14 @@
 namespace clairfs::track {
 
 Tracker::Tracker(std::vector<uint32_t> ranks, std::vector<EpochSource> sources, TrackerOptions opt)
+    : Tracker(std::move(ranks), std::move(sources), {}, std::move(opt)) {}
+
+Tracker::Tracker(std::vector<uint32_t> ranks, std::vector<EpochSource> sources,
+                 std::vector<ResyncFn> resyncs, TrackerOptions opt)
     : opt_(std::move(opt)) {
     if (ranks.size() != sources.size())
         throw std::invalid_argument("tracker: one epoch source per local rank is needed");
+    resyncs.resize(ranks.size());
     if (opt_.layout.batch_size == 0) throw std::invalid_argument("tracker: batch_size is 0");
     slack_ = opt_.slack ? opt_.slack : opt_.layout.batch_size;
     zeros_.assign(opt_.layout.streams(), 0);
@@ -18,6 +23,7 @@ Tracker::Tracker(std::vector<uint32_t> ranks, std::vector<EpochSource> sources, 
         Rank& r = ranks_[i];
         r.rank = ranks[i];
         r.source = std::move(sources[i]);
+        if (opt_.resync_max > 0) r.resync = std::move(resyncs[i]);
         if (r.source) r.current = r.source();
         if (r.current) {
             ++r.produced;
@@ -52,45 +58,74 @@ Mode Tracker::mode() const {
     return mode_.load(std::memory_order_acquire);
 }
 
-Observation Tracker::observe(index::NodeId node, Clock::time_point now, uint32_t pid) {
+Observation Tracker::observe(index::NodeId node, Clock::time_point now, uint32_t pid,
+                             uint32_t ppid, ObserveMode mode) {
     std::unique_lock lk(mu_);
     Observation o;
+    uint32_t family = family_of(pid, ppid);
     // The wait releases mu_, so other opens and snapshots go on meanwhile;
     // only an open that matched nothing waits, once per epoch at most.
-    while (!observe_locked(node, now, pid, o))
+    while (!observe_locked(node, now, pid, family, mode, o))
         built_cv_.wait(lk, [this] { return pending_ == 0; });
     return o;
+}
+
+// A worker's parent is its loader process: the workers respawned every
+// epoch belong to it. Without workers the opener is the loader itself (its
+// parent may be a launcher that started other jobs too).
+uint32_t Tracker::family_of(uint32_t pid, uint32_t ppid) const {
+    return opt_.layout.workers > 0 && ppid > 1 ? ppid : pid;
+}
+
+bool Tracker::knows(uint32_t pid, uint32_t ppid) const {
+    std::lock_guard lk(mu_);
+    uint32_t family = family_of(pid, ppid);
+    return (pid && slot_of_pid_.contains(pid)) || (family && slot_of_pid_.contains(family));
 }
 
 // False, changing nothing, when the open matched nothing while some rank's
 // next epoch is still being built: judged now, an open of that epoch would
 // count against the match rate, or read as a job past its last epoch.
 bool Tracker::observe_locked(index::NodeId node, Clock::time_point now, uint32_t pid,
-                             Observation& o) {
+                             uint32_t family, ObserveMode mode, Observation& o) {
     o = {};
     o.dataset_file = dataset_file(node);
     // In fallback the prediction is no longer acted on: opens are only counted.
     if (mode_.load(std::memory_order_relaxed) != Mode::clairvoyant) {
-        if (o.dataset_file) ++opens_;
+        if (o.dataset_file && mode == ObserveMode::normal) ++opens_;
         return true;
     }
     Match m{};
-    if (!o.dataset_file || !find_match(node, pid, m)) {
+    if (!o.dataset_file || !find_match(node, pid, family, m) || early_start(m)) {
         if (pending_ > 0 && may_be_sample(node)) return false;
-        if (!o.dataset_file) return true;
+        if (!o.dataset_file || mode == ObserveMode::match_only) return true;
+        if (hold_as_evidence(node, pid, family, mode)) {
+            o.deferred = true;
+            return true;
+        }
+        if (mode == ObserveMode::tentative) return true;
         ++opens_;
         judge_unmatched(node);
         return true;
     }
+    accept(m, now, pid, family, o);
+    return true;
+}
+
+// Under mu_: a matched open moves its rank on.
+void Tracker::accept(const Match& m, Clock::time_point now, uint32_t pid, uint32_t family,
+                     Observation& o) {
     Rank& r = ranks_[m.slot];
     // Pids are reused, but only after the loader that had it exited; a
     // few thousand entries at most (workers are respawned every epoch).
     if (pid) {
         if (slot_of_pid_.size() > 65536) slot_of_pid_.clear();
         slot_of_pid_[pid] = m.slot;
+        if (family != pid) slot_of_pid_[family] = m.slot;
     }
     if (m.in_next) advance_epoch(r);
     take(r, m.position, now);
+    last_match_ = std::max(last_match_, now);
     // Only a new epoch or a rank's last open can move the slowest epoch; the
     // open that moves it is the first one counted for the new epoch.
     if (m.in_next || finished(r)) recount_if_slowest_moved();
@@ -101,7 +136,18 @@ bool Tracker::observe_locked(index::NodeId node, Clock::time_point now, uint32_t
     o.epoch = r.current->epoch;
     o.position = m.position;
     o.new_epoch = m.in_next;
-    return true;
+}
+
+// A loader that runs its epochs through begins the next one only after
+// the current one, yet an open of an epoch whose seed was not predicted
+// lands in the predicted next epoch's first batches now and then (one in
+// n / (batch_size * workers)). For a rank whose order can be searched, such
+// an early start is evidence to search with, not a new epoch, unless a
+// search put that epoch there.
+bool Tracker::early_start(const Match& m) const {
+    const Rank& r = ranks_[m.slot];
+    return m.in_next && r.resync && !r.next_confirmed && r.current &&
+           2 * r.opened < r.current->size();
 }
 
 bool Tracker::dataset_file(index::NodeId node) const {
@@ -122,9 +168,10 @@ bool Tracker::may_be_sample(index::NodeId node) const {
 // before any rank's next one (an open that one rank still expects must not
 // start another rank's next epoch), the closest to its worker's cursor
 // winning.
-bool Tracker::find_match(index::NodeId node, uint32_t pid, Match& out) const {
-    if (pid) {
-        if (auto it = slot_of_pid_.find(pid); it != slot_of_pid_.end())
+bool Tracker::find_match(index::NodeId node, uint32_t pid, uint32_t family, Match& out) const {
+    for (uint32_t key : {pid, family}) {
+        if (!key) continue;
+        if (auto it = slot_of_pid_.find(key); it != slot_of_pid_.end())
             if (match_slot(it->second, node, out)) return true;
     }
     const plan::WorkerLayout& l = opt_.layout;

@@ -16,7 +16,7 @@ void check_round_trip(const control::Registration& reg) {
     std::string why = control::parse_control(back, again);
     if (!why.empty()) fprintf(stderr, "read back:\n%s\nrefused: %s\n", back.c_str(), why.c_str());
     fuzz::require(why.empty(), "what the control file reads back is refused");
-    fuzz::require(control::registration_json(again.registration) == back,
+    fuzz::require(control::registration_json(again.loaders().front()) == back,
                   "what the control file reads back parses to another registration");
 }
 
@@ -37,7 +37,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::string why = control::parse_control(text, req);
     fuzz::require_one_line(why);
     if (!why.empty() || req.unregister || req.stage_only) return 0;
-    check_round_trip(req.registration);
-    resolve(req.registration);
+    check_round_trip(req.loaders().front());
+    resolve(req.loaders().front());
     return 0;
 }

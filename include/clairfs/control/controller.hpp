@@ -9,6 +9,7 @@
 
 #include <mutex>
 #include <optional>
+#include <vector>
 #include <string>
 #include <string_view>
 
@@ -42,6 +43,7 @@ private:
     // The text of a layout-list manifest (a file in the mount), read
     // through the backing store so it is the scanned version.
     std::string read_manifest(const std::string& path, std::string& text);
+    int unregister(const std::string& id, std::string& why);
 
     const index::Index& index_;
     prefetch::Engine& engine_;
@@ -50,7 +52,7 @@ private:
     // another's engine state. Never held while a job is built or freed.
     // Lock order: Controller::mu_, then the engine's locks.
     mutable std::mutex mu_;
-    std::optional<Registration> active_;
+    std::vector<JobRegistration> active_; // active and retired jobs, in registration order
     std::string error_;
     uint64_t registrations_ = 0; // successful registrations since the mount
 };

@@ -26,6 +26,21 @@ struct Registration {
     layout::LayoutKind layout = layout::LayoutKind::imagefolder;
     std::string manifest;      // layout list: a file inside the mount, relative to the mount root
     std::optional<uint64_t> n; // len(dataset) as the job sees it, checked if given
+    // How far a search for the seed goes when an epoch's first opens fit
+    // no prediction (32-bit draws of the global generator, or seed + epoch
+    // values of a DistributedSampler); 0: never search, fall back.
+    uint64_t resync_draws = 4096;
+};
+
+// The job a registration without "job" names.
+inline constexpr const char* default_job = "default";
+
+// One job: its loaders, in the order they run in an epoch (a training
+// loader, then a validation loader).
+struct JobRegistration {
+    std::string id = default_job;
+    std::vector<Registration> loaders;
+    bool listed = false; // written as a list of loaders: read back as one
 };
 
 // spec.epochs when the registration gives none: predict until the job
@@ -33,15 +48,21 @@ struct Registration {
 inline constexpr uint32_t unlimited_epochs = 100000;
 
 struct ControlRequest {
-    bool unregister = false; // {} or {"unregister": true}
+    bool unregister = false; // {} or {"unregister": true}: every job; with "job": that one
     bool stage = false;      // "stage": true: begin a stage-in pass
     bool stage_only = false; // {"stage": true}: nothing else to do
-    Registration registration;
+    JobRegistration job;     // job.id names the job to unregister, if any
+    std::vector<Registration>& loaders() { return job.loaders; }
 };
 
-// Parses one control-file write. Returns "" or a one-line reason (not JSON,
-// not an object, unknown key, wrong type, out of range).
+// Parses one control-file write: a registration object, a list of loader
+// objects, or an object whose "loaders" list each take its other keys as
+// defaults. Returns "" or a one-line reason (not JSON, not an object,
+// unknown key, wrong type, out of range).
 std::string parse_control(std::string_view text, ControlRequest& out);
+
+// Whether `id` may name a job: 1 to 64 of [A-Za-z0-9._-].
+bool valid_job_id(std::string_view id);
 
 // Checks a parsed registration against the mount's index and builds the
 // dataset: the root must exist, the layout must yield samples (and n of
@@ -55,5 +76,10 @@ std::string resolve_job(const Registration& reg, const index::Index& idx, std::s
 // pretty-printed with a trailing newline: what reading the control file
 // returns, and what parse_control accepts back unchanged.
 std::string registration_json(const Registration& reg);
+
+// A job as reading the control file shows it, and parse_control accepts
+// back: its one loader's object ("job" added unless it is the default job),
+// or the list of its loaders' objects.
+std::string job_json(const JobRegistration& job);
 
 } // namespace clairfs::control

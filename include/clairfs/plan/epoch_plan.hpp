@@ -7,9 +7,12 @@
 #include "clairfs/index/index.hpp"
 #include "clairfs/layout/dataset.hpp"
 #include "clairfs/order/epoch_orders.hpp"
+#include "clairfs/order/prefix_search.hpp"
 
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
 namespace clairfs::plan {
@@ -20,6 +23,12 @@ inline constexpr uint32_t no_position = UINT32_MAX;
 // the prefetch scheduler share it through a shared_ptr without a lock.
 struct EpochPlan {
     uint64_t epoch = 0;
+    // How the prediction was corrected for this epoch (status shows it):
+    // random sampler, global generator: 32-bit draws the job made beyond
+    // the predicted ones before this epoch's iterator; DistributedSampler:
+    // what it added to its seed (the epoch unless set_epoch is forgotten).
+    uint64_t skipped_words = 0;
+    std::optional<uint64_t> seed_epoch;
     // Position p (batches concatenated, as the loader yields them) -> the
     // file its open() reaches; layout::no_node for a sample whose path
     // dangles (the job's open fails and nothing can be prefetched).
@@ -65,6 +74,27 @@ struct WorkerLayout {
 
 class PlanPool;
 
+// An epoch whose first opens did not fit the prediction, for a planner to
+// search the seeds the job may have used instead.
+struct ResyncRequest {
+    uint64_t epoch = 0;                // the epoch that came out wrong
+    std::vector<index::NodeId> opened; // distinct files the loader opened, in order
+    uint32_t window = 0;               // how far into the epoch those opens can lie
+};
+
+struct ResyncResult {
+    bool found = false;
+    uint64_t words = 0;  // random, global: the extra 32-bit draws found
+    bool repeat = false; // distributed: the epoch repeats the one before (no set_epoch)
+    std::string tried;   // what was searched, for a reason a user can act on
+};
+
+// Whether the order of `spec`'s epochs can be corrected from the opens:
+// RandomSampler on the global generator (the chain may be drawn from
+// between epochs), or a shuffling DistributedSampler (set_epoch may be
+// forgotten, or the job resumed at another epoch).
+bool resyncable(const order::JobSpec& spec, uint32_t n);
+
 // Produces one local rank's epochs in order, from spec.start_epoch on.
 class RankPlanner {
 public:
@@ -77,8 +107,22 @@ public:
     // The next epoch's plan, or nullptr after spec.epochs epochs.
     std::shared_ptr<const EpochPlan> next();
 
+    // Searches for the seed that explains `req.opened` as the start of
+    // req.epoch (one of the last two epochs next() gave), up to
+    // `max_offset` draws of the global chain or seed + epoch values. If one
+    // fits, the planner is rewound so that next() gives req.epoch again,
+    // now with that seed, and the epochs after it follow on from there.
+    // Otherwise nothing changes. Costs O(opens) per candidate, not O(n).
+    ResyncResult resync(const ResyncRequest& req, uint64_t max_offset);
+
 private:
     void link_repeats(EpochPlan& plan);
+    order::EpochEvidence evidence(const ResyncRequest& req);
+    ResyncResult resync_chain(const ResyncRequest& req, const order::EpochEvidence& ev,
+                              uint64_t max_offset);
+    ResyncResult resync_distributed(const ResyncRequest& req, const order::EpochEvidence& ev,
+                                    uint64_t max_offset);
+
 
     order::EpochOrders orders_;
     uint64_t left_;
@@ -89,6 +133,9 @@ private:
     // between epochs, so only epochs with repeats pay for it.
     std::vector<uint32_t> later_;
     std::shared_ptr<PlanPool> pool_; // plans released by their holders, to refill
+    order::JobSpec spec_;
+    uint32_t n_;
+    std::vector<uint32_t> node_sample_; // node -> its sample, built by the first resync
 };
 
 } // namespace clairfs::plan

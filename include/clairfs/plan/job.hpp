@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// A validated registration, ready to plan: the sampler settings, which of
+// One loader of a validated registration, ready to plan: the sampler settings, which of
 // the job's ranks run on this node, and the dataset as the job numbers it.
 #pragma once
 
@@ -17,6 +17,9 @@ struct Job {
     std::vector<uint32_t> ranks; // the job's ranks whose loaders run on this node, ascending
     std::string root;            // the dataset directory, relative to the mount root
     layout::Dataset dataset;     // built from the mount's index at registration
+    // How far a search for the seed goes when an epoch's opens do not fit
+    // (global-generator chain words, or seed + epoch values); 0: never.
+    uint64_t resync_draws = 4096;
 };
 
 } // namespace clairfs::plan

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 // Everything between a FUSE request and the backing store: the RAM tier,
-// the fetch pool, and, while a job is registered, its tracker and the
+// the fetch pool, and, while jobs are registered, their trackers and the
 // scheduler thread that prefetches in predicted order and evicts by next
-// use. Without a registration (or in fallback) files are kept on first
-// touch and never evicted once the budget is full.
+// use across all of them. Without a registration (or in fallback) files are
+// kept on first touch and never evicted once the budget is full.
 #pragma once
 
 #include "clairfs/cache/backing_store.hpp"
@@ -22,7 +22,9 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json_fwd.hpp>
+#include <string>
 #include <thread>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -109,19 +111,25 @@ public:
     void note_io_timeout(const index::Node& n);
 
     // --- the control side ----------------------------------------------
-    struct Active; // a registered job's tracker and plans (src/prefetch/active_job.hpp)
-    // Builds `job` (validated) for activate(): its planners, and its tracker
-    // with each local rank's first two epochs (a second or more for
-    // millions of samples). Takes no lock of the engine's; call it holding
-    // none that an open or a status read needs.
-    std::shared_ptr<Active> prepare(std::shared_ptr<const plan::Job> job) const;
-    // Starts predicting for a prepared job, replacing any previous job.
-    // Returns the job replaced: drop it after your own locks, since the
-    // last reference frees its plans and joins its planner thread.
-    [[nodiscard]] std::shared_ptr<Active> activate(std::shared_ptr<Active> prepared);
-    // Back to unregistered: first-touch caching, nothing prefetched.
-    // Returns the job dropped, as activate() does.
-    [[nodiscard]] std::shared_ptr<Active> deactivate();
+    struct Active; // a registered job's loaders, trackers and plans (src/prefetch/active_job.hpp)
+    using Jobs = std::vector<std::shared_ptr<Active>>;
+    // Builds job `id` of validated loaders for activate(): their planners,
+    // and trackers with each local rank's first two epochs (a second or more
+    // for millions of samples). Takes no lock of the engine's; call it
+    // holding none that an open or a status read needs.
+    std::shared_ptr<Active> prepare(std::string id,
+                                    std::vector<std::shared_ptr<const plan::Job>> loaders) const;
+    // Starts predicting for a prepared job, next to the other jobs; a job
+    // of the same id (active or retired) is replaced. Returns what was
+    // replaced: drop it after your own locks, since the last reference
+    // frees its plans and joins its planner threads.
+    [[nodiscard]] Jobs activate(std::shared_ptr<Active> prepared);
+    // Removes job `id` (every job if empty); with no job left, back to
+    // unregistered: first-touch caching, nothing prefetched. Returns the
+    // jobs dropped, as activate() does.
+    [[nodiscard]] Jobs deactivate(const std::string& id = {});
+    // The ids of the jobs registered, active or retired.
+    std::vector<std::string> job_ids() const;
     // Tests: runs at the start of every prepare(), on the registering
     // thread, so a test can hold a registration's build where it likes.
     void set_prepare_hook(std::function<void()> hook) { prepare_hook_ = std::move(hook); }
@@ -147,12 +155,23 @@ private:
     const cache::Tier& stage_target() const;
     uint64_t target_bytes() const;
     void schedule_loop();
-    void schedule_round(const std::shared_ptr<Active>& job);
+    void schedule_round(const Jobs& jobs);
+    void snapshot_jobs(const Jobs& jobs, std::vector<std::vector<track::Snapshot>>& snaps,
+                       std::vector<std::vector<const track::Snapshot*>>& views);
     void push_ahead(const std::vector<index::NodeId>& next);
-    void drop_pages(Active* a);
-    bool round_due(Active& a) const;
-    std::shared_ptr<Active> active() const;
-    uint64_t lead_items(const Active& a, const track::Snapshot& snap) const;
+    void drop_pages(bool following);
+    bool round_due(const Jobs& jobs);
+    void retire_exited();
+    std::shared_ptr<const Jobs> jobs() const;
+    uint64_t lead_items(const Jobs& jobs) const;
+    // Which job an open belongs to, and telling its tracker.
+    track::Observation route_open(const Jobs& jobs, index::NodeId id, uint32_t pid);
+    track::Observation observe_in(Active& job, index::NodeId id, uint32_t pid, uint32_t ppid,
+                                  track::ObserveMode mode);
+    std::shared_ptr<Active> bound_job(uint32_t pid, uint32_t ppid);
+    void bind(const std::shared_ptr<Active>& job, uint32_t pid, uint32_t ppid, bool workers);
+    uint32_t parent_of(uint32_t pid);
+    void job_status(const Active& job, nlohmann::json& out) const;
 
     const index::Index& index_;
     EngineOptions opt_;
@@ -163,11 +182,41 @@ private:
     std::unique_ptr<SsdWriter> writer_; // after ssd_: drains into it when destroyed
     std::unique_ptr<FetchPool> pool_;   // after the tiers: its threads admit into them
 
-    // Guards active_ (the pointer only); leaf lock. A job is built before it
-    // and freed after it, never under it.
+    // Guards jobs_ (the pointer only: the list is immutable, replaced whole)
+    // and retired_; leaf lock. A job is built before it and freed after it,
+    // never under it.
     mutable std::mutex job_mu_;
-    std::shared_ptr<Active> active_;
+    std::shared_ptr<const Jobs> jobs_ = std::make_shared<const Jobs>();
+    Jobs retired_; // jobs whose processes all exited, newest last (status only)
     std::function<void()> prepare_hook_;
+    // Which job a process's opens belong to, when several jobs share the
+    // mount: a pid, or a loader process whose workers open files. Leaf lock.
+    std::mutex bind_mu_;
+    std::unordered_map<uint32_t, std::weak_ptr<Active>> bound_;
+    std::unordered_map<uint32_t, uint32_t> parents_; // pid -> ppid, read once from /proc
+    std::atomic<uint64_t> other_opens_{0};   // files no registered loader covers
+    std::atomic<uint64_t> unattributed_{0};  // several jobs cover it, none claimed the opener
+    std::atomic<uint64_t> retired_count_{0}; // jobs retired since the mount
+
+    // The scheduler thread's own state, per node: the round in which it last
+    // fell inside the window of files worth holding, and where.
+    std::vector<uint32_t> in_window_;
+    std::vector<uint32_t> window_index_; // valid where in_window_ is this round
+    // Per node: its size if the tiers take it, else not_tiered. One dense
+    // load per window position instead of a walk into the index's nodes.
+    static constexpr uint32_t not_tiered = UINT32_MAX;
+    std::vector<uint32_t> tier_size_;
+    uint32_t round_ = 0;
+    const Jobs* jobs_seen_ = nullptr; // the job list of the last round
+    bool pages_dropped_ = false;      // since the first job was registered
+    // What the last round saw, to tell whether the next one can change
+    // anything (Engine::round_due).
+    bool ran_ = false;
+    bool wanted_more_ = false; // the prefetch queue filled before the window did
+    uint64_t last_opens_ = 0;
+    uint64_t last_landed_ = 0;
+    uint64_t lead_target_ = 0; // lead_items() of the last round
+    std::chrono::steady_clock::time_point last_retire_check_{};
 
     std::mutex wake_mu_; // scheduler sleep; leaf lock
     std::condition_variable wake_cv_;

@@ -2,11 +2,16 @@
 // Matches the opens the mount sees to the positions the registered job's
 // loaders will open, per local rank: a cursor per DataLoader worker (each
 // worker opens its batches in order; only the interleaving across workers
-// is left to timing), epoch changes, and the two ways a prediction fails: a
-// forgotten set_epoch (an epoch repeats the last one's order) and a wrong
-// seed, sampler or batch size (the match rate collapses). Either switches
-// the tracker to fallback for good; clairfs then never acts on the
-// prediction again until the job registers anew.
+// is left to timing), and epoch changes. When an epoch's first opens fit
+// no rank's prediction and the rank's order can be searched (a RandomSampler
+// on the global generator, which the script may draw from between epochs; a
+// DistributedSampler whose set_epoch is forgotten or whose job resumed), they
+// are held back as evidence and the planner thread searches for the seed that
+// explains them; the rank then follows that seed. A prediction fails when no
+// seed fits, when a sampler that cannot be searched repeats an epoch, or when
+// the match rate collapses (a wrong sampler, batch size or num_workers): the
+// tracker falls back for good, and clairfs never acts on the prediction again
+// until the job registers anew.
 #pragma once
 
 #include "clairfs/plan/epoch_plan.hpp"
@@ -14,7 +19,9 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <functional>
+#include <optional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -49,12 +56,32 @@ struct TrackerOptions {
     // waits for an epoch still being planned only if it may be a sample's:
     // other files' opens never wait.
     std::vector<uint8_t> sample_nodes;
+    // How far a search for the seed goes (ResyncFn's max_offset); 0: never.
+    uint64_t resync_max = 4096;
 };
 
 // A rank's epochs in order: the next one, or nullptr after the last. Called
 // by the tracker's constructor for the first two epochs, then only by its
 // planner thread, one call at a time.
 using EpochSource = std::function<std::shared_ptr<const plan::EpochPlan>()>;
+// A rank's seed search (plan::RankPlanner::resync), called by the planner
+// thread only; on success the rank's source gives req.epoch again next.
+// Empty for a rank whose order cannot be searched.
+using ResyncFn = std::function<plan::ResyncResult(const plan::ResyncRequest&)>;
+
+// How one epoch of a rank was predicted, for status.
+struct EpochNote {
+    uint64_t epoch = 0;
+    uint64_t skipped_words = 0;         // see plan::EpochPlan
+    std::optional<uint64_t> seed_epoch; // DistributedSampler only
+};
+
+// How an open is to be judged.
+enum class ObserveMode {
+    normal,     // the tracker's own job: unmatched opens count, may be evidence
+    match_only, // one of several jobs asking: take the open only if it matches
+    tentative,  // several jobs, none matched: evidence whose failed search is no failure
+};
 
 // Where one local rank stands. Copied out by snapshot(), so the prefetch
 // scheduler can walk the plans without holding the tracker's lock.
@@ -70,6 +97,7 @@ struct RankProgress {
     uint64_t opened = 0;           // opens matched in `current`
     double epoch_seconds = 0;      // since the first open matched in `current`
     bool finished = false;         // every epoch registered has been opened
+    std::vector<EpochNote> history; // the epochs begun, the latest last (at most 64)
 
     // Whether position p of `current` has been opened.
     bool opened_at(uint64_t p) const {
@@ -80,6 +108,12 @@ struct RankProgress {
 struct Snapshot {
     Mode mode = Mode::clairvoyant;
     std::string reason;      // fallback only: one line a user can act on
+    std::string warning;     // a job bug clairfs works around (a forgotten set_epoch)
+    uint64_t resyncs = 0;    // epochs whose seed was found by searching
+    uint64_t searching = 0;  // opens held back as evidence, not yet judged
+    // When an open was last matched (Clock epoch if never): of a job's
+    // loaders, the one opened last is the one running.
+    Clock::time_point last_match{};
     uint64_t epoch = 0;      // the slowest local rank's epoch
     uint64_t opens = 0;      // opens of dataset files since that epoch began
     uint64_t matched = 0;    // how many of them matched a rank's stream
@@ -95,6 +129,7 @@ struct Observation {
     uint64_t epoch = 0;     // its epoch
     uint64_t position = 0;  // position of the open in that epoch
     bool new_epoch = false; // this open began the rank's next epoch
+    bool deferred = false;  // held back as evidence for a seed search
 };
 
 class Tracker {
@@ -105,6 +140,10 @@ public:
     // open needs. Starts no thread (it may run before the daemon forks):
     // the planner thread ("clairfs-plan") starts with the first epoch to build.
     Tracker(std::vector<uint32_t> ranks, std::vector<EpochSource> sources, TrackerOptions opt);
+    // The same, with each rank's seed search (empty: that rank's order is
+    // never searched).
+    Tracker(std::vector<uint32_t> ranks, std::vector<EpochSource> sources,
+            std::vector<ResyncFn> resyncs, TrackerOptions opt);
     // Joins the planner thread, after the epoch it may be building.
     ~Tracker();
     Tracker(const Tracker&) = delete;
@@ -120,7 +159,13 @@ public:
     // loader process's opens matched one rank, its later opens try that
     // rank first, so ranks in different epochs cannot take each other's
     // opens (a file of one rank's epoch e is in another rank's epoch e+1).
-    Observation observe(index::NodeId node, Clock::time_point now, uint32_t pid = 0);
+    // `ppid` is the opener's parent: a DataLoader worker's is its loader
+    // process, whose workers (respawned every epoch) then count as one.
+    Observation observe(index::NodeId node, Clock::time_point now, uint32_t pid = 0,
+                        uint32_t ppid = 0, ObserveMode mode = ObserveMode::normal);
+    // Whether process `pid` (or its loader process `ppid`) has had an open
+    // matched here: a job with several on one mount claims its processes so.
+    bool knows(uint32_t pid, uint32_t ppid) const;
 
     Snapshot snapshot(Clock::time_point now) const;
     Mode mode() const;
@@ -145,6 +190,16 @@ private:
         uint64_t opened = 0;         // opens matched in current
         Clock::time_point started{}; // the first of them
         bool started_set = false;
+        ResyncFn resync;                // empty: never searched
+        bool next_confirmed = false;    // `next` came from a search: its opens may begin it early
+        std::deque<EpochNote> history; // begin_epoch's notes, at most 64
+    };
+    // Opens of one loader process (a family: a worker's parent, or the
+    // process itself without workers) that fit nothing, held for a search.
+    struct Evidence {
+        std::vector<std::pair<index::NodeId, uint32_t>> opens; // node, pid; distinct nodes
+        bool tentative = true; // only ObserveMode::tentative opens so far
+        bool queued = false;   // handed to the planner thread
     };
     struct Match {
         size_t slot;
@@ -154,12 +209,24 @@ private:
 
     bool match_in(const plan::EpochPlan& e, const std::vector<uint64_t>& cursors,
                   index::NodeId node, uint64_t& position) const;
-    bool find_match(index::NodeId node, uint32_t pid, Match& out) const;
+    bool find_match(index::NodeId node, uint32_t pid, uint32_t family, Match& out) const;
+    bool early_start(const Match& m) const;
     bool match_slot(size_t i, index::NodeId node, Match& out) const;
     void begin_epoch(Rank& r);
     void advance_epoch(Rank& r);
-    bool observe_locked(index::NodeId node, Clock::time_point now, uint32_t pid,
-                        Observation& o);
+    bool observe_locked(index::NodeId node, Clock::time_point now, uint32_t pid, uint32_t family,
+                        ObserveMode mode, Observation& o);
+    void accept(const Match& m, Clock::time_point now, uint32_t pid, uint32_t family,
+                Observation& o);
+    uint32_t family_of(uint32_t pid, uint32_t ppid) const;
+    bool hold_as_evidence(index::NodeId node, uint32_t pid, uint32_t family, ObserveMode mode);
+    size_t evidence_needed() const;
+    uint32_t evidence_window(size_t opens) const;
+    void run_resync(std::unique_lock<std::mutex>& lk, uint32_t family);
+    bool resync_slot(std::unique_lock<std::mutex>& lk, size_t slot, const Evidence& ev,
+                     plan::ResyncResult& result);
+    void replay(const Evidence& ev, uint32_t family, Clock::time_point now);
+    void note_epoch(Rank& r);
     void plan_loop();
     void start_planner(); // under mu_
     void install_next(Rank& r, std::shared_ptr<const plan::EpochPlan> plan);
@@ -178,14 +245,20 @@ private:
     uint64_t slack_ = 1;          // opt_.slack, 0 resolved to one batch
     std::vector<uint64_t> zeros_; // the cursors of an epoch nobody has opened yet
     std::unordered_map<uint32_t, size_t>
-        slot_of_pid_; // loader process -> rank slot it last matched
+        slot_of_pid_; // opener or loader family -> rank slot it last matched
+    std::unordered_map<uint32_t, Evidence> evidence_; // by family
+    std::deque<uint32_t> resync_queue_;               // families whose evidence is complete
+    std::string warning_;
+    uint64_t resyncs_ = 0;
     // Lock order: mu_, then what a dropped plan's deleter takes
     // (plan::PlanPool's leaf lock); nothing else is called with it held, the
     // sources least of all: the planner thread calls them without it.
     mutable std::mutex mu_;
     mutable std::condition_variable plan_cv_;  // wakes the planner thread
     mutable std::condition_variable built_cv_; // a pending epoch was installed
-    uint32_t pending_ = 0;                     // ranks with next_pending set
+    // Ranks with next_pending set, plus evidence queued for or in a search:
+    // while nonzero, an open that fits nothing may fit what is being built.
+    uint32_t pending_ = 0;
     bool stopping_ = false;
     std::vector<Rank> ranks_; // never resized after construction
 
@@ -194,6 +267,7 @@ private:
     std::atomic<Mode> mode_ = Mode::clairvoyant;
     std::string reason_;
     uint64_t counted_epoch_ = 0; // the epoch opens_/matched_ belong to
+    Clock::time_point last_match_{};
     uint64_t opens_ = 0;
     uint64_t matched_ = 0;
     std::thread planner_; // last; started by start_planner(), under mu_

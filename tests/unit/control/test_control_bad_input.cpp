@@ -65,8 +65,8 @@ TEST_CASE("ranks take only non-negative integers, whatever JSON number is given"
 TEST_CASE("-0 as a seed is torch's seed 0") {
     ControlRequest req;
     REQUIRE(parse_control(R"({"seed": -0})", req) == "");
-    CHECK(req.registration.spec.seed == 0);
-    CHECK_FALSE(req.registration.spec.seed_negative);
+    CHECK(req.loaders().front().spec.seed == 0);
+    CHECK_FALSE(req.loaders().front().spec.seed_negative);
 }
 
 TEST_CASE("a root that is absolute once \"./\" is dropped is refused, as it would read back") {
@@ -74,5 +74,5 @@ TEST_CASE("a root that is absolute once \"./\" is dropped is refused, as it woul
           "root must be relative to the mount root (such as \"train\"), not './/x'");
     ControlRequest req;
     REQUIRE(parse_control(R"({"root": "./train//"})", req) == "");
-    CHECK(req.registration.root == "train");
+    CHECK(req.loaders().front().root == "train");
 }

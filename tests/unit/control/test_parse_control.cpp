@@ -18,7 +18,7 @@ Registration parsed(std::string_view text) {
     INFO(text);
     REQUIRE(why == "");
     REQUIRE_FALSE(req.unregister);
-    return req.registration;
+    return req.loaders().front();
 }
 
 std::string refusal(std::string_view text) {

@@ -17,7 +17,7 @@ Registration parsed(std::string_view text) {
     INFO(text);
     REQUIRE(control::parse_control(text, req) == "");
     REQUIRE_FALSE(req.unregister);
-    return req.registration;
+    return req.loaders().front();
 }
 
 void check_same(const Registration& a, const Registration& b) {
@@ -65,8 +65,8 @@ TEST_CASE("the JSON of a registration parses back to the same registration") {
     for (const char* text : cases) {
         ControlRequest req;
         REQUIRE(control::parse_control(text, req) == "");
-        Registration first = req.registration;
-        if (req.unregister) first = parsed(R"({"unregister": false})");
+        Registration first =
+            req.unregister ? parsed(R"({"unregister": false})") : req.loaders().front();
         std::string json = control::registration_json(first);
         INFO(json);
         Registration again = parsed(json);
@@ -103,7 +103,8 @@ TEST_CASE("the JSON has every key, in documentation order, pretty-printed") {
                                            "root",
                                            "layout",
                                            "manifest",
-                                           "n"});
+                                           "n",
+                                           "resync_draws"});
     // Defaults without a number are null.
     CHECK(j["epochs"].is_null());
     CHECK(j["num_samples"].is_null());

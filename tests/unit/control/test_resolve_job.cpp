@@ -22,7 +22,7 @@ Registration parsed(std::string_view text) {
     control::ControlRequest req;
     INFO(text);
     REQUIRE(control::parse_control(text, req) == "");
-    return req.registration;
+    return req.loaders().front();
 }
 
 std::string resolve(std::string_view text, plan::Job& job, std::string_view manifest = "") {

@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: MIT
+// Correcting a rank's prediction from the first opens of an epoch that did
+// not fit: the seed the job really used is searched among the few it can
+// have used, each candidate checked against the opens alone.
+#include "clairfs/plan/epoch_plan.hpp"
+
+#include <algorithm>
+
+namespace clairfs::plan {
+
+bool resyncable(const order::JobSpec& s, uint32_t n) {
+    if (s.sampler == order::SamplerKind::distributed) return s.shuffle;
+    return s.sampler == order::SamplerKind::random &&
+           s.generator == order::GeneratorKind::global &&
+           order::prefix_computable(n, s.torch_version);
+}
+
+// Samples, not nodes: the search works on the sampler's indices. A file
+// two samples reach (a symlink) stands for the first of them.
+order::EpochEvidence RankPlanner::evidence(const ResyncRequest& req) {
+    if (node_sample_.empty()) {
+        node_sample_.assign(index_size_, UINT32_MAX);
+        for (uint32_t s = static_cast<uint32_t>(sample_node_.size()); s-- > 0;)
+            if (sample_node_[s] != layout::no_node) node_sample_[sample_node_[s]] = s;
+    }
+    order::EpochEvidence ev;
+    ev.window = req.window;
+    for (index::NodeId node : req.opened)
+        if (node < node_sample_.size() && node_sample_[node] != UINT32_MAX)
+            ev.samples.push_back(node_sample_[node]);
+    return ev;
+}
+
+ResyncResult RankPlanner::resync(const ResyncRequest& req, uint64_t max_offset) {
+    ResyncResult r;
+    if (!resyncable(spec_, n_)) {
+        r.tried = "this sampler's order cannot be searched";
+        return r;
+    }
+    if (!orders_.rewind(req.epoch)) {
+        r.tried = "epoch " + std::to_string(req.epoch) + " is no longer the one being planned";
+        return r;
+    }
+    uint64_t produced = req.epoch - spec_.start_epoch;
+    order::EpochEvidence ev = evidence(req);
+    r = spec_.sampler == order::SamplerKind::distributed ? resync_distributed(req, ev, max_offset)
+                                                         : resync_chain(req, ev, max_offset);
+    // Rewound either way: an epoch not found is planned as predicted
+    // before, and the tracker falls back anyway.
+    left_ = spec_.epochs - produced;
+    return r;
+}
+
+ResyncResult RankPlanner::resync_chain(const ResyncRequest& req, const order::EpochEvidence& ev,
+                                       uint64_t max_offset) {
+    ResyncResult r;
+    r.tried = std::to_string(max_offset + 1) +
+              " seeds along the global generator's chain from epoch " +
+              std::to_string(req.epoch) + "'s predicted one";
+    std::optional<uint64_t> d = order::find_chain_offset(
+        orders_.seed_chain(), max_offset, n_, spec_.replacement, spec_.torch_version, ev);
+    if (!d) return r;
+    orders_.skip_words(*d);
+    r.found = true;
+    r.words = *d;
+    return r;
+}
+
+// The previous epoch's seed first (a forgotten set_epoch repeats it), then
+// every seed + epoch from seed + 0 on (a job resumed at another epoch).
+ResyncResult RankPlanner::resync_distributed(const ResyncRequest& req,
+                                             const order::EpochEvidence& ev,
+                                             uint64_t max_offset) {
+    ResyncResult r;
+    uint64_t predicted = orders_.seed_epoch();
+    std::vector<uint64_t> candidates;
+    if (predicted > 0) candidates.push_back(predicted - 1);
+    for (uint64_t e = 0; e <= max_offset; ++e)
+        if (e != predicted && e + 1 != predicted) candidates.push_back(e);
+    r.tried = "the previous epoch's order and seed + epoch for epochs 0 to " +
+              std::to_string(max_offset) + " at epoch " + std::to_string(req.epoch);
+    order::JobSpec spec = spec_;
+    std::optional<uint64_t> e = order::find_distributed_epoch(spec, n_, candidates, ev);
+    if (!e) return r;
+    r.found = true;
+    r.repeat = predicted > 0 && *e + 1 == predicted;
+    orders_.follow_seed_epoch(*e, r.repeat ? 0 : 1);
+    return r;
+}
+
+} // namespace clairfs::plan

@@ -1,0 +1,162 @@
+// SPDX-License-Identifier: MIT
+// Which registered job an open belongs to. With one job, every open is
+// its. With several on one mount (a hyper-parameter sweep, a training and
+// an evaluation job), a process is claimed by the job whose prediction its
+// opens fit: the opener, and, for a DataLoader worker, the loader process
+// that forked it, so the workers it forks next epoch are the job's at once.
+// A job whose processes have all exited is retired.
+#include "active_job.hpp"
+#include "clairfs/config/json_keys.hpp"
+#include "clairfs/log.hpp"
+
+#include <charconv>
+#include <string>
+
+namespace clairfs::prefetch {
+namespace {
+
+constexpr size_t max_remembered = 65536; // pids; cleared past this (pids are reused)
+
+// Field 4 of /proc/PID/stat, after the command name in parentheses
+// (which may itself hold spaces and parentheses).
+uint32_t read_parent(uint32_t pid) {
+    std::string text;
+    if (!config::read_text_file("/proc/" + std::to_string(pid) + "/stat", text, 4096)) return 0;
+    size_t close = text.rfind(')');
+    if (close == std::string::npos || close + 4 >= text.size()) return 0;
+    size_t at = close + 4; // ") S " then the ppid
+    uint32_t ppid = 0;
+    std::from_chars(text.data() + at, text.data() + text.size(), ppid);
+    return ppid;
+}
+
+} // namespace
+
+// Read once per process: a loader's workers ask once each epoch.
+uint32_t Engine::parent_of(uint32_t pid) {
+    if (pid == 0) return 0;
+    {
+        std::lock_guard lk(bind_mu_);
+        if (auto it = parents_.find(pid); it != parents_.end()) return it->second;
+    }
+    uint32_t ppid = read_parent(pid);
+    std::lock_guard lk(bind_mu_);
+    if (parents_.size() >= max_remembered) parents_.clear();
+    parents_[pid] = ppid;
+    return ppid;
+}
+
+std::shared_ptr<Engine::Active> Engine::bound_job(uint32_t pid, uint32_t ppid) {
+    std::lock_guard lk(bind_mu_);
+    for (uint32_t key : {pid, ppid}) {
+        if (key <= 1) continue;
+        if (auto it = bound_.find(key); it != bound_.end()) {
+            if (auto j = it->second.lock(); j && !j->retired) return j;
+        }
+    }
+    return nullptr;
+}
+
+void Engine::bind(const std::shared_ptr<Active>& job, uint32_t pid, uint32_t ppid, bool workers) {
+    if (pid == 0) return;
+    bool fresh = job->bind(pid);
+    if (workers && ppid > 1) fresh |= job->bind(ppid);
+    if (!fresh) return;
+    std::lock_guard lk(bind_mu_);
+    if (bound_.size() >= max_remembered) bound_.clear();
+    bound_[pid] = job;
+    if (workers && ppid > 1) bound_[ppid] = job;
+}
+
+// The open, told to the job's loaders whose samples include the file (one,
+// unless their roots overlap: the last one judges it).
+track::Observation Engine::observe_in(Active& job, index::NodeId id, uint32_t pid, uint32_t ppid,
+                                      track::ObserveMode mode) {
+    track::Observation o;
+    LoaderRun* last = nullptr;
+    for (LoaderRun& l : job.loaders)
+        if (l.covering(id)) last = &l;
+    for (LoaderRun& l : job.loaders) {
+        if (!l.covering(id)) continue;
+        track::ObserveMode m =
+            &l == last || mode != track::ObserveMode::normal ? mode : track::ObserveMode::match_only;
+        o = l.tracker->observe(id, track::Clock::now(), pid, ppid, m);
+        if (o.matched || o.deferred) return o;
+    }
+    return o;
+}
+
+track::Observation Engine::route_open(const Jobs& jobs, index::NodeId id, uint32_t pid) {
+    uint32_t ppid = parent_of(pid);
+    auto workers = [](const Active& j) {
+        for (const LoaderRun& l : j.loaders)
+            if (l.job->spec.num_workers > 0) return true;
+        return false;
+    };
+    auto run = [&](const std::shared_ptr<Active>& j, track::ObserveMode mode) {
+        track::Observation o = observe_in(*j, id, pid, ppid, mode);
+        if (o.matched) bind(j, pid, ppid, workers(*j));
+        return o;
+    };
+    std::shared_ptr<Active> owner = jobs.size() == 1 ? jobs.front() : bound_job(pid, ppid);
+    if (owner) {
+        if (!owner->covering(id)) {
+            other_opens_.fetch_add(1, std::memory_order_relaxed);
+            return {};
+        }
+        return run(owner, track::ObserveMode::normal);
+    }
+    std::vector<std::shared_ptr<Active>> covering;
+    for (const auto& j : jobs)
+        if (j->covering(id)) covering.push_back(j);
+    if (covering.empty()) {
+        other_opens_.fetch_add(1, std::memory_order_relaxed);
+        return {};
+    }
+    for (const auto& j : covering) {
+        track::Observation o = run(j, track::ObserveMode::match_only);
+        if (o.matched) return o;
+    }
+    if (covering.size() == 1) return run(covering.front(), track::ObserveMode::normal);
+    // Several jobs want this file and none expected this process yet: each
+    // may take the open as evidence for a search of its seed, and the one
+    // whose search succeeds claims the process at its next open.
+    track::Observation held;
+    for (const auto& j : covering) {
+        track::Observation o = observe_in(*j, id, pid, ppid, track::ObserveMode::tentative);
+        if (o.deferred) held = o;
+    }
+    if (!held.deferred) unattributed_.fetch_add(1, std::memory_order_relaxed);
+    return held;
+}
+
+// Scheduler thread, about once a second.
+void Engine::retire_exited() {
+    auto now = std::chrono::steady_clock::now();
+    if (now - last_retire_check_ < std::chrono::seconds(1)) return;
+    last_retire_check_ = now;
+    auto jobs = this->jobs();
+    for (const auto& j : *jobs) {
+        if (!j->exited()) continue;
+        std::shared_ptr<Active> forgotten; // freed after the lock
+        {
+            std::lock_guard lk(job_mu_);
+            Jobs kept;
+            for (const auto& k : *jobs_)
+                if (k != j) kept.push_back(k);
+            jobs_ = std::make_shared<const Jobs>(std::move(kept));
+            retired_.push_back(j);
+            // Kept for status only; the oldest go first.
+            if (retired_.size() > 16) {
+                forgotten = retired_.front();
+                retired_.erase(retired_.begin());
+            }
+        }
+        j->retired = true;
+        retired_count_.fetch_add(1, std::memory_order_relaxed);
+        LOG_INFO("job %s retired: every process that opened its files has exited",
+                 j->id.c_str());
+    }
+}
+
+} // namespace clairfs::prefetch

@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: MIT
+// The tracker with real planners: an epoch whose first opens fit no
+// prediction is held back, searched for on the planner thread, and then
+// followed; one that fits no seed searched falls back and says what was
+// tried. The job's opens come from EpochOrders with the draws it made.
+#include "../plan/plan_checks.hpp"
+#include "clairfs/order/epoch_orders.hpp"
+#include "plans.hpp"
+
+using namespace clairfs;
+using namespace clairfs::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+const track::Clock::time_point t0 = track::Clock::time_point{} + 1000s;
+
+struct Job {
+    index::Index idx = flat_index(8, 60); // 480 samples
+    layout::Dataset ds = sorted_dataset(idx);
+    order::JobSpec spec;
+    std::unique_ptr<plan::RankPlanner> planner;
+    std::unique_ptr<track::Tracker> tracker;
+
+    explicit Job(order::JobSpec s, uint64_t resync_max = 4096) : spec(s) {
+        planner = std::make_unique<plan::RankPlanner>(spec, ds, idx);
+        plan::RankPlanner* p = planner.get();
+        track::TrackerOptions o;
+        o.layout = {spec.batch_size, spec.num_workers};
+        o.resync_max = resync_max;
+        o.sample_nodes.assign(idx.size(), 0);
+        for (const auto& smp : ds.samples) o.sample_nodes[layout::opened_node(idx, smp)] = 1;
+        std::vector<track::ResyncFn> resyncs;
+        resyncs.emplace_back(
+            [p, resync_max](const plan::ResyncRequest& r) { return p->resync(r, resync_max); });
+        tracker = std::make_unique<track::Tracker>(
+            std::vector<uint32_t>{0}, std::vector<track::EpochSource>{[p] { return p->next(); }},
+            std::move(resyncs), o);
+    }
+
+    // One epoch as the job's workers open it (interleaved at random), by
+    // the loader process `ppid`'s workers.
+    uint64_t run_epoch(const std::vector<order::Sample>& samples, std::mt19937& rng,
+                       uint32_t ppid) {
+        plan::WorkerLayout l{spec.batch_size, spec.num_workers};
+        uint64_t matched = 0;
+        for (uint64_t p : worker_opens(l, samples.size(), rng)) {
+            index::NodeId node = layout::opened_node(idx, ds.samples[samples[p]]);
+            uint32_t pid = ppid + 1 + l.worker_of(p);
+            track::Observation o = tracker->observe(node, t0, pid, ppid);
+            matched += o.matched;
+        }
+        return matched;
+    }
+};
+
+} // namespace
+
+TEST_CASE("a validation pass between epochs: the shifted epochs are found and followed") {
+    order::JobSpec s;
+    s.seed = 5;
+    s.epochs = 3;
+    s.batch_size = 8;
+    s.num_workers = 2;
+    Job job(s);
+    order::EpochOrders real(s, 480);
+    std::mt19937 rng(1);
+    std::vector<order::Sample> samples;
+    for (uint32_t e = 0; e < 3; ++e) {
+        if (e > 0) real.skip_words(2); // the validation loader's base_seed
+        real.next(samples);
+        job.run_epoch(samples, rng, 1000 + 10 * e);
+    }
+    track::Snapshot snap = settled(*job.tracker, t0);
+    CHECK(snap.mode == track::Mode::clairvoyant);
+    CHECK(snap.resyncs == 2);
+    CHECK(snap.searching == 0);
+    // Held opens are matched once the seed is known: none is lost.
+    CHECK(snap.matched == snap.opens);
+    REQUIRE(snap.ranks[0].history.size() == 3);
+    CHECK(snap.ranks[0].history[1].skipped_words == 2);
+    CHECK(snap.ranks[0].history[2].skipped_words == 2);
+    CHECK(snap.ranks[0].finished);
+}
+
+TEST_CASE("random draws in every training step are found while within reach") {
+    order::JobSpec s;
+    s.seed = 9;
+    s.epochs = 2;
+    s.batch_size = 8;
+    s.num_workers = 2;
+    Job job(s);
+    order::EpochOrders real(s, 480);
+    std::mt19937 rng(2);
+    std::vector<order::Sample> samples;
+    real.next(samples);
+    job.run_epoch(samples, rng, 2000);
+    real.skip_words(60 * 7); // torch.randperm(8) per step: 7 draws, 60 steps
+    real.next(samples);
+    job.run_epoch(samples, rng, 2100);
+    track::Snapshot snap = settled(*job.tracker, t0);
+    CHECK(snap.mode == track::Mode::clairvoyant);
+    CHECK(snap.ranks[0].history.back().skipped_words == 420);
+    CHECK(snap.matched == snap.opens);
+}
+
+TEST_CASE("opens beyond the search's reach fall back, saying what was searched") {
+    order::JobSpec s;
+    s.seed = 9;
+    s.epochs = 2;
+    s.batch_size = 8;
+    s.num_workers = 2;
+    Job job(s, 100);
+    order::EpochOrders real(s, 480);
+    std::mt19937 rng(3);
+    std::vector<order::Sample> samples;
+    real.next(samples);
+    job.run_epoch(samples, rng, 3000);
+    real.skip_words(500); // more than resync_draws
+    real.next(samples);
+    job.run_epoch(samples, rng, 3100);
+    track::Snapshot snap = settled(*job.tracker, t0);
+    CHECK(snap.mode == track::Mode::fallback);
+    CHECK(snap.reason.find("101 seeds along the global generator's chain") != std::string::npos);
+    CHECK(snap.reason.find("resync_draws") != std::string::npos);
+}
+
+TEST_CASE("a DistributedSampler that forgets set_epoch is followed, with a warning") {
+    order::JobSpec s;
+    s.seed = 3;
+    s.epochs = 3;
+    s.sampler = order::SamplerKind::distributed;
+    s.batch_size = 4;
+    s.num_workers = 2;
+    Job job(s);
+    order::JobSpec stuck = s;
+    stuck.epochs = 1;
+    order::EpochOrders real(stuck, 480);
+    std::vector<order::Sample> samples;
+    real.next(samples);
+    std::mt19937 rng(4);
+    for (uint32_t e = 0; e < 3; ++e) job.run_epoch(samples, rng, 4000 + 10 * e);
+    track::Snapshot snap = settled(*job.tracker, t0);
+    CHECK(snap.mode == track::Mode::clairvoyant);
+    CHECK(snap.warning.find("set_epoch") != std::string::npos);
+    CHECK(snap.matched == snap.opens);
+    for (const auto& n : snap.ranks[0].history) CHECK(n.seed_epoch == 0u);
+}
