@@ -282,9 +282,11 @@ def find_loader(st, job_id, root):
     return next((lo for lo in (job or {}).get("loaders") or [] if lo.get("root") == root), None)
 
 
-def check_clairvoyant(c, st, where, job_id="default", roots=("train",), top=True):
-    """Mode clairvoyant and match_rate >= MATCH: top level (unless top is
-    False), the job's entry and each of its loaders named in roots."""
+def check_clairvoyant(c, st, where, job_id="default", roots=("train",), top=True, rated=None):
+    """Mode clairvoyant: top level (unless top is False), the job's entry
+    and each of its loaders named in roots; match_rate >= MATCH at the top
+    level and for the loaders in rated (default: all of roots), those whose
+    pass has just ended (another's epoch may have begun with no open yet)."""
     if top:
         c(st.get("mode") == "clairvoyant", f"{where}: mode {st.get('mode')} ({st.get('reason')})")
         rate = st.get("match_rate")
@@ -301,16 +303,21 @@ def check_clairvoyant(c, st, where, job_id="default", roots=("train",), top=True
             continue
         c(lo.get("mode") == "clairvoyant", f"{where}: loader {root} mode {lo.get('mode')} "
           f"({lo.get('reason')})")
+        if rated is not None and root not in rated:
+            continue
         rate = lo.get("match_rate")
         c(rate is not None and rate >= MATCH, f"{where}: loader {root} match_rate {rate} "
           f"({lo.get('matched')} of {lo.get('opens')})")
 
 
 def check_every_snapshot(c, epochs, job_id="default", roots=("train",), top=True):
+    """check_clairvoyant on the status the job read after each pass; the
+    loader whose pass just ended must have matched."""
     for ep in epochs:
-        for key in ("status_train", "status_val"):
+        for key, rated in (("status_train", ("train",)), ("status_val", ("val",))):
             if key in ep:
-                check_clairvoyant(c, ep[key], f"epoch {ep['epoch']} {key}", job_id, roots, top)
+                check_clairvoyant(c, ep[key], f"epoch {ep['epoch']} {key}", job_id, roots, top,
+                                  rated)
 
 
 def check_draw_offsets(c, st, want_words, job_id="default", root="train", want_draws=None):
@@ -600,7 +607,8 @@ def case_no_candidate(data, py, torch_want, what):
         with jobs_killed_on_exit([Job(py, cfg, what)]) as jobs:
             header, epochs = jobs[0].finish()
         check_run(c, header, epochs, data, torch_want, epochs_run)
-        st = status_now(mp)
+        # As the job saw it: once it exits, its job is retired.
+        st = epochs[-1]["status_val"] if epochs else status_now(mp)
         c(st.get("mode") == "fallback", f"mode {st.get('mode')}, want fallback")
         reason = st.get("reason") or ""
         c(reason.startswith("job default, loader train: "),
