@@ -16,6 +16,10 @@ job's and each registered loader's mode "clairvoyant", match_rate >= 0.99.
 - listing: script_job's own ImageFolder numbering (used where torchvision
   does not import) equals torchvision's, on the dataset and on a tree of
   hidden, nested, symlinked and odd-cased names;
+- script_order: the draws each variant below makes (the expected
+  draw_offset_words) are real torch's: on the backing directory, with no
+  clairfs, each epoch's train order is `clairfs order`'s with that many
+  draws before it (mixup + pre_model, and persistent workers);
 - issue_script [2.x]: the issue's script (train + val, 3 epochs), only
   train registered (generator global): clairvoyant throughout; the train
   loader's epochs report draw_offset 0, 1, 1 (the val loader's base_seed
@@ -394,6 +398,37 @@ def case_listing(data):
     ml.log(f"listing: {len(sj.list_image_folder(tree))} tricky samples as torchvision numbers them")
 
 
+def predicted_order(root, epoch, pre_draws, persistent):
+    """clairfs order's epoch for the issue's train loader."""
+    r = ml.clairfs("order", "--root", root, "--seed", str(SEED), "--batch-size", str(BATCH),
+                   "--num-workers", str(WORKERS), "--epochs", str(epoch + 1),
+                   "--pre-draws", str(pre_draws), "--persistent-workers",
+                   "true" if persistent else "false")
+    ml.check(r.returncode == 0, f"clairfs order failed: {r.stderr}")
+    return json.loads(r.stdout.splitlines()[epoch])
+
+
+def case_script_order(data):
+    """script_job's draws, on the backing directory without clairfs, are
+    the ones expected_words() counts: epoch e's train order is clairfs
+    order's for the registered chain shifted by the draws made so far."""
+    root = os.path.join(data.backing, "train")
+    for keys in (dict(mixup=True, pre_model=True), dict(persistent=True)):
+        cfg = job_config(data.backing, status=None, mixup=bool(keys.get("mixup")),
+                         persistent_workers=bool(keys.get("persistent")),
+                         pre_model=bool(keys.get("pre_model")))
+        with jobs_killed_on_exit([Job(TORCH_1_13, cfg, f"script order {keys}")]) as jobs:
+            _, epochs = jobs[0].finish()
+        words = expected_words(len(data.train), **keys)
+        for ep in epochs:
+            e = ep["epoch"]
+            want = predicted_order(root, e, sum(words[:e + 1]), keys.get("persistent", False))
+            ml.check([i for i, _ in ep["train"]] == want,
+                     f"{keys} epoch {e}: the train order is not clairfs order's with "
+                     f"{sum(words[:e + 1])} draws before it")
+        ml.log(f"script order {keys}: draws before each epoch {words}, as predicted")
+
+
 def case_issue_script(data, py, torch_want, what, mixup=False, pre_model=False,
                       persistent=False):
     """The issue's script (bullets 1 and 2), only train registered."""
@@ -649,7 +684,8 @@ def test():
         ml.log(f"dataset: train {len(data.train)} files {data.sizes['train'] / 1e6:.1f} MB, "
                f"val {len(data.val)} files {data.sizes['val'] / 1e6:.1f} MB")
         old = ("1.13", TORCH_1_13)
-        cases = [("listing", lambda: case_listing(data))]
+        cases = [("listing", lambda: case_listing(data)),
+                 ("script_order", lambda: case_script_order(data))]
 
         def add(fn, name, runtime, **kw):
             want, py = runtime
