@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Installs the Debian packages clairfs needs to build, test and benchmark.
-# Idempotent: packages already installed are skipped, so a second run makes
-# no network access at all.
+# Installs the Debian packages clairfs needs to build, test and benchmark,
+# and (test, bench) the virtual environment with torch 2.x that the
+# framework tests run beside Debian's torch 1.13 (see frameworks_venv below).
+# Idempotent: packages already installed are skipped, and so is a venv that
+# already has exactly the pinned versions, so a second run makes no network
+# access at all.
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
 build_pkgs=(g++ meson ninja-build pkg-config libfuse3-dev fuse3 libmpich-dev
   mpich libaio-dev libxxhash-dev nlohmann-json3-dev doctest-dev)
@@ -29,8 +33,9 @@ clang_rt() {
   fi
   echo "libclang-rt-$major-dev"
 }
+# python3-venv: the torch 2.x venv (ensurepip is not in Debian's python3).
 test_pkgs=(python3 procps util-linux mount python3-torch python3-torchvision python3-pil
-  clang "$(clang_rt)")
+  python3-venv clang "$(clang_rt)")
 bench_pkgs=(python3 procps bindfs mergerfs rclone python3-matplotlib python3-pil
   e2fsprogs)
 want=("${build_pkgs[@]}")
@@ -45,6 +50,17 @@ bench) want+=("${test_pkgs[@]}" "${bench_pkgs[@]}") ;;
 esac
 
 mapfile -t want < <(printf '%s\n' "${want[@]}" | sort -u)
+
+sudo=()
+need_root() {
+  [ "$(id -u)" -ne 0 ] || return 0
+  command -v sudo >/dev/null || {
+    echo "install-deps: need root or sudo to $1" >&2
+    exit 1
+  }
+  sudo=(sudo)
+}
+
 missing=()
 for p in "${want[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
@@ -53,19 +69,77 @@ for p in "${want[@]}"; do
 done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#want[@]} packages present"
-  exit 0
+else
+  need_root "install: ${missing[*]}"
+  echo "install-deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo[@]}" apt-get update -qq
+  "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  echo "install-deps: done"
 fi
 
-sudo=()
-if [ "$(id -u)" -ne 0 ]; then
-  command -v sudo >/dev/null || {
-    echo "install-deps: need root or sudo to install: ${missing[*]}" >&2
+# The framework tests (tests/prefetch/test_real_scripts.py) run the same
+# job under Debian's torch 1.13 (/usr/bin/python3, the reference the order
+# was checked against) and under the torch 2.x pinned in
+# tests/requirements-frameworks.txt, installed by pip into one venv outside
+# the repository. pip uses its own configuration: a local wheel directory
+# or mirror if pip.conf names one, else PyPI (whose Linux torch wheel is
+# the CUDA build; PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu
+# fetches the CPU one). The venv is rebuilt from scratch when any pinned
+# package is missing or at another version, or its python no longer runs
+# (a Debian upgrade that replaced python3.11).
+venv=${CLAIRFS_VENV:-/opt/clairfs-venv}
+reqs=tests/requirements-frameworks.txt
+
+# Exit 0 when python $1 has exactly the versions pinned (NAME==VERSION lines)
+# in $reqs; a local version label (2.13.0+cpu) counts as its version.
+pins_met() {
+  "$1" - "$reqs" <<'PY' 2>/dev/null
+import re, sys
+from importlib import metadata
+bad = []
+for line in open(sys.argv[1]):
+    line = line.split("#", 1)[0].strip()
+    m = re.fullmatch(r"([A-Za-z0-9._-]+)\s*==\s*(\S+)", line)
+    if not m:
+        continue
+    try:
+        have = metadata.version(m[1])
+    except metadata.PackageNotFoundError:
+        have = None
+    if have is None or have.split("+")[0] != m[2]:
+        bad.append(f"{m[1]} {have} (want {m[2]})")
+if bad:
+    print("; ".join(bad))
+sys.exit(1 if bad else 0)
+PY
+}
+
+frameworks_venv() {
+  local why="missing"
+  if [ -x "$venv/bin/python" ]; then
+    why=$(pins_met "$venv/bin/python") && {
+      echo "install-deps: $venv has the versions pinned in $reqs"
+      return
+    }
+    why=${why:-its python does not run}
+  fi
+  need_root "create $venv"
+  echo "install-deps: creating $venv from $reqs ($why)"
+  "${sudo[@]}" rm -rf "$venv"
+  # A venv is not relocatable, so it is built in place; a failure removes
+  # it, and the next run starts again.
+  if ! "${sudo[@]}" /usr/bin/python3 -m venv "$venv" ||
+    ! "${sudo[@]}" "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+      --root-user-action=ignore -r "$reqs" ||
+    ! pins_met "$venv/bin/python"; then
+    "${sudo[@]}" rm -rf "$venv"
+    echo "install-deps: could not build $venv from $reqs" >&2
     exit 1
-  }
-  sudo=(sudo)
-fi
-echo "install-deps: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-"${sudo[@]}" apt-get update -qq
-"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-echo "install-deps: done"
+  fi
+  echo "install-deps: $venv done"
+}
+
+case "${1:-build}" in
+test | bench) frameworks_venv ;;
+esac
