@@ -4,7 +4,7 @@
 
     gen_dataset.py OUT [--files 10000] [--classes 100] [--mean-kb 110]
                        [--median-kb 93] [--seed 0] [--pool 96]
-                       [--style imagenet|reference]
+                       [--style imagenet|reference] [--val-files 0]
 
 OUT/class_NNN/img_NNNNNN.jpg, file sizes lognormal with the given mean and
 median (defaults match the reference ImageNet-like set: mean ~110 KB, median
@@ -18,6 +18,14 @@ images by ~70%, which made the job's CPU per sample, and so any ratio to it,
 unrealistically small). JPEG decoders stop at the EOI marker, so the padding
 is ignored; the script decodes a sample of the written files with PIL to
 check. Same arguments, same bytes.
+
+--val-files N (N > 0) writes a train/validation split instead:
+OUT/train/class_NNN/img_NNNNNN.jpg (--files files) and
+OUT/val/class_NNN/img_NNNNNN.jpg (N files, into min(--classes, N) class
+folders, so that no class folder is empty, which ImageFolder refuses). The
+sizes of both come from one seeded draw (train first, then val) and one
+pool, so the split is as deterministic as the plain layout; its train files
+are not byte-identical to the plain layout's with the same seed.
 
 --style sets what a byte costs to decode, which is what any ratio to the
 local epoch depends on (clairfs's cost is per file, the job's per pixel):
@@ -94,16 +102,26 @@ def sizes(rng, n, mean, median):
 
 
 def generate(out, files=10000, classes=100, mean_kb=110, median_kb=93,
-             seed=0, pool_n=96, check=50, style="imagenet"):
+             seed=0, pool_n=96, check=50, style="imagenet", val_files=0):
     rng = random.Random(seed)
-    targets = sizes(rng, files, mean_kb * 1000, median_kb * 1000)
+    targets = sizes(rng, files + val_files, mean_kb * 1000, median_kb * 1000)
     pool = make_pool(random.Random(seed), pool_n, max(2000, min(targets)), max(targets),
                      style)
     pad = rng.randbytes(max(targets) + 1)
     total = padded = 0
-    for c in range(classes):
-        os.makedirs(os.path.join(out, f"class_{c:03d}"), exist_ok=True)
+    # (directory, files, class folders) of each part of the dataset
+    parts = [(out, files, classes)]
+    if val_files:
+        parts = [(os.path.join(out, "train"), files, classes),
+                 (os.path.join(out, "val"), val_files, min(classes, val_files))]
+    places = []
+    for root, count, ncls in parts:
+        for c in range(ncls):
+            os.makedirs(os.path.join(root, f"class_{c:03d}"), exist_ok=True)
+        places += [os.path.join(root, f"class_{i % ncls:03d}", f"img_{i:06d}.jpg")
+                   for i in range(count)]
     written = []
+    part_bytes = [0] * len(parts)
     for i, target in enumerate(targets):
         # One of the largest images that fit: the file is nearly all image
         # data, as a photo is, and the padding stays a few percent.
@@ -112,11 +130,12 @@ def generate(out, files=10000, classes=100, mean_kb=110, median_kb=93,
         base = near[rng.randrange(len(near))]
         padlen = max(0, target - len(base))
         off = rng.randrange(len(pad) - padlen + 1)
-        path = os.path.join(out, f"class_{i % classes:03d}", f"img_{i:06d}.jpg")
+        path = places[i]
         with open(path, "wb") as f:
             f.write(base)
             f.write(pad[off:off + padlen])
         total += len(base) + padlen
+        part_bytes[0 if i < files else 1] += len(base) + padlen
         padded += padlen
         written.append(path)
     from PIL import Image
@@ -124,11 +143,17 @@ def generate(out, files=10000, classes=100, mean_kb=110, median_kb=93,
         with Image.open(path) as im:
             im.convert("RGB").load()
     s = sorted(os.path.getsize(p) for p in written)
-    return {"files": files, "classes": classes, "bytes": total,
-            "mean": total / files, "median": s[len(s) // 2],
+    info = {"files": len(written), "classes": classes, "bytes": total,
+            "mean": total / len(written), "median": s[len(s) // 2],
             "p99": s[int(len(s) * 0.99)], "seed": seed,
             "padding_fraction": round(padded / max(1, total), 4),
             "decoded_with_pil": check, "style": style}
+    if val_files:
+        # "files" and "bytes" stay the whole dataset's: what one epoch with
+        # its validation pass reads.
+        info.update(train_files=files, val_files=val_files,
+                    train_bytes=part_bytes[0], val_bytes=part_bytes[1])
+    return info
 
 
 def main():
@@ -141,9 +166,11 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--pool", type=int, default=96)
     ap.add_argument("--style", choices=sorted(STYLES), default="imagenet")
+    ap.add_argument("--val-files", type=int, default=0,
+                    help="write OUT/train and OUT/val (this many files) instead of one tree")
     a = ap.parse_args()
     info = generate(a.out, a.files, a.classes, a.mean_kb, a.median_kb,
-                    a.seed, a.pool, style=a.style)
+                    a.seed, a.pool, style=a.style, val_files=a.val_files)
     json.dump(info, sys.stdout)
     print()
 

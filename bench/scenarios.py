@@ -28,8 +28,20 @@ Scenarios:
   clairfs-unregistered  clairfs mount SLOWFS MNT (no registration).
   clairfs-registered    clairfs mount SLOWFS MNT --register FILE, FILE being
                         the job's sampler settings (seed, batch, workers,
-                        world/rank, epochs) as .clairfs/control takes them,
-                        so prefetching starts at mount time.
+                        world/rank, generator, epochs) as .clairfs/control
+                        takes them, so prefetching starts at mount time.
+                        With a train/val dataset it registers the train
+                        loader ("root": "train"); with several jobs, each
+                        as its own "job" (the first with --register, the
+                        others written to .clairfs/control after the mount).
+  clairfs-registered-train
+                        train/val datasets: the same, named for what it is,
+                        the train loader only; the validation passes are
+                        opens no registered loader covers.
+  clairfs-registered-trainval
+                        train/val datasets: one job with a "loaders" list,
+                        the train loader then {"root": "val", "sampler":
+                        "sequential"} (the interface of issue 24).
   clairfs-ssd-unregistered, clairfs-ssd-registered
                         the same with the local-SSD tier: --cache-dir on
                         local disk (fresh per run, so nothing is reused from
@@ -39,7 +51,25 @@ Scenarios:
                         while the job runs.
 Every clairfs scenario adds the config's "clairfs_opts" (e.g. --mem 1200M)
 and record the daemon's .clairfs/status at the end of the job (mode,
-match_rate, stall_seconds, backing-store and RAM-tier counters).
+match_rate, stall_seconds, backing-store and RAM-tier counters). A mount or
+registration the daemon refuses (an older clairfs answers EINVAL to keys it
+does not know) fails that run with the daemon's reason; the other runs go on.
+
+Config keys beyond the dataset, slow FS and job (bench/README.md):
+  dataset.val_files N   the dataset is DATA/train (dataset.files) and
+                        DATA/val (N files); the job reads train and runs a
+                        validation pass over val after every epoch
+                        (train_job.py --val), timed apart.
+  job.generator         explicit (default) or global (train_job.py).
+  jobs                  [{"id": "a", "seed": 1}, {"id": "b", "seed": 2}]:
+                        every scenario starts one job per entry at the same
+                        moment (after all have imported torch and scanned
+                        the dataset), on the same data path and mount; the
+                        run's total is the span from that moment until the
+                        last job ends.
+Every run also records the shared FS's bytes and reads over the whole run
+(mounts, scans and copies included): run_shared_fs_bytes, and its ratio to
+the dataset's bytes.
 
 Writes OUT/<date>-<config>.json (every run, every epoch) and a PNG plot of
 samples/s per epoch per scenario, prints a markdown table, and appends it
@@ -67,7 +97,9 @@ import slowfs  # noqa: E402
 PY = "/usr/bin/python3"
 ALL = ["local-warm", "direct", "copy-first", "rclone",
        "clairfs-unregistered", "clairfs-registered",
+       "clairfs-registered-train", "clairfs-registered-trainval",
        "clairfs-ssd-unregistered", "clairfs-ssd-registered", "clairfs-ssd-staged"]
+NEEDS_VAL = ("clairfs-registered-train", "clairfs-registered-trainval")
 RUNNING = []  # Popen objects to kill on abort
 MOUNTS = []   # mount points to unmount on abort
 
@@ -139,9 +171,22 @@ def read_tree(root):
     return n
 
 
+def loop_stat(st):
+    """(read requests completed, bytes read) of the shared FS's device."""
+    v = open(f"/sys/block/{os.path.basename(st['loop'])}/stat").read().split()
+    return int(v[0]), int(v[2]) * 512
+
+
 def loop_bytes(st):
-    return int(open(f"/sys/block/{os.path.basename(st['loop'])}/stat")
-               .read().split()[2]) * 512
+    return loop_stat(st)[1]
+
+
+def tail(path, n=2000):
+    try:
+        with open(path, errors="replace") as f:
+            return f.read()[-n:]
+    except OSError:
+        return ""
 
 
 def cg_write(st, ctl, knob, value):
@@ -182,65 +227,142 @@ class Bench:
             RUNNING.remove(p)
         return rc
 
-    def run_job(self, data, daemon_pid=None):
+    def job_specs(self):
+        """The jobs a run starts together: the config's "jobs" list (each
+        {"id", "seed"}), or the one job of "job" (id None)."""
+        seed = self.cfg["job"].get("seed", 0)
+        if not self.cfg.get("jobs"):
+            return [{"id": None, "seed": seed}]
+        return [{"id": str(x["id"]), "seed": x.get("seed", seed)} for x in self.cfg["jobs"]]
+
+    def has_val(self):
+        return bool(self.cfg["dataset"].get("val_files"))
+
+    def job_cmd(self, data, seed, daemon_pid=None, go=None):
         j = self.cfg["job"]
-        cmd = [PY, os.path.join(HERE, "train_job.py"), data,
+        train = os.path.join(data, "train") if self.has_val() else data
+        cmd = [PY, os.path.join(HERE, "train_job.py"), train,
                "--epochs", str(j.get("epochs", 2)),
                "--batch", str(j.get("batch", 64)),
                "--workers", str(j.get("workers", 2)),
-               "--seed", str(j.get("seed", 0)),
+               "--seed", str(seed),
+               "--generator", j.get("generator", "explicit"),
                "--transform", j.get("transform", "rrc"),
                "--world", str(j.get("world", 1)),
                "--rank", str(j.get("rank", 0)),
                "--step-sleep", str(j.get("step_sleep", 0)),
                "--loop-dev", self.st["loop"],
                "--cpuacct", self.st["cgroups"]["cpuacct"]]
+        if self.has_val():
+            cmd += ["--val", os.path.join(data, "val")]
         if daemon_pid:
             cmd += ["--daemon-pid", str(daemon_pid)]
-        errlog = open(os.path.join(self.work, "job.stderr"), "w+")
-        p = self.spawn(cmd, stdout=subprocess.PIPE, stderr=errlog, text=True)
-        # The job's stdout is read until it closes, so a job that hangs (a
-        # reader spinning in its cgroup's reclaim, a stuck mount) would hold
-        # the harness there forever; the watchdog ends it at the timeout.
-        timeout = self.cfg.get("job_timeout_s", 3600)
-        expired = threading.Event()
+        if go:
+            cmd += ["--wait-for", go]
+        return cmd
 
-        def expire():
-            expired.set()
-            p.kill()
+    def run_job(self, data, daemon_pid=None):
+        """Runs the job (or every job of "jobs", started together) on DATA.
+        One job: {"setup_s", "epochs"}; several: {"jobs": [{"id", "seed",
+        "setup_s", "epochs"}...], "span_s"}."""
+        specs = self.job_specs()
+        multi = self.cfg.get("jobs") is not None
+        go = os.path.join(self.work, "go") if multi else None
+        if go and os.path.exists(go):
+            os.unlink(go)
+        jobs = []
+        for k, spec in enumerate(specs):
+            errpath = os.path.join(self.work, f"job{k}.stderr")
+            p = self.spawn(self.job_cmd(data, spec["seed"], daemon_pid, go),
+                           stdout=subprocess.PIPE, stderr=open(errpath, "w"), text=True)
+            jobs.append({"spec": spec, "p": p, "err": errpath, "setup": None,
+                         "epochs": [], "ready": threading.Event(), "rc": None})
 
-        watchdog = threading.Timer(timeout, expire)
-        watchdog.daemon = True
-        watchdog.start()
-        epochs, setup = [], None
-        for line in p.stdout:
-            if not line.startswith("{"):
-                continue
-            rec = json.loads(line)
-            if "setup_s" in rec:
-                setup = rec
-            else:
-                epochs.append(rec)
-                log(f"    epoch {rec['epoch']}: {rec['wall_s']:.1f} s, "
+        def read_lines(job):
+            who = f"job {job['spec']['id']} " if multi else ""
+            for line in job["p"].stdout:
+                if not line.startswith("{"):
+                    continue
+                rec = json.loads(line)
+                if "setup_s" in rec:
+                    job["setup"] = rec
+                    job["ready"].set()
+                    continue
+                job["epochs"].append(rec)
+                val = (f", val {rec['val_wall_s']:.1f} s (with val {rec['epoch_with_val_s']:.1f} s)"
+                       if "val_wall_s" in rec else "")
+                log(f"    {who}epoch {rec['epoch']}: {rec['wall_s']:.1f} s{val}, "
                     f"{rec['samples_per_s']:.0f} samples/s, shared FS "
                     f"{rec['shared_fs_bytes'] / 1e6:.0f} MB, outside-job CPU "
                     f"{rec.get('outside_job_cpu_s', 0):.1f} s, steal {rec.get('steal_s', 0):.1f} s"
                     + (" (" + ", ".join(f"{k} {v:.2f}" for k, v in
                                         rec["daemon_threads_cpu_s"].items()) + ")"
                        if rec.get("daemon_threads_cpu_s") else ""))
+
+        readers = [threading.Thread(target=read_lines, args=(j,), daemon=True) for j in jobs]
+        for t in readers:
+            t.start()
+        # The jobs' stdout is read until it closes, so a job that hangs (a
+        # reader spinning in its cgroup's reclaim, a stuck mount) would hold
+        # the harness there forever; the watchdog ends them at the timeout.
+        timeout = self.cfg.get("job_timeout_s", 3600)
+        expired = threading.Event()
+
+        def expire():
+            expired.set()
+            for j in jobs:
+                j["p"].kill()
+
+        watchdog = threading.Timer(timeout, expire)
+        watchdog.daemon = True
+        watchdog.start()
+        t_go = None
         try:
-            rc = self.reap(p)  # the watchdog bounds this wait too
+            if go:
+                # Every job has imported torch and scanned the dataset: go.
+                while not all(j["ready"].is_set() for j in jobs):
+                    if expired.is_set() or any(j["p"].poll() is not None for j in jobs):
+                        break
+                    time.sleep(0.05)
+                open(go, "w").close()
+                t_go = time.perf_counter()
+            # Wait for all; once one job fails, the others are ended rather
+            # than waited for.
+            while any(j["p"].poll() is None for j in jobs):
+                if any(j["p"].poll() not in (None, 0) for j in jobs):
+                    for j in jobs:
+                        if j["p"].poll() is None:
+                            j["killed"] = True
+                            j["p"].kill()
+                time.sleep(0.1)
+            t_end = time.perf_counter()
+            for j in jobs:
+                j["rc"] = self.reap(j["p"])
         finally:
             watchdog.cancel()
+            for j in jobs:
+                if j["p"] in RUNNING:
+                    self.reap(j["p"])
+        for t in readers:
+            t.join(timeout=10)
         if expired.is_set():
+            done = (", ".join(f"job {j['spec']['id']} {len(j['epochs'])}" for j in jobs)
+                    if multi else str(len(jobs[0]["epochs"])))
             raise RuntimeError(f"train_job killed after job_timeout_s ({timeout} s) "
-                               f"with {len(epochs)} epoch(s) done")
-        if rc != 0:
-            errlog.seek(0)
-            tail = errlog.read()[-2000:]
-            raise RuntimeError(f"train_job exited {rc}:\n{tail}")
-        return {"setup_s": setup["setup_s"] if setup else None,
-                "epochs": epochs}
+                               f"with {done} epoch(s) done")
+        # The job that failed first, not the ones ended because of it.
+        for j in sorted(jobs, key=lambda j: bool(j.get("killed"))):
+            if j["rc"] != 0:
+                who = f"job {j['spec']['id']} " if multi else ""
+                raise RuntimeError(f"train_job {who}exited {j['rc']}:\n{tail(j['err'])}")
+        if not multi:
+            j = jobs[0]
+            return {"setup_s": j["setup"]["setup_s"] if j["setup"] else None,
+                    "epochs": j["epochs"]}
+        return {"jobs": [{"id": j["spec"]["id"], "seed": j["spec"]["seed"],
+                          "setup_s": j["setup"]["setup_s"] if j["setup"] else None,
+                          "epochs": j["epochs"]} for j in jobs],
+                "span_s": round(t_end - t_go, 3)}
 
     # --- scenarios --------------------------------------------------------
     def sc_local_warm(self, r):
@@ -290,7 +412,10 @@ class Bench:
             self.reap(p, timeout=60)
             shutil.rmtree(cache, ignore_errors=True)
 
-    def sc_clairfs(self, r, register=False, ssd=False, stage=False):
+    def sc_clairfs(self, r, register=None, ssd=False, stage=False):
+        """register: None (no registration), "job" (the job as configured:
+        its train loader on a train/val dataset), "trainval" (a loaders
+        list: train, then val, sequential)."""
         mnt = os.path.join(self.work, "clairfs-mnt")
         os.makedirs(mnt, exist_ok=True)
         cmd = [self.clairfs, "mount", self.data, mnt] + self.cfg.get("clairfs_opts", [])
@@ -301,23 +426,41 @@ class Bench:
             cmd += ["--cache-dir", cache] + self.cfg.get("clairfs_ssd_opts", [])
         if stage:
             cmd += ["--stage"]
-        if register:
+        regs = self.registrations(register) if register else []
+        if regs:
             reg = os.path.join(self.work, "registration.json")
             with open(reg, "w") as f:
-                json.dump(self.registration(), f)
+                json.dump(regs[0], f)
             cmd += ["--register", reg]
+            r["registrations"] = regs
         r["daemon_cmd"] = cmd
-        p = self.spawn(cmd)  # returns once the mount is live; daemon inherits cgroups
+        # The mount's stderr (and the daemon's, which inherits it) goes to a
+        # file, not a pipe a forked daemon would hold open.
+        errpath = os.path.join(self.work, "clairfs-mount.stderr")
+        p = self.spawn(cmd, stderr=open(errpath, "w"))  # returns once the mount is live
         MOUNTS.append(mnt)
         try:
-            if self.reap(p, timeout=300) != 0:
-                raise RuntimeError("clairfs mount failed")
+            try:
+                rc = self.reap(p, timeout=300)
+            except subprocess.TimeoutExpired:
+                raise RuntimeError("clairfs mount did not return within 300 s:\n"
+                                   + tail(errpath)) from None
+            if rc != 0:
+                raise RuntimeError(f"clairfs mount failed (exit {rc}):\n{tail(errpath)}")
+            # More jobs than the one --register took: written as the control
+            # file takes them, one job id each, before any job starts.
+            for more in regs[1:]:
+                self.control_write(mnt, more)
             pid = daemon_pid_of(mnt)
             r["daemon_pid"] = pid
             r["daemon_in_cgroup"] = bool(pid) and in_cgroup(pid, self.st["name"])
             out = self.run_job(mnt, daemon_pid=pid)
-            with open(os.path.join(mnt, ".clairfs", "status")) as f:
-                r["clairfs_status"] = json.load(f)
+            try:
+                with open(os.path.join(mnt, ".clairfs", "status")) as f:
+                    r["clairfs_status"] = json.load(f)
+            except (OSError, ValueError) as e:
+                raise RuntimeError(f"cannot read {mnt}/.clairfs/status after the job: {e}\n"
+                                   + tail(errpath)) from None
             st = r["clairfs_status"]
             ssd_note = ""
             if st.get("ssd", {}).get("enabled"):
@@ -329,6 +472,8 @@ class Bench:
                 f"{st['stall_seconds']:.1f} s, backing {st['backing']['files']} files, "
                 f"ram {st['ram']['bytes'] / 1e6:.0f}/{st['ram']['capacity'] / 1e6:.0f} MB"
                 + ssd_note)
+            if "jobs" in st:
+                log(f"    clairfs jobs: {jobs_note(st)}")
             return out
         finally:
             if mounted(mnt):
@@ -336,17 +481,58 @@ class Bench:
             unmount(mnt)
             MOUNTS.remove(mnt)
             shutil.rmtree(cache, ignore_errors=True)
+            r["daemon_stderr"] = tail(errpath, 4000)
 
-    def registration(self):
-        """The job's sampler as .clairfs/control takes it (see train_job.py)."""
+    def control_write(self, mnt, reg):
+        """Writes one registration to MNT/.clairfs/control; a refusal (EINVAL)
+        fails the run with the reason the daemon's status gives."""
+        text = json.dumps(reg)
+        try:
+            with open(os.path.join(mnt, ".clairfs", "control"), "w") as f:
+                f.write(text)
+        except OSError as e:
+            why = "?"
+            try:
+                with open(os.path.join(mnt, ".clairfs", "status")) as f:
+                    why = json.load(f).get("error") or "?"
+            except (OSError, ValueError):
+                pass
+            raise RuntimeError(f"clairfs refused the registration {text} written to "
+                               f"{mnt}/.clairfs/control: {os.strerror(e.errno or 0)}: "
+                               f"{why}") from None
+
+    def registration(self, seed=None, job_id=None):
+        """The job's sampler as .clairfs/control takes it (see train_job.py).
+        On a train/val dataset, the train loader ("root": "train"); with a
+        job id, that job's ("job": ID, issue 24's interface)."""
         j = self.cfg["job"]
-        reg = {"seed": j.get("seed", 0), "batch_size": j.get("batch", 64),
-               "num_workers": j.get("workers", 2), "epochs": j.get("epochs", 2)}
+        reg = {}
+        if job_id is not None:
+            reg["job"] = job_id
+        if self.has_val():
+            reg["root"] = "train"
+        reg.update({"seed": j.get("seed", 0) if seed is None else seed,
+                    "batch_size": j.get("batch", 64),
+                    "num_workers": j.get("workers", 2), "epochs": j.get("epochs", 2)})
         if j.get("world", 1) > 1:
             reg.update(sampler="distributed", world_size=j["world"], ranks=[j.get("rank", 0)])
         else:
-            reg.update(sampler="random", generator="explicit")
+            reg.update(sampler="random", generator=j.get("generator", "explicit"))
         return reg
+
+    def registrations(self, kind):
+        """One registration per job of the run (see sc_clairfs)."""
+        out = []
+        multi = self.cfg.get("jobs") is not None
+        for spec in self.job_specs():
+            reg = self.registration(spec["seed"], spec["id"] if multi else None)
+            if kind == "trainval":
+                # Keys the loaders share at the top, per iface24.md: the train
+                # loader, then the validation pass, in the order they run.
+                train = {"root": reg.pop("root")}
+                reg["loaders"] = [train, {"root": "val", "sampler": "sequential"}]
+            out.append(reg)
+        return out
 
     def availability(self):
         av = {}
@@ -360,7 +546,9 @@ class Bench:
                                    text=True).stdout
                 if "--cache-dir" not in h:
                     av[sc] = "this clairfs has no SSD tier (--cache-dir)"
-            elif sc == "clairfs-registered":
+            elif sc in NEEDS_VAL and not self.has_val():
+                av[sc] = "needs a train/val dataset (dataset.val_files)"
+            elif sc.startswith("clairfs-registered"):
                 h = subprocess.run([self.clairfs, "mount", "--help"], capture_output=True,
                                    text=True).stdout
                 if "--register" not in h:
@@ -373,18 +561,32 @@ class Bench:
         drop_caches()
         cg_write(self.st, "memory", "memory.max_usage_in_bytes", 0)
         fail0 = cg_read(self.st, "memory", "memory.failcnt")
+        reqs0, bytes0 = loop_stat(self.st)
         t0 = time.perf_counter()
         fn = {"local-warm": self.sc_local_warm, "direct": self.sc_direct,
               "copy-first": self.sc_copy_first, "rclone": self.sc_rclone,
               "clairfs-unregistered": self.sc_clairfs,
-              "clairfs-registered": lambda r: self.sc_clairfs(r, True),
+              "clairfs-registered": lambda r: self.sc_clairfs(r, "job"),
+              "clairfs-registered-train": lambda r: self.sc_clairfs(r, "job"),
+              "clairfs-registered-trainval": lambda r: self.sc_clairfs(r, "trainval"),
               "clairfs-ssd-unregistered": lambda r: self.sc_clairfs(r, ssd=True),
-              "clairfs-ssd-registered": lambda r: self.sc_clairfs(r, True, ssd=True),
-              "clairfs-ssd-staged": lambda r: self.sc_clairfs(r, True, ssd=True, stage=True),
+              "clairfs-ssd-registered": lambda r: self.sc_clairfs(r, "job", ssd=True),
+              "clairfs-ssd-staged": lambda r: self.sc_clairfs(r, "job", ssd=True, stage=True),
               }[sc]
         r.update(fn(r))
         r["run_s"] = round(time.perf_counter() - t0, 3)
-        r["total_s"] = round(r.get("copy_s", 0) + sum(e["wall_s"] for e in r["epochs"]), 3)
+        # The whole run's reads of the shared FS: mount, scans, copy, every
+        # job, and whatever the daemon fetched until it was unmounted.
+        reqs1, bytes1 = loop_stat(self.st)
+        r["run_shared_fs_bytes"] = bytes1 - bytes0
+        r["run_shared_fs_reads"] = reqs1 - reqs0
+        if "jobs" in r:
+            # Several jobs: from the moment they were let go to the last one's end.
+            r["total_s"] = round(r["span_s"], 3)
+        else:
+            # With a validation pass, an epoch's time includes it.
+            r["total_s"] = round(r.get("copy_s", 0) + sum(e.get("epoch_with_val_s", e["wall_s"])
+                                                          for e in r["epochs"]), 3)
         r["mem_max_usage"] = cg_read(self.st, "memory", "memory.max_usage_in_bytes")
         r["mem_failcnt"] = cg_read(self.st, "memory", "memory.failcnt") - fail0
         return r
@@ -419,9 +621,12 @@ class Bench:
                                         ds.get("mean_kb", 110),
                                         ds.get("median_kb", 93),
                                         ds.get("seed", 0),
-                                        style=ds.get("style", "imagenet"))
+                                        style=ds.get("style", "imagenet"),
+                                        val_files=ds.get("val_files", 0))
             info["gen_s"] = round(time.perf_counter() - t0, 1)
-            log(f"dataset: {info['files']} files, {info['bytes'] / 1e9:.2f} GB, "
+            split = (f" (train {info['train_files']}, val {info['val_files']})"
+                     if "val_files" in info else "")
+            log(f"dataset: {info['files']} files{split}, {info['bytes'] / 1e9:.2f} GB, "
                 f"mean {info['mean'] / 1e3:.0f} KB, median {info['median'] / 1e3:.0f} KB "
                 f"({info['gen_s']} s)")
             if "local-warm" in runnable:
@@ -437,9 +642,13 @@ class Bench:
                         runs.append(self.run_one(sc, rep))
                     except RuntimeError as e:
                         # One failed run (a job killed by the memory
-                        # cgroup's OOM killer, say) is reported, not fatal.
+                        # cgroup's OOM killer, say, or a registration an
+                        # older clairfs refuses) is reported, not fatal.
                         lines = [l for l in str(e).strip().splitlines() if l.strip()]
-                        msg = (lines[-1] if lines else "failed")[:300]
+                        # What failed (first line) and why (last line: the
+                        # daemon's reason, the job's exception).
+                        msg = " ".join(dict.fromkeys([lines[0], lines[-1]]) if lines
+                                       else ["failed"])[:400]
                         log(f"    FAILED: {msg}")
                         self.failures.append({"scenario": sc, "rep": rep, "error": msg})
             return self.report(info, runs, unavailable, reps)
@@ -460,19 +669,24 @@ class Bench:
         command = "sudo " + " ".join(shlex.quote(x) for x in [PY] + sys.argv)
         rev = subprocess.run(["git", "-C", HERE, "rev-parse", "--short", "HEAD"],
                              capture_output=True, text=True).stdout.strip()
-        summary = summarize(self.scenarios, runs, unavailable, info["files"])
+        summary = summarize(self.scenarios, runs, unavailable, info["files"], info["bytes"])
+        failures = getattr(self, "failures", [])
         out = {"command": command, "git": rev, "config": cfg, "dataset": info,
                "slowfs": {k: self.st[k] for k in ("bps", "iops", "mem", "direct_io")},
                "repetitions": reps, "unavailable": unavailable, "runs": runs,
-               "failures": getattr(self, "failures", []), "summary": summary}
+               "failures": failures, "summary": summary}
         with open(prefix + ".json", "w") as f:
             json.dump(out, f, indent=1)
         plot(prefix + ".png", self.scenarios, runs, cfg, info)
         table = markdown(summary, self.scenarios, unavailable, cfg)
-        for f in getattr(self, "failures", []):
+        for f in failures:
             table += f"\n\nFailed run: {f['scenario']} rep {f['rep'] + 1}: `{f['error']}`"
         # Runs per scenario are in the table's "runs" column.
         print(table if a.full_table else short_table(summary, self.scenarios))
+        if failures and not a.full_table:
+            print("\nfailed runs:")
+            for f in failures:
+                print(f"  {f['scenario']} rep {f['rep'] + 1}: {f['error']}")
         print(f"\nresults: {prefix}.json\nplot:    {prefix}.png")
         if not a.no_results_md:
             append_results(os.path.join(HERE, "RESULTS.md"), command, rev, info,
@@ -485,7 +699,62 @@ def med(xs):
     return statistics.median(xs) if xs else None
 
 
-def summarize(scenarios, runs, unavailable, files):
+def run_epochs(r):
+    """Every epoch record of a run, of every job."""
+    if "jobs" in r:
+        return [ep for j in r["jobs"] for ep in j["epochs"]]
+    return r["epochs"]
+
+
+def epoch_summary(eps_runs, files):
+    """Per-epoch medians (and min/max of wall time) over runs, each run one
+    list of epoch records of one job."""
+    ne = len(eps_runs[0])
+
+    def col(key, i, f=lambda v: v):
+        return [f(eps[i][key]) for eps in eps_runs if key in eps[i]]
+    e = {"epoch_s": [med(col("wall_s", i)) for i in range(ne)],
+         "epoch_s_min": [min(col("wall_s", i)) for i in range(ne)],
+         "epoch_s_max": [max(col("wall_s", i)) for i in range(ne)],
+         "samples_per_s": [med(col("samples_per_s", i)) for i in range(ne)],
+         "first_batch_s": [med(col("first_batch_s", i)) for i in range(ne)],
+         "shared_fs_bytes": [med(col("shared_fs_bytes", i)) for i in range(ne)],
+         "shared_fs_reads_per_file": [med(col("shared_fs_reads", i, lambda v: v / files))
+                                      for i in range(ne)],
+         "outside_job_ms_per_file": [med([eps[i].get("outside_job_cpu_s", 0) * 1e3 / files
+                                          for eps in eps_runs]) for i in range(ne)]}
+    if "val_wall_s" in eps_runs[0][0]:
+        e["val_s"] = [med(col("val_wall_s", i)) for i in range(ne)]
+        e["epoch_with_val_s"] = [med(col("epoch_with_val_s", i)) for i in range(ne)]
+        e["epoch_with_val_s_min"] = [min(col("epoch_with_val_s", i)) for i in range(ne)]
+        e["epoch_with_val_s_max"] = [max(col("epoch_with_val_s", i)) for i in range(ne)]
+        e["val_shared_fs_bytes"] = [med(col("val_shared_fs_bytes", i)) for i in range(ne)]
+    return e
+
+
+def jobs_note(st):
+    """One line of issue 24's per-job status: each job's mode and, per
+    loader, its mode, match rate, opens and the draw offsets it followed."""
+    out = []
+    for j in st.get("jobs") or []:
+        loaders = []
+        for ld in j.get("loaders") or []:
+            offs = [ep.get("draw_offset", ep.get("seed_epoch")) for ep in ld.get("epochs") or []]
+            mr = ld.get("match_rate")
+            loaders.append(f"{ld.get('root') or '.'} {ld.get('mode')}"
+                           + (f" {mr:.3f}" if isinstance(mr, (int, float)) else "")
+                           + f" {ld.get('matched', '?')}/{ld.get('opens', '?')}"
+                           + (f" offsets {offs}" if offs else "")
+                           + (f" warning: {ld['warning']}" if ld.get("warning") else "")
+                           + (f" ({ld['reason']})" if ld.get("reason") else ""))
+        out.append(f"{j.get('id')}: {j.get('mode')}"
+                   + (f" ({j['reason']})" if j.get("reason") else "")
+                   + (" [" + "; ".join(loaders) + "]" if loaders else ""))
+    extra = [f"{k} {st[k]}" for k in ("retired", "other_opens") if k in st]
+    return ", ".join(out) + (" (" + ", ".join(extra) + ")" if extra else "")
+
+
+def summarize(scenarios, runs, unavailable, files, dataset_bytes=None):
     s = {}
     for sc in scenarios:
         if sc in unavailable:
@@ -494,22 +763,29 @@ def summarize(scenarios, runs, unavailable, files):
         rs = [r for r in runs if r["scenario"] == sc]
         if not rs:
             continue
-        ne = len(rs[0]["epochs"])
-        e = {"runs": len(rs),
-             "epoch_s": [med([r["epochs"][i]["wall_s"] for r in rs]) for i in range(ne)],
-             "epoch_s_min": [min(r["epochs"][i]["wall_s"] for r in rs) for i in range(ne)],
-             "epoch_s_max": [max(r["epochs"][i]["wall_s"] for r in rs) for i in range(ne)],
-             "samples_per_s": [med([r["epochs"][i]["samples_per_s"] for r in rs]) for i in range(ne)],
-             "first_batch_s": [med([r["epochs"][i]["first_batch_s"] for r in rs]) for i in range(ne)],
-             "shared_fs_bytes": [med([r["epochs"][i]["shared_fs_bytes"] for r in rs]) for i in range(ne)],
-             "shared_fs_reads_per_file": [med([r["epochs"][i]["shared_fs_reads"] / files for r in rs
-                                              if "shared_fs_reads" in r["epochs"][i]]) for i in range(ne)],
-             "outside_job_ms_per_file": [med([r["epochs"][i].get("outside_job_cpu_s", 0) * 1e3 / files for r in rs]) for i in range(ne)],
-             "others_cpu_s_max": max(max(ep.get("others_cpu_s", 0) for ep in r["epochs"]) for r in rs),
-             "steal_s_max": max(max(ep.get("steal_s", 0) for ep in r["epochs"]) for r in rs),
-             "copy_s": med([r.get("copy_s") for r in rs]),
-             "total_s": med([r["total_s"] for r in rs]),
-             "mem_max_usage": max(r["mem_max_usage"] for r in rs)}
+        if "jobs" in rs[0]:
+            ids = [j["id"] for j in rs[0]["jobs"]]
+            e = {"runs": len(rs), "jobs": {}}
+            for jid in ids:
+                eps_runs = [next(j["epochs"] for j in r["jobs"] if j["id"] == jid) for r in rs]
+                je = epoch_summary(eps_runs, files)
+                je["job_total_s"] = med([sum(ep["wall_s"] for ep in eps) for eps in eps_runs])
+                e["jobs"][jid] = je
+        else:
+            e = {"runs": len(rs)}
+            e.update(epoch_summary([r["epochs"] for r in rs], files))
+        e.update({
+            "others_cpu_s_max": max(max(ep.get("others_cpu_s", 0) for ep in run_epochs(r))
+                                    for r in rs),
+            "steal_s_max": max(max(ep.get("steal_s", 0) for ep in run_epochs(r)) for r in rs),
+            "copy_s": med([r.get("copy_s") for r in rs]),
+            "total_s": med([r["total_s"] for r in rs]),
+            "mem_max_usage": max(r["mem_max_usage"] for r in rs),
+            "run_shared_fs_bytes": med([r.get("run_shared_fs_bytes") for r in rs])})
+        if dataset_bytes and e["run_shared_fs_bytes"] is not None:
+            e["run_shared_fs_x_dataset"] = e["run_shared_fs_bytes"] / dataset_bytes
+            e["run_shared_fs_x_dataset_max"] = max(r["run_shared_fs_bytes"] / dataset_bytes
+                                                   for r in rs if "run_shared_fs_bytes" in r)
         sts = [r["clairfs_status"] for r in rs if "clairfs_status" in r]
         if sts:
             e["clairfs"] = {
@@ -522,6 +798,9 @@ def summarize(scenarios, runs, unavailable, files):
                 "ssd_hits": med([x.get("ssd", {}).get("hits", 0) for x in sts]),
                 "ssd_capacity": sts[0].get("ssd", {}).get("capacity", 0),
                 "ssd_error": sts[0].get("ssd", {}).get("error")}
+            notes = list(dict.fromkeys(jobs_note(x) for x in sts if "jobs" in x))
+            if notes:
+                e["clairfs"]["jobs"] = notes
         s[sc] = e
     ref = s.get("local-warm", {}).get("total_s")
     dref = s.get("direct", {}).get("total_s")
@@ -529,6 +808,19 @@ def summarize(scenarios, runs, unavailable, files):
         if "total_s" in e:
             e["x_local_warm"] = e["total_s"] / ref if ref else None
             e["x_direct"] = e["total_s"] / dref if dref else None
+    # The done-when of issue 24: every epoch, its validation pass included,
+    # against the warm local copy's same epoch.
+    lw = s.get("local-warm", {}).get("epoch_with_val_s")
+    for sc, e in s.items():
+        if "epoch_with_val_s" in e and lw:
+            e["epoch_with_val_x_local_warm"] = [a / b if a and b else None
+                                                for a, b in zip(e["epoch_with_val_s"], lw)]
+    lwj = s.get("local-warm", {}).get("jobs")
+    for sc, e in s.items():
+        for jid, je in (e.get("jobs") or {}).items():
+            ref_e = (lwj or {}).get(jid, {}).get("epoch_s")
+            je["x_local_warm"] = ([a / b if a and b else None for a, b in zip(je["epoch_s"], ref_e)]
+                                  if ref_e else None)
     return s
 
 
@@ -540,22 +832,62 @@ def one(x, f):
     return "–" if x is None else f.format(x)
 
 
+def ranged(m, lo, hi):
+    return " / ".join(f"{a:.1f}" if b == c else f"{a:.1f} ({b:.1f}–{c:.1f})"
+                      for a, b, c in zip(m, lo, hi))
+
+
 def markdown(summary, scenarios, unavailable, cfg):
+    if any("jobs" in (summary.get(sc) or {}) for sc in scenarios):
+        lines = markdown_jobs(summary, scenarios, cfg)
+    else:
+        lines = markdown_one(summary, scenarios, cfg)
+    cl = [sc for sc in scenarios if "clairfs" in summary.get(sc, {})]
+    if cl:
+        has_jobs = any("jobs" in summary[sc]["clairfs"] for sc in cl)
+        lines += ["", "| clairfs scenario | mode | match rate | stall s | backing-store file reads "
+                  "(all epochs) | RAM hits | RAM budget MB | SSD hits | SSD budget MB |"
+                  + (" jobs (status) |" if has_jobs else ""),
+                  "|---|---|---|---|---|---|---|---|---|" + ("---|" if has_jobs else "")]
+        for sc in cl:
+            c = summary[sc]["clairfs"]
+            lines.append(f"| {sc} | {', '.join(c['modes'])} | {one(c['match_rate'], '{:.3f}')} "
+                         f"| {c['stall_s']:.1f} | {c['backing_files']:.0f} | {c['ram_hits']:.0f} "
+                         f"| {c['ram_capacity'] / 1e6:.0f} "
+                         f"| {c.get('ssd_hits', 0):.0f} "
+                         f"| {(c.get('ssd_capacity') or 0) / 1e6:.0f} |"
+                         + (f" {' / '.join(c.get('jobs', ['–']))} |" if has_jobs else ""))
+    return "\n".join(lines)
+
+
+def markdown_one(summary, scenarios, cfg):
     ne = cfg["job"].get("epochs", 2)
     ep = "/".join(f"e{i}" for i in range(ne))
+    val = any("val_s" in (summary.get(sc) or {}) for sc in scenarios)
+    # A validation pass adds its columns at the end, so that the columns
+    # every run has keep their places.
+    extra_h = (f" val s ({ep}) | epoch+val s ({ep}) | epoch+val × local-warm ({ep}) "
+               f"| shared-FS read over the run / dataset |") if val else ""
     lines = [f"| scenario | runs | epoch s ({ep}) | samples/s ({ep}) | first batch s ({ep}) "
              f"| shared-FS MB ({ep}) | shared-FS reads/file ({ep}) | copy s | total s | × local-warm | × direct "
-             f"| outside-job CPU ms/file ({ep}) | others' CPU s (max/epoch) | host steal s (max/epoch) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             f"| outside-job CPU ms/file ({ep}) | others' CPU s (max/epoch) | host steal s (max/epoch) |"
+             + extra_h,
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" * 4 if val else "")]
     for sc in scenarios:
         e = summary.get(sc)
         if e is None:
             continue
         if "unavailable" in e:
-            lines.append(f"| {sc} | – | unavailable: {e['unavailable']} |  |  |  |  |  |  |  |  |  |  |  |")
+            lines.append(f"| {sc} | – | unavailable: {e['unavailable']} |  |  |  |  |  |  |  |  |  |  |  |"
+                         + ("  |  |  |  |" if val else ""))
             continue
-        rng = " / ".join(f"{m:.1f}" if lo == hi else f"{m:.1f} ({lo:.1f}–{hi:.1f})"
-                         for m, lo, hi in zip(e["epoch_s"], e["epoch_s_min"], e["epoch_s_max"]))
+        rng = ranged(e["epoch_s"], e["epoch_s_min"], e["epoch_s_max"])
+        extra = ""
+        if val:
+            extra = (f" {fmt(e.get('val_s', []))} "
+                     f"| {ranged(e['epoch_with_val_s'], e['epoch_with_val_s_min'], e['epoch_with_val_s_max'])} "
+                     f"| {fmt(e.get('epoch_with_val_x_local_warm') or [None] * ne, '{:.2f}')} "
+                     f"| {one(e.get('run_shared_fs_x_dataset'), '{:.3f}')} |")
         lines.append(
             f"| {sc} | {e['runs']} | {rng} | {fmt(e['samples_per_s'], '{:.0f}')} "
             f"| {fmt(e['first_batch_s'])} "
@@ -565,37 +897,98 @@ def markdown(summary, scenarios, unavailable, cfg):
             f"| {one(e['x_local_warm'], '{:.2f}')} "
             f"| {one(e['x_direct'], '{:.2f}')} "
             f"| {fmt(e['outside_job_ms_per_file'], '{:.2f}')} | {e['others_cpu_s_max']:.1f} "
-            f"| {e.get('steal_s_max', 0):.1f} |")
-    cl = [sc for sc in scenarios if "clairfs" in summary.get(sc, {})]
-    if cl:
-        lines += ["", "| clairfs scenario | mode | match rate | stall s | backing-store file reads "
-                  "(all epochs) | RAM hits | RAM budget MB | SSD hits | SSD budget MB |",
-                  "|---|---|---|---|---|---|---|---|---|"]
-        for sc in cl:
-            c = summary[sc]["clairfs"]
-            lines.append(f"| {sc} | {', '.join(c['modes'])} | {one(c['match_rate'], '{:.3f}')} "
-                         f"| {c['stall_s']:.1f} | {c['backing_files']:.0f} | {c['ram_hits']:.0f} "
-                         f"| {c['ram_capacity'] / 1e6:.0f} "
-                         f"| {c.get('ssd_hits', 0):.0f} "
-                         f"| {(c.get('ssd_capacity') or 0) / 1e6:.0f} |")
-    return "\n".join(lines)
+            f"| {e.get('steal_s_max', 0):.1f} |" + extra)
+    return lines
 
 
-def short_table(summary, scenarios):
-    """A terminal-width summary: medians per epoch, ratios on total time."""
-    rows = [f"{'scenario':<22}{'epoch s':>16}{'samples/s':>14}{'shared-FS MB':>16}"
-            f"{'total s':>9}{'x ceiling':>10}"]
+def markdown_jobs(summary, scenarios, cfg):
+    """Several jobs at once: a row per job; the run's figures (span,
+    shared-FS bytes over the run) on every row of its scenario."""
+    ne = cfg["job"].get("epochs", 2)
+    ep = "/".join(f"e{i}" for i in range(ne))
+    lines = [f"| scenario | job | runs | epoch s ({ep}) | samples/s ({ep}) | first batch s ({ep}) "
+             f"| epoch × local-warm ({ep}) | shared-FS MB, all jobs ({ep}) | span s | × local-warm "
+             f"| shared-FS MB over the run | ÷ dataset (max) | others' CPU s (max/epoch) "
+             f"| host steal s (max/epoch) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for sc in scenarios:
         e = summary.get(sc)
         if e is None:
             continue
         if "unavailable" in e:
-            rows.append(f"{sc:<22}  unavailable: {e['unavailable']}")
+            lines.append(f"| {sc} | – | – | unavailable: {e['unavailable']} |  |  |  |  |  |  |  |  |  |  |")
+            continue
+        for jid, je in e["jobs"].items():
+            lines.append(
+                f"| {sc} | {jid} | {e['runs']} "
+                f"| {ranged(je['epoch_s'], je['epoch_s_min'], je['epoch_s_max'])} "
+                f"| {fmt(je['samples_per_s'], '{:.0f}')} | {fmt(je['first_batch_s'])} "
+                f"| {fmt(je.get('x_local_warm') or [None] * ne, '{:.2f}')} "
+                f"| {fmt([b / 1e6 for b in je['shared_fs_bytes']], '{:.0f}')} "
+                f"| {e['total_s']:.1f} | {one(e['x_local_warm'], '{:.2f}')} "
+                f"| {one(e['run_shared_fs_bytes'] and e['run_shared_fs_bytes'] / 1e6, '{:.0f}')} "
+                f"| {one(e.get('run_shared_fs_x_dataset'), '{:.3f}')} "
+                f"({one(e.get('run_shared_fs_x_dataset_max'), '{:.3f}')}) "
+                f"| {e['others_cpu_s_max']:.1f} | {e.get('steal_s_max', 0):.1f} |")
+    return lines
+
+
+def short_table(summary, scenarios):
+    """A terminal-width summary: medians per epoch, ratios on total time."""
+    if any("jobs" in (summary.get(sc) or {}) for sc in scenarios):
+        return short_table_jobs(summary, scenarios)
+    val = any("val_s" in (summary.get(sc) or {}) for sc in scenarios)
+    rows = [f"{'scenario':<28}{'epoch s':>16}{'samples/s':>14}{'shared-FS MB':>16}"
+            f"{'total s':>9}{'x ceiling':>10}"
+            + (f"{'epoch+val s':>22}{'x local-warm':>20}{'run/dataset':>13}" if val else "")]
+    for sc in scenarios:
+        e = summary.get(sc)
+        if e is None:
+            rows.append(f"{sc:<28}  no successful run")
+            continue
+        if "unavailable" in e:
+            rows.append(f"{sc:<28}  unavailable: {e['unavailable']}")
             continue
         mb = [b / 1e6 for b in e["shared_fs_bytes"]]
-        rows.append(f"{sc:<22}{fmt(e['epoch_s']):>16}{fmt(e['samples_per_s'], '{:.0f}'):>14}"
-                    f"{fmt(mb, '{:.0f}'):>16}{e['total_s']:>9.1f}{one(e['x_local_warm'], '{:.2f}'):>10}")
+        row = (f"{sc:<28}{fmt(e['epoch_s']):>16}{fmt(e['samples_per_s'], '{:.0f}'):>14}"
+               f"{fmt(mb, '{:.0f}'):>16}{e['total_s']:>9.1f}{one(e['x_local_warm'], '{:.2f}'):>10}")
+        if val:
+            xs = e.get("epoch_with_val_x_local_warm") or [None] * len(e["epoch_s"])
+            row += (f"{fmt(e.get('epoch_with_val_s', [])):>22}{fmt(xs, '{:.2f}'):>20}"
+                    f"{one(e.get('run_shared_fs_x_dataset'), '{:.3f}'):>13}")
+        rows.append(row)
     return "\n".join(rows)
+
+
+def short_table_jobs(summary, scenarios):
+    rows = [f"{'scenario':<24}{'job':>5}{'epoch s':>18}{'x local-warm':>16}{'span s':>9}"
+            f"{'shared-FS MB (run)':>20}{'run/dataset':>13}"]
+    for sc in scenarios:
+        e = summary.get(sc)
+        if e is None:
+            rows.append(f"{sc:<24}  no successful run")
+            continue
+        if "unavailable" in e:
+            rows.append(f"{sc:<24}  unavailable: {e['unavailable']}")
+            continue
+        for jid, je in e["jobs"].items():
+            xs = je.get("x_local_warm") or [None] * len(je["epoch_s"])
+            rows.append(f"{sc:<24}{jid:>5}{fmt(je['epoch_s']):>18}{fmt(xs, '{:.2f}'):>16}"
+                        f"{e['total_s']:>9.1f}"
+                        f"{one(e['run_shared_fs_bytes'] and e['run_shared_fs_bytes'] / 1e6, '{:.0f}'):>20}"
+                        f"{one(e.get('run_shared_fs_x_dataset'), '{:.3f}'):>13}")
+    return "\n".join(rows)
+
+
+def series(runs, sc):
+    """(label, [epoch records of each run]) per job of a scenario's runs."""
+    rs = [r for r in runs if r["scenario"] == sc]
+    if not rs:
+        return []
+    if "jobs" in rs[0]:
+        return [(f"{sc} {j['id']}", [next(x["epochs"] for x in r["jobs"] if x["id"] == j["id"])
+                                     for r in rs]) for j in rs[0]["jobs"]]
+    return [(sc, [r["epochs"] for r in rs])]
 
 
 def plot(path, scenarios, runs, cfg, info):
@@ -608,19 +1001,20 @@ def plot(path, scenarios, runs, cfg, info):
         return
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for sc in scenarios:
-        rs = [r for r in runs if r["scenario"] == sc]
-        if not rs:
-            continue
-        ne = len(rs[0]["epochs"])
-        xs = list(range(ne))
-        meds = [med([r["epochs"][i]["samples_per_s"] for r in rs]) for i in xs]
-        line, = ax.plot(xs, meds, marker="o", label=sc)
-        for r in rs:
-            ax.scatter(xs, [ep["samples_per_s"] for ep in r["epochs"]],
-                       color=line.get_color(), alpha=0.35, s=14)
+        for label, eps_runs in series(runs, sc):
+            ne = len(eps_runs[0])
+            xs = list(range(ne))
+            meds = [med([eps[i]["samples_per_s"] for eps in eps_runs]) for i in xs]
+            line, = ax.plot(xs, meds, marker="o", label=label)
+            for eps in eps_runs:
+                ax.scatter(xs, [ep["samples_per_s"] for ep in eps],
+                           color=line.get_color(), alpha=0.35, s=14)
     ax.set_xticks(range(cfg["job"].get("epochs", 2)))
     ax.set_xlabel("epoch")
-    ax.set_ylabel("samples/s (median; dots: each repetition)")
+    ylab = "samples/s (median; dots: each repetition)"
+    if info.get("val_files"):
+        ylab = "train samples/s (median; dots: each repetition)"
+    ax.set_ylabel(ylab)
     sf = cfg["slowfs"]
     ax.set_title(f"{info['files']} files, {info['bytes'] / 1e9:.2f} GB; slow FS "
                  f"{sf.get('bps')}B/s, {sf.get('iops')} IOPS; memcg {sf.get('mem')}",
@@ -642,16 +1036,24 @@ def append_results(path, command, rev, info, st, cfg, reps, table, prefix, runs)
                 "Produced by `bench/scenarios.py` (see bench/README.md); every "
                 "section below was appended by one invocation.", ""]
     j = cfg["job"]
-    others = max(max(ep.get("others_cpu_s", 0) for ep in r["epochs"]) for r in runs) if runs else 0
+    others = max(max(ep.get("others_cpu_s", 0) for ep in run_epochs(r)) for r in runs) if runs else 0
+    split = (f" ({info['train_files']} train + {info['val_files']} val, a validation pass "
+             f"after every epoch)" if info.get("val_files") else "")
+    jobs = ""
+    if cfg.get("jobs"):
+        jobs = (f"; {len(cfg['jobs'])} jobs at once ("
+                + ", ".join(f"{x['id']} seed {x.get('seed', j.get('seed', 0))}" for x in cfg["jobs"])
+                + ")")
     add += [f"### {os.path.basename(prefix)} (git {rev})", "",
             "```sh", command, "```", "",
-            f"Dataset {info['files']} JPEGs ({info.get('style', 'imagenet')} style), "
+            f"Dataset {info['files']} JPEGs{split} ({info.get('style', 'imagenet')} style), "
             f"{info['bytes'] / 1e9:.2f} GB (mean "
             f"{info['mean'] / 1e3:.0f} KB, median {info['median'] / 1e3:.0f} KB); slow FS "
             f"{st['bps'] / 1e6:g} MB/s + {st['iops']} read IOPS (loop direct-io "
             f"{st['direct_io']}), memory cgroup {st['mem'] >> 20} MiB; job batch "
             f"{j.get('batch', 64)}, {j.get('workers', 2)} workers, {j.get('epochs', 2)} epochs, "
-            f"step sleep {j.get('step_sleep', 0)} s; {reps} repetition(s), medians "
+            f"generator {j.get('generator', 'explicit')}, "
+            f"step sleep {j.get('step_sleep', 0)} s{jobs}; {reps} repetition(s), medians "
             f"(min–max when they differ). Largest CPU of processes outside the "
             f"cgroups in any epoch: {others:.1f} s. Raw: `{os.path.relpath(prefix, os.path.dirname(path))}.json`, "
             f"plot `{os.path.relpath(prefix, os.path.dirname(path))}.png`.", "",
@@ -706,7 +1108,8 @@ def main():
             d = json.load(f)
         cfg = d["config"]
         scs = a.scenarios.split(",") if a.scenarios else cfg["scenarios"]
-        summary = summarize(scs, d["runs"], d["unavailable"], d["dataset"]["files"])
+        summary = summarize(scs, d["runs"], d["unavailable"], d["dataset"]["files"],
+                            d["dataset"]["bytes"])
         plot(os.path.splitext(a.from_json)[0] + ".png", scs, d["runs"], cfg, d["dataset"])
         print(markdown(summary, scs, d["unavailable"], cfg) if a.full_table
               else short_table(summary, scs))

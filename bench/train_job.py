@@ -3,14 +3,35 @@
 """An unmodified-style PyTorch input pipeline, timed per epoch.
 
     train_job.py DATA [--epochs 2] [--batch 64] [--workers 2] [--seed 0]
+        [--generator explicit|global] [--val DIR]
         [--transform rrc|none] [--world W --rank R] [--step-sleep S]
         [--loop-dev loopN] [--cpuacct DIR] [--daemon-pid PID]
+        [--wait-for PATH]
 
 torchvision ImageFolder(DATA) + DataLoader(batch, workers, shuffle with a
 seeded generator, or DistributedSampler(world, rank, seed) with set_epoch),
 RandomResizedCrop(224)+ToTensor. Nothing in the loop knows about clairfs:
 the data path is the only thing that changes between scenarios. --step-sleep
 sleeps that many seconds per batch, standing in for a GPU step.
+
+--generator explicit (the default) passes
+DataLoader(generator=torch.Generator().manual_seed(seed)); global passes no
+generator, so the order comes from torch.manual_seed(seed)'s global
+generator, which every iterator of every loader draws from (see
+../shared/reference/torch-order.md, 5a).
+
+--val DIR adds a validation loader, ImageFolder(DIR) with the same transform,
+batch size and workers, shuffle=False and no generator argument (so its
+iterator draws its _base_seed from the global generator, shifting a global
+train loader's next epoch, as a real script's does). It runs after every
+train epoch, like:
+    for e in range(epochs):
+        for _ in train: pass
+        for _ in val: pass
+
+--wait-for PATH: after the {"setup_s"} line, wait until PATH exists before
+the first epoch, so that several jobs started by one harness begin their
+epochs together (their imports and scans take different times).
 
 Prints one JSON object per epoch on stdout:
   epoch, samples, wall_s, samples_per_s, first_batch_s,
@@ -28,6 +49,14 @@ Prints one JSON object per epoch on stdout:
   others_cpu_s      busy CPU in /proc/stat (steal excluded) - cgroup_cpu_s: processes outside
                     the cgroup (should be ~0; a large value means noise)
 and first a line {"setup_s": ...} with the time ImageFolder took to scan.
+
+With --val, wall_s, samples_per_s and first_batch_s stay the train pass's,
+and the epoch line adds
+  val_samples, val_wall_s, val_first_batch_s   the validation pass's
+  epoch_with_val_s  from the train pass's start to the validation pass's end
+  val_shared_fs_bytes, val_shared_fs_reads     the validation pass's share
+while every other difference (shared_fs_*, the CPU figures, steal) covers
+the train and validation passes together. The setup line adds val_files.
 """
 import argparse
 import json
@@ -125,6 +154,9 @@ def main():
     ap.add_argument("--loop-dev")
     ap.add_argument("--cpuacct")
     ap.add_argument("--daemon-pid", type=int)
+    ap.add_argument("--generator", choices=["explicit", "global"], default="explicit")
+    ap.add_argument("--val", metavar="DIR")
+    ap.add_argument("--wait-for", metavar="PATH")
     a = ap.parse_args()
 
     import torch
@@ -140,36 +172,67 @@ def main():
                                  transforms.ToTensor()])
     t0 = time.perf_counter()
     ds = datasets.ImageFolder(a.data, transform=tf)
-    print(json.dumps({"setup_s": round(time.perf_counter() - t0, 3),
-                      "files": len(ds)}), flush=True)
+    setup = {"setup_s": None, "files": len(ds)}
+    val_ds = None
+    if a.val:
+        val_ds = datasets.ImageFolder(a.val, transform=tf)
+        setup["val_files"] = len(val_ds)
+    setup["setup_s"] = round(time.perf_counter() - t0, 3)
+    print(json.dumps(setup), flush=True)
     sampler = None
     if a.world > 1:
         sampler = DistributedSampler(ds, num_replicas=a.world, rank=a.rank,
                                      shuffle=True, seed=a.seed)
-    gen = torch.Generator()
-    gen.manual_seed(a.seed)
+    kw = {}
+    if a.generator == "explicit":
+        gen = torch.Generator()
+        gen.manual_seed(a.seed)
+        kw["generator"] = gen
     loader = DataLoader(ds, batch_size=a.batch, shuffle=sampler is None,
-                        sampler=sampler, num_workers=a.workers, generator=gen)
+                        sampler=sampler, num_workers=a.workers, **kw)
+    val_loader = None
+    if val_ds is not None:
+        val_loader = DataLoader(val_ds, batch_size=a.batch, shuffle=False,
+                                num_workers=a.workers)
+    if a.wait_for:
+        while not os.path.exists(a.wait_for):
+            time.sleep(0.01)
+
+    def run_pass(dl, t_start):
+        n, first = 0, None
+        for images, _labels in dl:
+            if first is None:
+                first = time.perf_counter() - t_start
+            n += images.shape[0]
+            if a.step_sleep:
+                time.sleep(a.step_sleep)
+        return n, first
+
     for epoch in range(a.epochs):
         if sampler is not None:
             sampler.set_epoch(epoch)
         s0 = snapshot(a)
-        n, first = 0, None
-        for images, _labels in loader:
-            if first is None:
-                first = time.perf_counter() - s0["t"]
-            n += images.shape[0]
-            if a.step_sleep:
-                time.sleep(a.step_sleep)
+        n, first = run_pass(loader, s0["t"])
         s1 = snapshot(a)  # workers are joined: their CPU is in RUSAGE_CHILDREN
         wall = s1["t"] - s0["t"]
-        d = {k: s1[k] - s0[k] for k in s0 if k != "threads"}
+        end = s1
+        if val_loader is not None:
+            vn, vfirst = run_pass(val_loader, s1["t"])
+            end = snapshot(a)
+        d = {k: end[k] - s0[k] for k in s0 if k != "threads"}
         out = {"epoch": epoch, "samples": n, "wall_s": round(wall, 3),
                "samples_per_s": round(n / wall, 2),
                "first_batch_s": round(first or 0.0, 3),
                "shared_fs_bytes": d["bytes"],
                "shared_fs_reads": d["reqs"],
                "job_cpu_s": round(d["job"], 3)}
+        if val_loader is not None:
+            out.update({"val_samples": vn,
+                        "val_wall_s": round(end["t"] - s1["t"], 3),
+                        "val_first_batch_s": round(vfirst or 0.0, 3),
+                        "epoch_with_val_s": round(end["t"] - s0["t"], 3),
+                        "val_shared_fs_bytes": end["bytes"] - s1["bytes"],
+                        "val_shared_fs_reads": end["reqs"] - s1["reqs"]})
         if a.cpuacct:
             out["cgroup_cpu_s"] = round(d["cg"], 3)
             out["outside_job_cpu_s"] = round(d["cg"] - d["job"], 3)
@@ -179,9 +242,8 @@ def main():
             out["daemon_cpu_s"] = round(d["daemon"], 3)
             out["daemon_threads_cpu_s"] = {
                 k: round(v - s0["threads"].get(k, 0.0), 3)
-                for k, v in sorted(s1["threads"].items())}
+                for k, v in sorted(end["threads"].items())}
         print(json.dumps(out), flush=True)
-
 
 if __name__ == "__main__":
     sys.exit(main())
