@@ -55,7 +55,7 @@ int Controller::write_control(std::string_view text, std::string& why) {
     if (!why.empty()) return refuse(why);
     if (req.unregister) return unregister(req.job.id, why);
 
-    std::vector<std::shared_ptr<const plan::Job>> loaders;
+    std::vector<plan::Job> resolved;
     size_t samples = 0;
     for (const Registration& reg : req.job.loaders) {
         std::string manifest;
@@ -67,8 +67,11 @@ int Controller::write_control(std::string_view text, std::string& why) {
             return refuse(why);
         }
         samples += job.dataset.samples.size();
-        loaders.push_back(std::make_shared<const plan::Job>(std::move(job)));
+        resolved.push_back(std::move(job));
     }
+    chain_loaders(resolved);
+    std::vector<std::shared_ptr<const plan::Job>> loaders;
+    for (plan::Job& j : resolved) loaders.push_back(std::make_shared<const plan::Job>(std::move(j)));
     // The job's planners and trackers are built here too, before the lock;
     // under it the engine only swaps pointers. What it replaces is freed
     // after the lock (`replaced` outlives it).

@@ -27,4 +27,34 @@ std::string resolve_job(const Registration& reg, const index::Index& idx, std::s
     return "";
 }
 
+namespace {
+
+// 32-bit words one pass of the loader draws from the global generator.
+uint64_t global_words(const order::JobSpec& s) {
+    if (s.generator != order::GeneratorKind::global) return 0;
+    uint64_t words = 2; // _BaseDataLoaderIter's base_seed
+    if (s.sampler == order::SamplerKind::random) words += 2; // RandomSampler's seed
+    return words;
+}
+
+} // namespace
+
+void chain_loaders(std::vector<plan::Job>& loaders) {
+    if (loaders.size() < 2) return;
+    for (const plan::Job& j : loaders)
+        if (j.spec.persistent_workers) return;
+    std::vector<uint64_t> words;
+    uint64_t total = 0;
+    for (const plan::Job& j : loaders) total += words.emplace_back(global_words(j.spec));
+    uint64_t before = 0;
+    for (size_t i = 0; i < loaders.size(); ++i) {
+        order::JobSpec& s = loaders[i].spec;
+        if (s.sampler == order::SamplerKind::random && s.generator == order::GeneratorKind::global) {
+            s.pre_draws += before;
+            s.between_draws = total - words[i];
+        }
+        before += words[i];
+    }
+}
+
 } // namespace clairfs::control

@@ -31,7 +31,7 @@ void EpochOrders::next(std::vector<Sample>& out) {
     saved_[0] = std::move(saved_[1]);
     saved_[1] = state();
     last_skipped_ = pending_skip_;
-    global_.discard(pending_skip_);
+    global_.discard(pending_skip_ + (first_iterator_ ? 0 : spec_.between_draws));
     pending_skip_ = 0;
     switch (spec_.sampler) {
     case SamplerKind::distributed:
@@ -67,7 +67,7 @@ void EpochOrders::skip_words(uint64_t words) {
 
 CpuGenerator EpochOrders::seed_chain() const {
     CpuGenerator g = global_;
-    g.discard(pending_skip_);
+    g.discard(pending_skip_ + (first_iterator_ ? 0 : spec_.between_draws));
     // base_seed (two words) unless persistent workers keep the iterator,
     // then the high word of the sampler's int64 seed, which torch drops.
     if (first_iterator_ || !spec_.persistent_workers) g.discard(2);

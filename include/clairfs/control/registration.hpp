@@ -72,6 +72,15 @@ bool valid_job_id(std::string_view id);
 std::string resolve_job(const Registration& reg, const index::Index& idx, std::string_view manifest,
                         plan::Job& out);
 
+// The loaders of one job take turns in each epoch, in the order listed, and
+// each pass of each draws from torch's global generator: its iterator's
+// base_seed unless the loader has its own generator, and a RandomSampler's
+// seed. Adds those draws to the pre_draws and between_draws of the loaders
+// whose order depends on that generator, so a training loader's epochs are
+// predicted with the validation passes between them. Persistent workers
+// draw only once, which this does not model: the search covers them.
+void chain_loaders(std::vector<plan::Job>& loaders);
+
 // The registration as a JSON object with every key (defaults filled in),
 // pretty-printed with a trailing newline: what reading the control file
 // returns, and what parse_control accepts back unchanged.

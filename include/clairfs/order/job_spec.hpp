@@ -42,6 +42,10 @@ struct JobSpec {
     uint32_t prefetch_factor = 2;
     bool persistent_workers = false;
     uint64_t pre_draws = 0; // 32-bit global draws the job makes before the loop
+    // 32-bit global draws other loaders of the job make between two epochs
+    // of this one (a validation loader's base_seed); not a key: clairfs
+    // derives it from a registration's list of loaders.
+    uint64_t between_draws = 0;
     TorchVersion torch_version = TorchVersion::v1_13;
     bool replacement = false;            // RandomSampler(replacement=)
     std::optional<uint64_t> num_samples; // RandomSampler(num_samples=)
