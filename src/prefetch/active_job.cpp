@@ -55,6 +55,12 @@ bool Engine::Active::covering(index::NodeId node) const {
     return std::ranges::any_of(loaders, [node](const LoaderRun& l) { return l.covering(node); });
 }
 
+bool Engine::Active::would_match(index::NodeId node, uint32_t pid, uint32_t ppid) const {
+    return std::ranges::any_of(loaders, [&](const LoaderRun& l) {
+        return l.covering(node) && l.tracker->would_match(node, pid, ppid);
+    });
+}
+
 bool Engine::Active::bind(uint32_t pid) {
     std::lock_guard lk(pids_mu_);
     if (std::ranges::find(pids_, pid) != pids_.end()) return false;

@@ -36,6 +36,8 @@ struct Engine::Active {
 
     // Whether any loader's samples open `id`.
     bool covering(index::NodeId id) const;
+    // Whether some loader would match this open now.
+    bool would_match(index::NodeId id, uint32_t pid, uint32_t ppid) const;
     // Records a process whose opens matched this job; false if known.
     bool bind(uint32_t pid);
     // The processes bound so far (for status, and to retire the job).

@@ -16,6 +16,10 @@ namespace clairfs::prefetch {
 namespace {
 
 constexpr size_t max_remembered = 65536; // pids; cleared past this (pids are reused)
+// Opens in a row that fit one job and no other before a process is that
+// job's. One open of another job's process lands in a job's window now and
+// then (one in n / (batch_size * workers)); three in a row practically never.
+constexpr uint32_t claim_after = 3;
 
 // Field 4 of /proc/PID/stat, after the command name in parentheses
 // (which may itself hold spaces and parentheses).
@@ -86,6 +90,20 @@ track::Observation Engine::observe_in(Active& job, index::NodeId id, uint32_t pi
     return o;
 }
 
+// Another open of `pid` that fit `job` alone: whether it is now the job's.
+bool Engine::claim(const Active& job, uint32_t pid) {
+    std::lock_guard lk(bind_mu_);
+    if (streak_.size() >= max_remembered) streak_.clear();
+    auto& [who, run] = streak_[pid];
+    if (who != &job) {
+        who = &job;
+        run = 0;
+    }
+    if (++run < claim_after) return false;
+    streak_.erase(pid);
+    return true;
+}
+
 track::Observation Engine::route_open(const Jobs& jobs, index::NodeId id, uint32_t pid) {
     uint32_t ppid = parent_of(pid);
     auto workers = [](const Active& j) {
@@ -113,11 +131,20 @@ track::Observation Engine::route_open(const Jobs& jobs, index::NodeId id, uint32
         other_opens_.fetch_add(1, std::memory_order_relaxed);
         return {};
     }
-    for (const auto& j : covering) {
-        track::Observation o = run(j, track::ObserveMode::match_only);
-        if (o.matched) return o;
-    }
     if (covering.size() == 1) return run(covering.front(), track::ObserveMode::normal);
+    // An unclaimed process: the open goes to the one job it fits, and the
+    // process becomes that job's once its opens kept fitting it alone. An
+    // open that fits several is taken by the first, claiming nothing.
+    std::vector<std::shared_ptr<Active>> fits;
+    for (const auto& j : covering)
+        if (j->would_match(id, pid, ppid)) fits.push_back(j);
+    if (fits.size() == 1) {
+        track::Observation o = observe_in(*fits[0], id, pid, ppid, track::ObserveMode::match_only);
+        if (o.matched && claim(*fits[0], pid)) bind(fits[0], pid, ppid, workers(*fits[0]));
+        return o;
+    }
+    if (fits.size() > 1)
+        return observe_in(*fits[0], id, pid, ppid, track::ObserveMode::match_only);
     // Several jobs want this file and none expected this process yet: each
     // may take the open as evidence for a search of its seed, and the one
     // whose search succeeds claims the process at its next open.

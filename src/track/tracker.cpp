@@ -77,10 +77,12 @@ uint32_t Tracker::family_of(uint32_t pid, uint32_t ppid) const {
     return opt_.layout.workers > 0 && ppid > 1 ? ppid : pid;
 }
 
-bool Tracker::knows(uint32_t pid, uint32_t ppid) const {
+bool Tracker::would_match(index::NodeId node, uint32_t pid, uint32_t ppid) const {
     std::lock_guard lk(mu_);
-    uint32_t family = family_of(pid, ppid);
-    return (pid && slot_of_pid_.contains(pid)) || (family && slot_of_pid_.contains(family));
+    if (mode_.load(std::memory_order_relaxed) != Mode::clairvoyant || !dataset_file(node))
+        return false;
+    Match m{};
+    return find_match(node, pid, family_of(pid, ppid), m) && !early_start(m);
 }
 
 // False, changing nothing, when the open matched nothing while some rank's

@@ -20,6 +20,18 @@ void check_round_trip(const control::Registration& reg) {
                   "what the control file reads back parses to another registration");
 }
 
+// A job of several loaders reads back as a list that parses to the same job.
+void check_job_round_trip(const control::JobRegistration& job) {
+    std::string back = control::job_json(job);
+    control::ControlRequest again;
+    std::string why = control::parse_control(back, again);
+    if (!why.empty()) fprintf(stderr, "read back:\n%s\nrefused: %s\n", back.c_str(), why.c_str());
+    fuzz::require(why.empty(), "what the control file reads back of a job is refused");
+    fuzz::require(again.job.id == job.id, "a job read back has another id");
+    fuzz::require(control::job_json(again.job) == back,
+                  "what the control file reads back parses to another job");
+}
+
 void resolve(const control::Registration& reg) {
     plan::Job job;
     std::string why =
@@ -37,7 +49,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::string why = control::parse_control(text, req);
     fuzz::require_one_line(why);
     if (!why.empty() || req.unregister || req.stage_only) return 0;
-    check_round_trip(req.loaders().front());
-    resolve(req.loaders().front());
+    fuzz::require(!req.loaders().empty(), "a registration without a loader");
+    for (const auto& reg : req.loaders()) {
+        check_round_trip(reg);
+        resolve(reg);
+    }
+    check_job_round_trip(req.job);
     return 0;
 }

@@ -494,15 +494,25 @@ def case_loaders(data, py, torch_want, what):
 
 
 def two_job_configs(mp, py, gates=None, victim_epochs=EPOCHS):
+    """Both jobs register themselves, then wait at gate mp + "-start" (see
+    start_both) so that neither runs an epoch before the other registered."""
     py2 = py != TORCH_1_13
     out = []
     for job_id, seed, epochs in (("a", SEED, victim_epochs), ("b", SEED + 1, EPOCHS)):
         reg = registration(py2, job=job_id, seed=seed, epochs=epochs)
         cfg = job_config(mp, seed=seed, epochs=epochs, val=None, register=reg)
+        cfg["gates"] = {"0": mp + "-start"}
         if gates and job_id == "b":
-            cfg["gates"] = gates
+            cfg["gates"].update(gates)
         out.append((job_id, cfg))
     return out
+
+
+def start_both(mp):
+    """Opens the start gate once both jobs' registrations are in."""
+    wait_status(mp, lambda s: sorted(j.get("id") for j in s.get("jobs") or []) == ["a", "b"])
+    with open(mp + "-start", "w"):
+        pass
 
 
 def wait_status(mp, cond, timeout=RETIRE_WAIT):
@@ -528,6 +538,7 @@ def case_two_jobs(data, py, torch_want, what):
         with jobs_killed_on_exit([]) as jobs:
             for job_id, cfg in two_job_configs(mp, py):
                 jobs.append(Job(py, cfg, f"{what} job {job_id}"))
+            start_both(mp)
             runs = {job_id: j.finish() for job_id, j in zip("ab", jobs)}
         for job_id, (header, epochs) in runs.items():
             jc = Checks(f"{what} job {job_id}")
@@ -576,6 +587,7 @@ def case_kill_one(data, py, torch_want, what):
             for job_id, cfg in two_job_configs(mp, py, gates={"1": go, str(EPOCHS): leave},
                                                victim_epochs=10):
                 jobs.append(Job(py, cfg, f"{what} job {job_id}"))
+            start_both(mp)
             victim, survivor = jobs
             survivor.wait_epochs(1)
             victim.wait_epochs(1)

@@ -170,6 +170,7 @@ private:
                                   track::ObserveMode mode);
     std::shared_ptr<Active> bound_job(uint32_t pid, uint32_t ppid);
     void bind(const std::shared_ptr<Active>& job, uint32_t pid, uint32_t ppid, bool workers);
+    bool claim(const Active& job, uint32_t pid);
     uint32_t parent_of(uint32_t pid);
     void job_status(const Active& job, nlohmann::json& out) const;
 
@@ -194,6 +195,8 @@ private:
     std::mutex bind_mu_;
     std::unordered_map<uint32_t, std::weak_ptr<Active>> bound_;
     std::unordered_map<uint32_t, uint32_t> parents_; // pid -> ppid, read once from /proc
+    // An unclaimed process's run of opens that fit one job alone, and which.
+    std::unordered_map<uint32_t, std::pair<const Active*, uint32_t>> streak_;
     std::atomic<uint64_t> other_opens_{0};   // files no registered loader covers
     std::atomic<uint64_t> unattributed_{0};  // several jobs cover it, none claimed the opener
     std::atomic<uint64_t> retired_count_{0}; // jobs retired since the mount

@@ -163,9 +163,8 @@ public:
     // process, whose workers (respawned every epoch) then count as one.
     Observation observe(index::NodeId node, Clock::time_point now, uint32_t pid = 0,
                         uint32_t ppid = 0, ObserveMode mode = ObserveMode::normal);
-    // Whether process `pid` (or its loader process `ppid`) has had an open
-    // matched here: a job with several on one mount claims its processes so.
-    bool knows(uint32_t pid, uint32_t ppid) const;
+    // Whether observe() would match this open now; changes nothing.
+    bool would_match(index::NodeId node, uint32_t pid, uint32_t ppid) const;
 
     Snapshot snapshot(Clock::time_point now) const;
     Mode mode() const;
