@@ -104,7 +104,8 @@ bool control_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_f
         return true;
     }
     // No open of ours (--kernel-opens: the kernel stopped sending OPEN).
-    std::string fresh = off == 0 ? render(fs, ino) : std::string();
+    std::string fresh;
+    if (off == 0) fresh = ino == status_file_ino(fs) ? unopened_status(fs) : render(fs, ino);
     std::string part; // copied out: the reply is I/O, never under the lock
     {
         std::lock_guard lk(fs.unopened.mu);

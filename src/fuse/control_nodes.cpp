@@ -45,11 +45,21 @@ void fill_control_stat(const Filesystem& fs, fuse_ino_t ino, struct stat& st) {
         // reads go through the page cache, which stops at st_size.
         st.st_mode = S_IFREG | 0444;
         if (fs.options.kernel_opens && fs.control)
-            st.st_size = static_cast<off_t>(fs.control->status_text().size());
+            st.st_size = static_cast<off_t>(unopened_status(fs).size());
     }
 }
 
 } // namespace
+
+std::string unopened_status(const Filesystem& fs) {
+    std::string doc = fs.control->status_text();
+    constexpr size_t page = 4096;
+    size_t padded = (doc.size() + page) / page * page; // room for the newline kept last
+    doc.back() = ' ';
+    doc.resize(padded - 1, ' ');
+    doc += '\n';
+    return doc;
+}
 
 void fill_control_entry(const Filesystem& fs, fuse_ino_t ino, fuse_entry_param& e) {
     std::memset(&e, 0, sizeof e);

@@ -35,6 +35,14 @@ inline bool is_control_ino(const Filesystem& fs, fuse_ino_t ino) {
 // The entry readdirplus and lookup return for a control inode.
 void fill_control_entry(const Filesystem& fs, fuse_ino_t ino, fuse_entry_param& e);
 
+// The status document as a read without an open of ours (--kernel-opens)
+// sees it: padded with spaces to a multiple of 4 KiB. Those reads go through
+// the page cache, which stops at the size the last getattr reported; a
+// document whose length moved between that getattr and the READ (a counter
+// gaining a digit, a job listed) came back short or torn. Padded, its size
+// changes only when it outgrows a page. JSON allows the trailing blanks.
+std::string unopened_status(const Filesystem& fs);
+
 bool control_lookup(fuse_req_t req, fuse_ino_t parent, const char* name);
 bool control_getattr(fuse_req_t req, fuse_ino_t ino);
 bool control_opendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi);
