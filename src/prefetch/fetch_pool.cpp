@@ -145,7 +145,7 @@ FetchResult FetchPool::demand(index::NodeId id, const std::function<cache::BlobR
     return r;
 }
 
-bool FetchPool::prefetch(index::NodeId id) {
+bool FetchPool::prefetch(index::NodeId id, const std::function<bool()>& held) {
     std::lock_guard lk(mu_);
     if (stopping_ || prefetch_queue_.size() >= max_queued_) return false;
     if (auto it = pending_.find(id); it != pending_.end()) {
@@ -158,6 +158,7 @@ bool FetchPool::prefetch(index::NodeId id) {
         prefetch_queue_.push_back(id);
         return true;
     }
+    if (held && held()) return true;
     pending_.emplace(id, std::make_shared<Pending>());
     prefetch_queue_.push_back(id);
     work_cv_.notify_one();

@@ -21,33 +21,42 @@ constexpr size_t max_remembered = 65536; // pids; cleared past this (pids are re
 // then (one in n / (batch_size * workers)); three in a row practically never.
 constexpr uint32_t claim_after = 3;
 
-// Field 4 of /proc/PID/stat, after the command name in parentheses
-// (which may itself hold spaces and parentheses).
-uint32_t read_parent(uint32_t pid) {
+// The Tgid and PPid lines of /proc/TID/status. FUSE's request names the
+// thread that opened: tf.data opens from a pool of threads, whose opens are
+// one process's; /proc/TID exists for every thread, listed or not.
+void read_process(uint32_t tid, uint32_t& pid, uint32_t& ppid) {
     std::string text;
-    if (!config::read_text_file("/proc/" + std::to_string(pid) + "/stat", text, 4096)) return 0;
-    size_t close = text.rfind(')');
-    if (close == std::string::npos || close + 4 >= text.size()) return 0;
-    size_t at = close + 4; // ") S " then the ppid
-    uint32_t ppid = 0;
-    std::from_chars(text.data() + at, text.data() + text.size(), ppid);
-    return ppid;
+    if (!config::read_text_file("/proc/" + std::to_string(tid) + "/status", text, 8192)) return;
+    auto field = [&text](std::string_view name) {
+        uint32_t v = 0;
+        size_t at = text.find(name);
+        if (at == std::string::npos) return v;
+        at += name.size();
+        while (at < text.size() && (text[at] == ' ' || text[at] == '\t')) ++at;
+        std::from_chars(text.data() + at, text.data() + text.size(), v);
+        return v;
+    };
+    pid = field("\nTgid:");
+    ppid = field("\nPPid:");
 }
 
 } // namespace
 
-// Read once per process: a loader's workers ask once each epoch.
-uint32_t Engine::parent_of(uint32_t pid) {
-    if (pid == 0) return 0;
+// Read once per thread: a loader's workers ask once each epoch. A thread
+// gone before it was read counts as its own process.
+Engine::Process Engine::process_of(uint32_t tid) {
+    if (tid == 0) return {};
     {
         std::lock_guard lk(bind_mu_);
-        if (auto it = parents_.find(pid); it != parents_.end()) return it->second;
+        if (auto it = processes_.find(tid); it != processes_.end()) return it->second;
     }
-    uint32_t ppid = read_parent(pid);
+    Process p;
+    read_process(tid, p.pid, p.ppid);
+    if (p.pid == 0) p.pid = tid;
     std::lock_guard lk(bind_mu_);
-    if (parents_.size() >= max_remembered) parents_.clear();
-    parents_[pid] = ppid;
-    return ppid;
+    if (processes_.size() >= max_remembered) processes_.clear();
+    processes_[tid] = p;
+    return p;
 }
 
 std::shared_ptr<Engine::Active> Engine::bound_job(uint32_t pid, uint32_t ppid) {
@@ -104,8 +113,8 @@ bool Engine::claim(const Active& job, uint32_t pid) {
     return true;
 }
 
-track::Observation Engine::route_open(const Jobs& jobs, index::NodeId id, uint32_t pid) {
-    uint32_t ppid = parent_of(pid);
+track::Observation Engine::route_open(const Jobs& jobs, index::NodeId id, uint32_t tid) {
+    auto [pid, ppid] = process_of(tid);
     auto workers = [](const Active& j) {
         for (const LoaderRun& l : j.loaders)
             if (l.job->spec.num_workers > 0) return true;

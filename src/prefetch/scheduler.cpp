@@ -266,7 +266,8 @@ void Engine::schedule_round(const Jobs& jobs) {
             }
             if (free < size) break;
         }
-        if (!pool_->prefetch(id)) { // the queue is full
+        // A stage-in fetch may have landed since the look above.
+        if (!pool_->prefetch(id, [&] { return ram_.contains(id); })) { // the queue is full
             wanted_more_ = true;
             break;
         }

@@ -9,6 +9,8 @@ namespace clairfs::track {
 
 void Tracker::begin_epoch(Rank& r) {
     r.cursors.assign(opt_.layout.streams(), 0);
+    r.taken.clear();
+    if (opt_.behind > 0 && r.current) r.taken.assign(r.current->size(), false);
     r.open_streams = 0;
     r.opened = 0;
     r.started_set = false;
@@ -39,14 +41,17 @@ void Tracker::advance_epoch(Rank& r) {
 void Tracker::take(Rank& r, uint64_t position, Clock::time_point now) {
     const plan::WorkerLayout& l = opt_.layout;
     uint32_t w = l.worker_of(position);
-    r.cursors[w] = l.stream_index(position) + 1;
-    skip_dangling(r, w);
-    if (l.position(w, r.cursors[w]) >= r.current->size()) --r.open_streams;
+    if (position < r.taken.size()) r.taken[position] = true;
     ++r.opened;
     if (!r.started_set) {
         r.started = now;
         r.started_set = true;
     }
+    // An open behind the cursor (opt_.behind) fills a gap; the cursor stays.
+    if (l.stream_index(position) < r.cursors[w]) return;
+    r.cursors[w] = l.stream_index(position) + 1;
+    skip_dangling(r, w);
+    if (l.position(w, r.cursors[w]) >= r.current->size()) --r.open_streams;
 }
 
 // The job's open of a dangling sample fails before it reaches the mount,

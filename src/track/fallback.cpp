@@ -37,7 +37,7 @@ void Tracker::judge_unmatched(index::NodeId node) {
         // epoch's first samples from reading as a repeat.
         // A rank whose order is searched follows a repeat instead.
         if (!r.resync && r.current && r.next && 2 * r.opened >= r.current->size() &&
-            match_in(*r.current, zeros_, node, unused))
+            match_in(*r.current, zeros_, nullptr, node, unused))
             return fall_back(forgotten_set_epoch(r.rank, r.current->epoch));
     }
     for (const Rank& r : ranks_)

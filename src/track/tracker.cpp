@@ -181,8 +181,8 @@ bool Tracker::find_match(index::NodeId node, uint32_t pid, uint32_t family, Matc
     for (size_t i = 0; i < ranks_.size(); ++i) {
         const Rank& r = ranks_[i];
         uint64_t p;
-        if (r.current && match_in(*r.current, r.cursors, node, p)) {
-            uint64_t d = l.stream_index(p) - r.cursors[l.worker_of(p)];
+        if (r.current && match_in(*r.current, r.cursors, &r.taken, node, p)) {
+            uint64_t d = distance(l.stream_index(p), r.cursors[l.worker_of(p)]);
             if (d < best) {
                 best = d;
                 out = {i, p, false};
@@ -192,7 +192,7 @@ bool Tracker::find_match(index::NodeId node, uint32_t pid, uint32_t family, Matc
     if (best != UINT64_MAX) return true;
     for (size_t i = 0; i < ranks_.size(); ++i) {
         const Rank& r = ranks_[i];
-        if (r.next && match_in(*r.next, zeros_, node, out.position)) {
+        if (r.next && match_in(*r.next, zeros_, nullptr, node, out.position)) {
             out.slot = i;
             out.in_next = true;
             return true;
@@ -205,9 +205,9 @@ bool Tracker::match_slot(size_t i, index::NodeId node, Match& out) const {
     const Rank& r = ranks_[i];
     out.slot = i;
     out.in_next = false;
-    if (r.current && match_in(*r.current, r.cursors, node, out.position)) return true;
+    if (r.current && match_in(*r.current, r.cursors, &r.taken, node, out.position)) return true;
     out.in_next = true;
-    return r.next && match_in(*r.next, zeros_, node, out.position);
+    return r.next && match_in(*r.next, zeros_, nullptr, node, out.position);
 }
 
 // A repeated node (replacement, num_samples > n, a symlink) can be due in
@@ -215,21 +215,32 @@ bool Tracker::match_slot(size_t i, index::NodeId node, Match& out) const {
 // cursor is the one most likely opened: crediting a farther one would move
 // that worker past positions it has yet to open. The window tolerates opens
 // that failed or were skipped without letting one worker's stream steal
-// from far ahead.
+// from far ahead; behind the cursor it reaches only positions not yet
+// taken (`taken` is null for an epoch nobody has opened).
 bool Tracker::match_in(const plan::EpochPlan& e, const std::vector<uint64_t>& cursors,
-                       index::NodeId node, uint64_t& position) const {
+                       const std::vector<bool>* taken, index::NodeId node,
+                       uint64_t& position) const {
     if (node >= e.first_position.size()) return false;
     const plan::WorkerLayout& l = opt_.layout;
     uint64_t best = UINT64_MAX;
     for (uint32_t p = e.first_position[node]; p != plan::no_position;
          p = e.next_same.empty() ? plan::no_position : e.next_same[p]) {
         uint64_t s = l.stream_index(p), c = cursors[l.worker_of(p)];
-        if (s < c || s - c > slack_ || s - c >= best) continue;
-        best = s - c;
+        if (s < c && (c - s > opt_.behind || !taken || p >= taken->size() || (*taken)[p]))
+            continue;
+        if (s >= c && s - c > slack_) continue;
+        uint64_t d = distance(s, c);
+        if (d >= best) continue;
+        best = d;
         position = p;
         if (best == 0) break;
     }
     return best != UINT64_MAX;
+}
+
+// How far an open at stream index s lands from its worker's cursor c.
+uint64_t Tracker::distance(uint64_t s, uint64_t c) const {
+    return s >= c ? s - c : c - s;
 }
 
 } // namespace clairfs::track

@@ -171,7 +171,11 @@ private:
     std::shared_ptr<Active> bound_job(uint32_t pid, uint32_t ppid);
     void bind(const std::shared_ptr<Active>& job, uint32_t pid, uint32_t ppid, bool workers);
     bool claim(const Active& job, uint32_t pid);
-    uint32_t parent_of(uint32_t pid);
+    struct Process {
+        uint32_t pid = 0;  // the thread group: FUSE names the opening thread
+        uint32_t ppid = 0; // its parent
+    };
+    Process process_of(uint32_t tid);
     void job_status(const Active& job, nlohmann::json& out) const;
 
     const index::Index& index_;
@@ -194,7 +198,7 @@ private:
     // mount: a pid, or a loader process whose workers open files. Leaf lock.
     std::mutex bind_mu_;
     std::unordered_map<uint32_t, std::weak_ptr<Active>> bound_;
-    std::unordered_map<uint32_t, uint32_t> parents_; // pid -> ppid, read once from /proc
+    std::unordered_map<uint32_t, Process> processes_; // tid -> process, read once from /proc
     // An unclaimed process's run of opens that fit one job alone, and which.
     std::unordered_map<uint32_t, std::pair<const Active*, uint32_t>> streak_;
     std::atomic<uint64_t> other_opens_{0};   // files no registered loader covers

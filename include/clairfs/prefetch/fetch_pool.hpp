@@ -87,8 +87,11 @@ public:
     FetchResult demand(index::NodeId id, const std::function<cache::BlobRef()>& landed = {});
 
     // Queues a prefetch behind the others. False if the file is already
-    // queued or being fetched, or the queue is full.
-    bool prefetch(index::NodeId id);
+    // queued or being fetched, or the queue is full. `held`, if given, is
+    // asked with the pool's lock held before a new fetch is queued, as
+    // demand()'s `landed` is: a stage-in fetch that finished since the
+    // caller looked at its tier is not read again (true, nothing queued).
+    bool prefetch(index::NodeId id, const std::function<bool()>& held = {});
 
     // Queues a fetch behind every prefetch (stage-in: work for idle
     // threads). False if already queued or being fetched, or that queue is

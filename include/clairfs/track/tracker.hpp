@@ -47,6 +47,12 @@ struct TrackerOptions {
     // worker's cursor, so a sample whose open failed (or a loader that skips
     // one) does not derail the worker. 0 means one batch.
     uint32_t slack = 0;
+    // An open may also land up to `behind` positions short of its worker's
+    // cursor, if that position has not been opened yet: a loader that opens
+    // several files at once from threads (tf.data's parallel map) finishes
+    // them in any order within its parallelism. 0: none (a DataLoader
+    // worker opens its samples one after the other).
+    uint32_t behind = 0;
     // The match rate is only judged once an epoch has this many opens ...
     uint32_t min_opens = 64;
     // ... and below this fraction the tracker falls back.
@@ -184,6 +190,9 @@ private:
         bool next_pending = false; // ... or is building it: not known to be the last yet
         bool source_ended = false; // the source gave nullptr
         std::vector<uint64_t> cursors;
+        // Positions of `current` opened behind a cursor or passed over by
+        // it: only kept with opt_.behind > 0, to match each position once.
+        std::vector<bool> taken;
         uint32_t open_streams = 0;   // workers whose cursor is short of their stream's end
         uint64_t produced = 0;       // epochs the source has given
         uint64_t opened = 0;         // opens matched in current
@@ -207,7 +216,8 @@ private:
     };
 
     bool match_in(const plan::EpochPlan& e, const std::vector<uint64_t>& cursors,
-                  index::NodeId node, uint64_t& position) const;
+                  const std::vector<bool>* taken, index::NodeId node, uint64_t& position) const;
+    uint64_t distance(uint64_t stream_index, uint64_t cursor) const;
     bool find_match(index::NodeId node, uint32_t pid, uint32_t family, Match& out) const;
     bool early_start(const Match& m) const;
     bool match_slot(size_t i, index::NodeId node, Match& out) const;

@@ -211,6 +211,10 @@ TEST_CASE("prefetch refuses what is queued, running or beyond the queue; drops f
         gate.open.count_down();
         REQUIRE(test::eventually([&] { return !pool.busy(d.id(3)); }));
         CHECK_FALSE(pool.busy(d.id(0)));
+        // Landed in its tier since the caller looked (a stage-in fetch):
+        // nothing is queued, and it is not read.
+        CHECK(pool.prefetch(d.id(2), [] { return true; }));
+        CHECK_FALSE(pool.busy(d.id(2)));
         CHECK(pool.prefetch(d.id(0))); // done, so it may be asked for again
         REQUIRE(test::eventually([&] { return log.snapshot().size() == 3; }));
     });

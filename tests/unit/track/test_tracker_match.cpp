@@ -5,6 +5,7 @@
 #include "plans.hpp"
 
 #include <atomic>
+#include <numeric>
 #include <thread>
 
 using namespace clairfs;
@@ -356,4 +357,48 @@ TEST_CASE("a loader process's opens go to the rank it matched before") {
     auto [blind0, blind1] = run(0, 0);
     CHECK(blind0.slot == 1);
     CHECK_FALSE(blind0.new_epoch);
+}
+
+TEST_CASE("threads opening out of order within `behind`: every open matches once") {
+    const uint32_t n = 60;
+    auto plans = plans_of(random_spec(4, 2), n);
+    auto opt = options(8, 0);
+    opt.behind = 8;
+    track::Tracker t({0}, {source_of(plans)}, opt);
+    for (uint64_t e = 0; e < 2; ++e) {
+        // tf.data's parallel map: positions finish in any order within
+        // blocks of four, as threads do.
+        std::vector<uint64_t> order(n);
+        std::iota(order.begin(), order.end(), 0);
+        std::mt19937 rng(static_cast<uint32_t>(e) + 3);
+        for (size_t b = 0; b < n; b += 4)
+            std::shuffle(order.begin() + b, order.begin() + std::min<size_t>(b + 4, n), rng);
+        for (uint64_t p : order) {
+            track::Observation o = t.observe(plans[e]->nodes[p], t0);
+            CHECK(o.matched);
+            CHECK(o.epoch == e);
+            CHECK(o.position == p);
+        }
+        track::Snapshot snap = settled(t, t0);
+        CHECK(snap.ranks[0].opened == n);
+        CHECK(snap.match_rate == 1.0);
+    }
+    CHECK(settled(t, t0).ranks[0].finished);
+}
+
+TEST_CASE("behind the cursor: an open already taken, or farther back than `behind`, does not match") {
+    const uint32_t n = 40;
+    auto plans = plans_of(random_spec(9, 1), n);
+    auto opt = options(4, 0);
+    opt.behind = 2;
+    track::Tracker t({0}, {source_of(plans)}, opt);
+    const auto& nodes = plans[0]->nodes;
+    CHECK(t.observe(nodes[3], t0).position == 3); // cursor 4; 0, 1, 2 outstanding
+    CHECK(t.observe(nodes[2], t0).matched);       // one behind: fills the gap
+    CHECK_FALSE(t.would_match(nodes[2], 0, 0));   // taken already
+    CHECK_FALSE(t.would_match(nodes[1], 0, 0));   // 4 - 1 = 3 > behind
+    CHECK(t.would_match(nodes[4], 0, 0));         // the cursor itself
+    CHECK(t.observe(nodes[5], t0).matched);       // cursor 6: 4 is two behind now
+    CHECK(t.observe(nodes[4], t0).matched);
+    CHECK_FALSE(t.would_match(nodes[4], 0, 0));
 }
