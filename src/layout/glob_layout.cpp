@@ -67,7 +67,7 @@ private:
 
 std::string build_glob(const index::Index& idx, const index::Node& root, std::string_view pattern,
                        Dataset& out) {
-    if (pattern.empty()) return "list_files needs a pattern";
+    if (pattern.empty()) return "pipeline list_files needs pattern (a glob relative to root)";
     Globber g(idx, pattern, out);
     g.walk(root, "", 0);
     auto& m = g.matches();

@@ -9,7 +9,8 @@ driver wrote (every image a 1x1 RGB PNG whose pixel encodes its number, and
 ids.json mapping relative paths to those numbers), the pipeline and its
 arguments, the caller ("loop": one `for` over the dataset per epoch; "fit":
 keras Model.fit(epochs=...)) and the epoch count. The answer per job is one
-list of relative paths per epoch. One process runs every job: importing
+list per epoch: the images' numbers where the pipeline decodes images,
+else the relative paths it yields. One process runs every job: importing
 TensorFlow takes longer than all of them.
 """
 import json
@@ -113,10 +114,10 @@ def run(job):
     ds, images = make_dataset(job)
     epochs = job["epochs"]
     seen = fit_epochs(ds, epochs) if job["caller"] == "fit" else loop_epochs(ds, images, epochs)
-    with open(os.path.join(job["tree"], "ids.json")) as f:
-        path_of = {i: p for p, i in json.load(f).items()}
+    if images:
+        return seen  # the numbers the pixels hold
     root = job["tree"].rstrip("/") + "/"
-    return [[path_of[s] if images else os.path.relpath(s, root) for s in e] for e in seen]
+    return [[os.path.relpath(s, root) for s in e] for e in seen]
 
 
 def main():
