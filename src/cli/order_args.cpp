@@ -24,6 +24,11 @@ std::string set_key(OrderArgs& a, std::string key, const std::string& value) {
         if (!config::parse_count(value, w) || w > UINT32_MAX)
             return "invalid value for worker: " + value;
         a.worker = static_cast<uint32_t>(w);
+    } else if (key == "iterator_step") {
+        uint64_t s;
+        if (!config::parse_count(value, s) || s == 0 || s > UINT32_MAX)
+            return "invalid value for iterator_step: " + value;
+        a.iterator_step = s;
     } else if (key == "paths") {
         if (!config::parse_bool(value, a.paths)) return "invalid value for paths: " + value;
     } else {
@@ -43,7 +48,8 @@ std::string parse_order_args(const std::vector<std::string>& args, OrderArgs& ou
         if (args[i] == "--config")
             if (auto why = config::apply_json_file(
                     args[i + 1],
-                    [&](const std::string& k, const std::string& v) { return set_key(out, k, v); });
+                    [&](const std::string& k, const std::string& v) { return set_key(out, k, v); },
+                    "none");
                 !why.empty())
                 return why;
     for (size_t i = 0; i < args.size(); ++i) {
@@ -68,6 +74,8 @@ std::string parse_order_args(const std::vector<std::string>& args, OrderArgs& ou
     if (out.help) return "";
     if (out.n && !out.root.empty()) return "give either --n or --root, not both";
     if (!out.n && out.root.empty()) return "expected --n N or --root DIR";
+    if (out.iterator_step != 1 && out.spec.framework != order::Framework::tensorflow)
+        return "iterator_step needs framework tensorflow";
     if (out.worker && *out.worker >= out.spec.num_workers)
         return "worker " + std::to_string(*out.worker) + " is not below num_workers " +
                std::to_string(out.spec.num_workers);

@@ -13,9 +13,12 @@ struct OrderArgs {
     order::JobSpec spec;
     std::optional<uint64_t> n;
     std::string root;
-    std::string layout = "imagefolder";
+    std::optional<std::string> layout; // unset: imagefolder, or the tensorflow pipeline's
     std::string manifest;
     bool paths = false;
+    // tensorflow: epoch e runs the dataset's iterator e * iterator_step
+    // (2 for Keras 3.15's fit, which makes an extra iterator per epoch).
+    uint64_t iterator_step = 1;
     std::optional<uint32_t> worker; // print what this DataLoader worker opens
     bool help = false;
 };

@@ -23,7 +23,8 @@ void print_help() {
            "                     [--paths] [--config FILE]\n\n"
            "Prints, one line per epoch, the JSON array of sample indices (or, with --paths,\n"
            "relative paths) that the job's DataLoader yields for one rank, batches\n"
-           "concatenated. Keys (also the keys of a --config JSON object, with underscores,\n"
+           "concatenated (framework tensorflow: the files in the order the tf.data\n"
+           "pipeline opens them, epoch e on the dataset's iterator e). Keys (also the keys of a --config JSON object, with underscores,\n"
            "and of the control file):\n");
     for (const auto& k : order::job_keys()) {
         std::string flag = "--" + std::string(k.name);
@@ -34,14 +35,18 @@ void print_help() {
     }
     printf("dataset:\n"
            "  %-26s %s\n  %-26s %s\n  %-26s %s\n  %-26s %s\n  %-26s %s\n  %-26s %s\n"
-           "  %-26s %s\n",
+           "  %-26s %s\n  %-26s %s\n",
            "--n N", "a dataset of N samples (no files needed)", "--root DIR",
            "the dataset directory, numbered by --layout", "--layout L",
-           "imagefolder (torchvision rules), sorted or list [imagefolder]", "--manifest FILE",
+           "imagefolder (torchvision rules), sorted or list [imagefolder; tensorflow: "
+           "keras_directory or glob, by pipeline]",
+           "--manifest FILE",
            "list layout: one relative path per line", "--paths",
            "print relative paths instead of indices", "--config FILE",
            "a JSON object with the keys above and n, root, layout, manifest", "--worker W",
-           "print only what DataLoader worker W opens (batches W, W+num_workers, ...)");
+           "print only what DataLoader worker W opens (batches W, W+num_workers, ...)",
+           "--iterator-step S",
+           "tensorflow: epoch e runs the dataset's iterator S*e (Keras 3.15 fit: 2) [1]");
 }
 
 } // namespace
@@ -61,6 +66,7 @@ int order_command(const std::vector<std::string>& args) {
     if (auto why = order::validate(a.spec, ds.size()); !why.empty()) return usage_error(why);
 
     order::EpochOrders orders(a.spec, static_cast<uint32_t>(ds.size()));
+    orders.follow_tf_iterator(0, a.iterator_step);
     LineWriter out(stdout);
     std::vector<order::Sample> epoch, mine;
     for (uint32_t e = 0; e < a.spec.epochs; ++e) {

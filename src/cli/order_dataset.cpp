@@ -3,6 +3,7 @@
 
 #include "clairfs/config/json_keys.hpp"
 #include "clairfs/index/load_index.hpp"
+#include "clairfs/layout/framework_layout.hpp"
 #include "clairfs/sys/syscalls.hpp"
 #include "mount_checks.hpp"
 
@@ -24,11 +25,18 @@ struct OrderDatasetLoader {
             out.n_ = *a.n;
             return {};
         }
+        std::optional<layout::LayoutKind> given;
+        if (a.layout) {
+            layout::LayoutKind k;
+            if (!layout::parse_layout(*a.layout, k))
+                return {"invalid value for layout: " + *a.layout +
+                            " (expected imagefolder, sorted, list, keras_directory or glob)",
+                        true};
+            given = k;
+        }
         layout::LayoutKind kind;
-        if (!layout::parse_layout(a.layout, kind))
-            return {"invalid value for layout: " + a.layout +
-                        " (expected imagefolder, sorted or list)",
-                    true};
+        if (auto why = layout::layout_for_job(a.spec, given, kind); !why.empty())
+            return {why, true};
         std::string manifest;
         if (kind == layout::LayoutKind::list) {
             if (a.manifest.empty()) return {"layout list needs --manifest FILE", true};
@@ -37,6 +45,7 @@ struct OrderDatasetLoader {
         }
         out.index_ = std::make_unique<index::Index>();
         if (auto f = scan(a.root, *out.index_); !f.message.empty()) return f;
+        if (kind == layout::LayoutKind::glob) manifest = a.spec.pattern;
         if (auto why = layout::build_dataset(*out.index_, "", kind, manifest, out.dataset_);
             !why.empty())
             return {a.root + ": " + why, false};

@@ -15,7 +15,7 @@ namespace {
 
 using ojson = nlohmann::ordered_json;
 
-enum class Kind { number, boolean, string, ranks };
+enum class Kind { number, fraction, boolean, string, ranks };
 
 struct ExtraKey {
     const char* name;
@@ -29,7 +29,8 @@ const ExtraKey extra_keys[] = {
     {"ranks", Kind::ranks, "R,R...",
      "the job's ranks whose loaders run on this node, such as 0,1 [0]"},
     {"root", Kind::string, "DIR", "the dataset directory inside the mount [the mount root]"},
-    {"layout", Kind::string, "L", "imagefolder, sorted or list [imagefolder]"},
+    {"layout", Kind::string, "L",
+     "imagefolder, sorted or list [imagefolder; tensorflow: chosen by pipeline]"},
     {"manifest", Kind::string, "FILE", "layout list: the file listing the samples, in the mount"},
     {"n", Kind::number, "N", "len(dataset) as the job sees it, checked against the layout"},
     {"job", Kind::string, "ID",
@@ -48,6 +49,7 @@ bool key_kind(const std::string& key, Kind& out) {
         if (k.name == key) {
             out = k.value_name == "BOOL"                         ? Kind::boolean
                   : k.value_name == "N" || k.value_name == "INT" ? Kind::number
+                  : k.value_name == "FLOAT"                      ? Kind::fraction
                                                                  : Kind::string;
             return true;
         }
@@ -101,10 +103,23 @@ std::string set_flag(RegisterArgs& a, std::string key, const std::string& value,
     if (bare && kind != Kind::boolean) return "--" + key + " needs a value";
     ojson v;
     bool ok = true;
+    // --seed none: Python's None (framework tensorflow), JSON null.
+    bool none = (kind == Kind::number || kind == Kind::fraction) && (value == "none" || value == "null");
+    if (none) {
+        a.body[key] = nullptr;
+        return "";
+    }
     switch (kind) {
     case Kind::number:
         ok = parse_number(value, v);
         break;
+    case Kind::fraction: {
+        double d;
+        auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), d);
+        ok = ec == std::errc{} && p == value.data() + value.size();
+        v = d;
+        break;
+    }
     case Kind::boolean: {
         bool b = true;
         ok = bare || config::parse_bool(value, b);

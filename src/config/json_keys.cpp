@@ -60,25 +60,28 @@ std::string json_value_text(const nlohmann::json& v, JsonType type, std::string&
 }
 
 std::string apply_json_object(std::string_view text, const std::string& origin,
-                              const KeySetter& set) {
+                              const KeySetter& set, std::string_view null_text) {
     std::string prefix = origin.empty() ? "" : origin + ": ";
     nlohmann::json j;
     if (auto why = parse_strict_json(text, j); !why.empty()) return prefix + why;
     if (!j.is_object()) return prefix + "expected a JSON object";
     for (auto& [key, value] : j.items()) {
         std::string v;
-        if (auto why = json_value_text(value, JsonType::text, v); !why.empty())
+        if (value.is_null() && !null_text.empty())
+            v = null_text;
+        else if (auto why = json_value_text(value, JsonType::text, v); !why.empty())
             return prefix + "key '" + message_text(key) + "' " + why;
         if (auto why = set(key, v); !why.empty()) return prefix + why;
     }
     return "";
 }
 
-std::string apply_json_file(const std::string& path, const KeySetter& set) {
+std::string apply_json_file(const std::string& path, const KeySetter& set,
+                            std::string_view null_text) {
     std::string text;
     if (!read_text_file(path, text, max_json_bytes + 1))
         return "cannot read config file '" + path + "'";
-    return apply_json_object(text, path, set);
+    return apply_json_object(text, path, set, null_text);
 }
 
 bool read_text_file(const std::string& path, std::string& text, size_t max) {

@@ -8,6 +8,7 @@
 #include "clairfs/config/option_registry.hpp"
 #include "clairfs/config/strict_json.hpp"
 #include "clairfs/config/utf8_text.hpp"
+#include "clairfs/layout/framework_layout.hpp"
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
@@ -20,7 +21,8 @@ using nlohmann::json;
 // The JSON type a job key takes, from how `clairfs order --help` names its
 // value: counts and the seed are numbers, flags booleans, the rest words.
 config::JsonType job_key_type(std::string_view value_name) {
-    if (value_name == "N" || value_name == "INT") return config::JsonType::number;
+    if (value_name == "N" || value_name == "INT" || value_name == "FLOAT")
+        return config::JsonType::number;
     if (value_name == "BOOL") return config::JsonType::boolean;
     return config::JsonType::string;
 }
@@ -80,7 +82,8 @@ std::string set_layout(Registration& reg, const json& v) {
         return why;
     if (!layout::parse_layout(text, reg.layout))
         return "invalid value for layout: " + config::message_text(text) +
-               " (expected imagefolder, sorted or list)";
+               " (expected imagefolder, sorted, list, keras_directory or glob)";
+    reg.layout_given = true;
     return "";
 }
 
@@ -131,6 +134,14 @@ std::string set_job(Registration& reg, const std::string& key, const json& v) {
         reg.spec.num_samples.reset();
         return "";
     }
+    if (v.is_null() && key == "pattern") {
+        reg.spec.pattern.clear();
+        return "";
+    }
+    // seed=None and the other Python None defaults of framework tensorflow.
+    if (v.is_null() && (key == "seed" || key == "global_seed" || key == "shuffle_buffer" ||
+                        key == "validation_split" || key == "subset"))
+        return order::set_job_key(reg.spec, key, "none");
     std::string text;
     if (auto why = value_text(key, v, job_key_type(info->value_name), text); !why.empty())
         return why;
@@ -178,9 +189,10 @@ std::string check_combination(const Registration& reg) {
                    std::to_string(s.world_size);
     // Everything validate() checks that does not depend on the dataset; it
     // runs again with the real sample count once the dataset is built.
+    // n = the most samples there can be: nothing here is about a size.
     order::JobSpec first = s;
     first.rank = reg.ranks.front();
-    return order::validate(first, 1);
+    return order::validate(first, order::max_samples);
 }
 
 } // namespace
@@ -220,6 +232,9 @@ std::string parse_loader(const json& j, Registration& reg, std::string& job, boo
             return name + " belongs to the whole registration, not to one loader";
         if (auto why = set_key(reg, name, value); !why.empty()) return why;
     }
+    std::optional<layout::LayoutKind> given;
+    if (reg.layout_given) given = reg.layout;
+    if (auto why = layout::layout_for_job(reg.spec, given, reg.layout); !why.empty()) return why;
     return check_combination(reg);
 }
 

@@ -4,6 +4,8 @@
 // about the job; parse_control reads it back unchanged.
 #include "clairfs/control/registration.hpp"
 
+#include "clairfs/layout/framework_layout.hpp"
+
 #include <nlohmann/json.hpp>
 
 namespace clairfs::control {
@@ -19,18 +21,6 @@ const char* sampler_name(order::SamplerKind k) {
         return "sequential";
     }
     return "random";
-}
-
-const char* layout_name(layout::LayoutKind k) {
-    switch (k) {
-    case layout::LayoutKind::imagefolder:
-        return "imagefolder";
-    case layout::LayoutKind::sorted:
-        return "sorted";
-    case layout::LayoutKind::list:
-        return "list";
-    }
-    return "imagefolder";
 }
 
 } // namespace
@@ -60,16 +50,52 @@ std::string job_json(const JobRegistration& job) {
 
 namespace {
 
+nlohmann::ordered_json optional_json(const auto& v) {
+    return v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(nullptr);
+}
+
+nlohmann::ordered_json seed_json(const order::Seed& s) {
+    // A negative Python seed is kept as torch keeps it (two's complement);
+    // written back as the negative number the job passed.
+    return s.negative ? nlohmann::ordered_json(static_cast<int64_t>(s.value))
+                      : nlohmann::ordered_json(s.value);
+}
+
+// framework tensorflow: the keys it takes (the torch-only ones are refused
+// there, so writing their defaults would say nothing).
+nlohmann::ordered_json tensorflow_json(const Registration& reg) {
+    namespace tk = order;
+    const order::JobSpec& s = reg.spec;
+    nlohmann::ordered_json j;
+    j["framework"] = tk::framework_name(s.framework);
+    j["pipeline"] = tk::pipeline_name(s.pipeline);
+    j["seed"] = s.seed_none ? nlohmann::ordered_json(nullptr)
+                            : seed_json({s.seed, s.seed_negative});
+    j["global_seed"] = s.global_seed ? seed_json(*s.global_seed) : nullptr;
+    j["epochs"] = reg.epochs_given ? nlohmann::ordered_json(s.epochs) : nullptr;
+    j["start_epoch"] = s.start_epoch;
+    j["ranks"] = reg.ranks;
+    j["shuffle"] = s.shuffle;
+    j["batch_size"] = s.batch_size;
+    j["shuffle_buffer"] = optional_json(s.shuffle_buffer);
+    j["validation_split"] = optional_json(s.validation_split);
+    j["subset"] = s.subset == order::TfSubset::none ? nlohmann::ordered_json(nullptr)
+                                                    : tk::subset_name(s.subset);
+    j["keras_version"] = tk::keras_version_name(s.keras_version);
+    j["pattern"] = s.pattern.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(s.pattern);
+    j["root"] = reg.root;
+    j["layout"] = layout::layout_name(reg.layout);
+    j["n"] = optional_json(reg.n);
+    j["resync_draws"] = reg.resync_draws;
+    return j;
+}
+
 nlohmann::ordered_json loader_json(const Registration& reg) {
+    if (reg.spec.framework == order::Framework::tensorflow) return tensorflow_json(reg);
     const order::JobSpec& s = reg.spec;
     // ordered_json: the keys in the order clairfs-control(5) documents them.
     nlohmann::ordered_json j;
-    // A negative Python seed is kept as torch keeps it (two's complement);
-    // written back as the negative number the job passed.
-    if (s.seed_negative)
-        j["seed"] = static_cast<int64_t>(s.seed);
-    else
-        j["seed"] = s.seed;
+    j["seed"] = seed_json({s.seed, s.seed_negative});
     j["sampler"] = sampler_name(s.sampler);
     j["generator"] = s.generator == order::GeneratorKind::global ? "global" : "explicit";
     j["epochs"] = reg.epochs_given ? nlohmann::ordered_json(s.epochs) : nullptr;
@@ -88,7 +114,7 @@ nlohmann::ordered_json loader_json(const Registration& reg) {
     j["replacement"] = s.replacement;
     j["num_samples"] = s.num_samples ? nlohmann::ordered_json(*s.num_samples) : nullptr;
     j["root"] = reg.root;
-    j["layout"] = layout_name(reg.layout);
+    j["layout"] = layout::layout_name(reg.layout);
     j["manifest"] = reg.manifest.empty() ? nullptr : nlohmann::ordered_json(reg.manifest);
     j["n"] = reg.n ? nlohmann::ordered_json(*reg.n) : nullptr;
     j["resync_draws"] = reg.resync_draws;

@@ -8,7 +8,9 @@ namespace clairfs::control {
 std::string resolve_job(const Registration& reg, const index::Index& idx, std::string_view manifest,
                         plan::Job& out) {
     layout::Dataset ds;
-    if (auto why = layout::build_dataset(idx, reg.root, reg.layout, manifest, ds); !why.empty())
+    // A glob layout lists by the job's pattern, a list layout by its manifest.
+    std::string_view source = reg.layout == layout::LayoutKind::glob ? reg.spec.pattern : manifest;
+    if (auto why = layout::build_dataset(idx, reg.root, reg.layout, source, ds); !why.empty())
         return why;
     uint64_t n = ds.samples.size();
     std::string shown = reg.root.empty() ? "the mount root" : "'" + reg.root + "'";
@@ -31,6 +33,7 @@ namespace {
 
 // 32-bit words one pass of the loader draws from the global generator.
 uint64_t global_words(const order::JobSpec& s) {
+    if (s.framework != order::Framework::pytorch) return 0;
     if (s.generator != order::GeneratorKind::global) return 0;
     uint64_t words = 2; // _BaseDataLoaderIter's base_seed
     if (s.sampler == order::SamplerKind::random) words += 2; // RandomSampler's seed
@@ -49,7 +52,8 @@ void chain_loaders(std::vector<plan::Job>& loaders) {
     uint64_t before = 0;
     for (size_t i = 0; i < loaders.size(); ++i) {
         order::JobSpec& s = loaders[i].spec;
-        if (s.sampler == order::SamplerKind::random && s.generator == order::GeneratorKind::global) {
+        if (s.framework == order::Framework::pytorch && s.sampler == order::SamplerKind::random &&
+            s.generator == order::GeneratorKind::global) {
             s.pre_draws += before;
             s.between_draws = total - words[i];
         }

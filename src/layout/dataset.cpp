@@ -30,6 +30,10 @@ std::string open_root(const index::Index& idx, std::string_view root, const inde
 std::string build(const index::Index& idx, const index::Node& root, LayoutKind kind,
                   std::string_view manifest, Dataset& out) {
     switch (kind) {
+    case LayoutKind::keras_directory:
+        return build_keras_directory(idx, root, out);
+    case LayoutKind::glob:
+        return build_glob(idx, root, manifest, out);
     case LayoutKind::imagefolder:
         return build_imagefolder(idx, root, out);
     case LayoutKind::sorted:
@@ -47,6 +51,8 @@ bool parse_layout(std::string_view text, LayoutKind& out) {
         {"imagefolder", LayoutKind::imagefolder},
         {"sorted", LayoutKind::sorted},
         {"list", LayoutKind::list},
+        {"keras_directory", LayoutKind::keras_directory},
+        {"glob", LayoutKind::glob},
     };
     for (const auto& [name, kind] : names) {
         if (text != name) continue;
@@ -63,6 +69,18 @@ std::string join_path(std::string_view dir, std::string_view name) {
     if (!dir.empty()) out.push_back('/');
     out.append(name);
     return out;
+}
+
+const index::Node* dir_behind(const index::Index& idx, const index::Node& entry) {
+    if (S_ISDIR(entry.mode)) return &entry;
+    if (!S_ISLNK(entry.mode)) return nullptr;
+    index::Resolved r = index::resolve(idx, entry);
+    return r.node && S_ISDIR(r.node->mode) ? r.node : nullptr;
+}
+
+std::span<const index::Node> listing(const index::Index& idx, const index::Node& dir) {
+    if (dir.scan_errno) return {};
+    return idx.children(dir);
 }
 
 std::string too_many_samples() {

@@ -23,21 +23,6 @@ struct WalkedDir {
     std::string path;        // dirpath as os.walk spells it, relative to the dataset root
 };
 
-// os.DirEntry.is_dir(): follows symlinks. The directory it names, or null.
-const index::Node* dir_behind(const index::Index& idx, const index::Node& entry) {
-    if (S_ISDIR(entry.mode)) return &entry;
-    if (!S_ISLNK(entry.mode)) return nullptr;
-    index::Resolved r = index::resolve(idx, entry);
-    return r.node && S_ISDIR(r.node->mode) ? r.node : nullptr;
-}
-
-// What os.scandir() lists: nothing where the scan could not read (the mount
-// fails the opendir, and os.walk() skips such a directory silently).
-std::span<const index::Node> listing(const index::Index& idx, const index::Node& dir) {
-    if (dir.scan_errno) return {};
-    return idx.children(dir);
-}
-
 // find_classes() calls is_dir() unguarded: a root entry whose stat() fails
 // with anything but ENOENT makes torchvision raise, so the layout fails too.
 std::string check_class_entry(const index::Index& idx, const index::Node& entry) {

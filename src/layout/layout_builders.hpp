@@ -5,6 +5,7 @@
 #include "clairfs/layout/dataset.hpp"
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -20,6 +21,17 @@ std::string build_imagefolder(const index::Index& idx, const index::Node& root, 
 std::string build_sorted(const index::Index& idx, const index::Node& root, Dataset& out);
 std::string build_list(const index::Index& idx, const index::Node& root, std::string_view manifest,
                        Dataset& out);
+
+std::string build_keras_directory(const index::Index& idx, const index::Node& root, Dataset& out);
+std::string build_glob(const index::Index& idx, const index::Node& root, std::string_view pattern,
+                       Dataset& out);
+
+// os.DirEntry.is_dir(): follows symlinks. The directory it names, or null.
+const index::Node* dir_behind(const index::Index& idx, const index::Node& entry);
+
+// What os.scandir() lists: nothing where the scan could not read (the mount
+// fails the opendir, and os.walk() skips such a directory silently).
+std::span<const index::Node> listing(const index::Index& idx, const index::Node& dir);
 
 // os.path.join(dir, name) for a relative dir, "" being the dataset root.
 std::string join_path(std::string_view dir, std::string_view name);

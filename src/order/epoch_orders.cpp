@@ -11,10 +11,13 @@ EpochOrders::EpochOrders(const JobSpec& spec, uint32_t n)
     : spec_(spec), n_(n), epoch_(spec.start_epoch), global_(spec.seed), loader_(spec.seed),
       dist_epoch_(spec.start_epoch) {
     global_.discard(spec.pre_draws);
+    if (spec.framework == Framework::tensorflow) tf_.emplace(spec, n);
 }
 
 EpochOrders::State EpochOrders::state() const {
-    return {epoch_, first_iterator_, global_, loader_, dist_epoch_, dist_step_, pending_skip_};
+    return {epoch_,      first_iterator_, global_,
+            loader_,     dist_epoch_,     dist_step_,
+            pending_skip_, tf_ ? tf_->cursor() : TfEpochs::Cursor{}};
 }
 
 void EpochOrders::restore(const State& s) {
@@ -25,11 +28,17 @@ void EpochOrders::restore(const State& s) {
     dist_epoch_ = s.dist_epoch;
     dist_step_ = s.dist_step;
     pending_skip_ = s.pending_skip;
+    if (tf_) tf_->set_cursor(s.tf);
 }
 
 void EpochOrders::next(std::vector<Sample>& out) {
     saved_[0] = std::move(saved_[1]);
     saved_[1] = state();
+    if (tf_) {
+        tf_->next(out);
+        ++epoch_;
+        return;
+    }
     last_skipped_ = pending_skip_;
     global_.discard(pending_skip_ + (first_iterator_ ? 0 : spec_.between_draws));
     pending_skip_ = 0;
@@ -78,6 +87,22 @@ CpuGenerator EpochOrders::seed_chain() const {
 void EpochOrders::follow_seed_epoch(uint64_t seed_epoch, uint64_t step) {
     dist_epoch_ = seed_epoch;
     dist_step_ = step;
+}
+
+uint64_t EpochOrders::tf_iterator() const {
+    return tf_ ? tf_->cursor().k : 0;
+}
+
+void EpochOrders::follow_tf_iterator(uint64_t k, uint64_t step) {
+    if (!tf_) return;
+    TfEpochs::Cursor c = tf_->cursor();
+    c.k = k;
+    c.step = step;
+    tf_->set_cursor(c);
+}
+
+std::optional<uint64_t> EpochOrders::last_tf_iterator() const {
+    return tf_ ? tf_->cursor().previous : std::nullopt;
 }
 
 void EpochOrders::random_epoch(std::vector<Sample>& out) {

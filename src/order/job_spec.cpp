@@ -3,6 +3,7 @@
 
 #include "clairfs/config/field_setters.hpp"
 #include "clairfs/config/utf8_text.hpp"
+#include "tf_keys.hpp"
 
 #include <array>
 
@@ -12,8 +13,17 @@ namespace {
 using Setter = std::string (*)(JobSpec&, std::string_view);
 
 std::string set_seed(JobSpec& s, std::string_view v) {
+    if (v == "none" || v == "null") { // framework tensorflow: seed=None
+        s.seed = 0;
+        s.seed_negative = false;
+        s.seed_none = true;
+        return "";
+    }
     auto seed = parse_seed(v);
-    if (!seed) return "expected an integer from -2^63 to 2^64-1 (what torch.manual_seed accepts)";
+    if (!seed)
+        return "expected an integer from -2^63 to 2^64-1 (what torch.manual_seed accepts), or "
+               "none (tensorflow)";
+    s.seed_none = false;
     s.seed = seed->value;
     s.seed_negative = seed->negative;
     return "";
@@ -73,7 +83,13 @@ struct Key {
 };
 
 const Key keys[] = {
-    {{"seed", "INT", "torch.manual_seed / Generator / DistributedSampler seed, -2^63..2^64-1 [0]"},
+    {{"framework", "NAME",
+      "pytorch (a DataLoader) or tensorflow (a tf.data pipeline: Keras's "
+      "image_dataset_from_directory or list_files) [pytorch]"},
+     tf_keys::set_framework},
+    {{"seed", "INT",
+      "torch.manual_seed / Generator / DistributedSampler seed, -2^63..2^64-1; tensorflow: the "
+      "seed= argument, or none for seed=None (needs global_seed) [0]"},
      set_seed},
     {{"sampler", "KIND",
       "random (shuffle=True), distributed (DistributedSampler, set_epoch each "
@@ -119,6 +135,33 @@ const Key keys[] = {
     {{"replacement", "BOOL", "RandomSampler replacement [false]"},
      config::set_bool_field<&JobSpec::replacement>},
     {{"num_samples", "N", "RandomSampler num_samples [the dataset size]"}, set_num_samples},
+    {{"pipeline", "NAME",
+      "tensorflow: image_dataset_from_directory (keras.utils, labels inferred) or list_files "
+      "(tf.data.Dataset.list_files(root/pattern), then shuffled) [image_dataset_from_directory]"},
+     tf_keys::set_pipeline},
+    {{"global_seed", "INT",
+      "tensorflow: the tf.random.set_seed / keras.utils.set_random_seed value set before the "
+      "dataset is made, or none [none]"},
+     tf_keys::set_global_seed},
+    {{"shuffle_buffer", "N",
+      "tensorflow: the shuffle's buffer_size [8 * batch_size; list_files: the file count]"},
+     tf_keys::set_shuffle_buffer},
+    {{"validation_split", "FLOAT",
+      "tensorflow, image_dataset_from_directory: validation_split, between 0 and 1 [none]"},
+     tf_keys::set_validation_split},
+    {{"subset", "NAME",
+      "tensorflow, image_dataset_from_directory: training or validation (with "
+      "validation_split) [none]"},
+     tf_keys::set_subset},
+    {{"keras_version", "VER",
+      "tensorflow, image_dataset_from_directory: 3.3.3 or later, such as 3.15 (files read in "
+      "the tf.data shuffle's order, new every epoch), or 2.15 for tf_keras 2.x and Keras 3.0 "
+      "to 3.2 (files read in numpy's order, the same every epoch) [3.15]"},
+     tf_keys::set_keras_version},
+    {{"pattern", "GLOB",
+      "tensorflow, list_files: the glob after root/ ('*' stays within one directory), "
+      "matches sorted bytewise [none]"},
+     tf_keys::set_pattern},
 };
 
 } // namespace
@@ -146,7 +189,11 @@ std::string set_job_key(JobSpec& spec, std::string_view key, std::string_view va
 }
 
 std::string validate(const JobSpec& s, uint64_t n) {
-    if (n == 0) return "the dataset has no samples (n = 0): torch cannot sample from it";
+    if (auto why = tf_keys::validate(s, n); !why.empty()) return why;
+    if (n == 0)
+        return s.framework == Framework::tensorflow
+                   ? "the dataset has no files (n = 0): Keras and list_files raise an error"
+                   : "the dataset has no samples (n = 0): torch cannot sample from it";
     if (n > max_samples) return "more than 2^32-1 samples are not supported";
     if (s.rank >= s.world_size)
         return "rank " + std::to_string(s.rank) + " is not below world_size " +

@@ -26,6 +26,10 @@ std::shared_ptr<const EpochPlan> RankPlanner::next() {
         plan->seed_epoch = orders_.seed_epoch();
     else
         plan->seed_epoch.reset();
+    if (orders_.tf())
+        plan->tf_iterator = orders_.tf_iterator();
+    else
+        plan->tf_iterator.reset();
     orders_.next(scratch_);
     plan->skipped_words = orders_.last_skipped_words();
 

@@ -4,11 +4,16 @@
 // have used, each candidate checked against the opens alone.
 #include "clairfs/plan/epoch_plan.hpp"
 
+#include "clairfs/order/tf_iterator_search.hpp"
+
 #include <algorithm>
 
 namespace clairfs::plan {
 
 bool resyncable(const order::JobSpec& s, uint32_t n) {
+    if (s.framework == order::Framework::tensorflow)
+        return s.shuffle && (s.pipeline == order::TfPipeline::list_files ||
+                             s.keras_version == order::KerasVersion::v3);
     if (s.sampler == order::SamplerKind::distributed) return s.shuffle;
     return s.sampler == order::SamplerKind::random &&
            s.generator == order::GeneratorKind::global &&
@@ -43,8 +48,12 @@ ResyncResult RankPlanner::resync(const ResyncRequest& req, uint64_t max_offset) 
     }
     uint64_t produced = req.epoch - spec_.start_epoch;
     order::EpochEvidence ev = evidence(req);
-    r = spec_.sampler == order::SamplerKind::distributed ? resync_distributed(req, ev, max_offset)
-                                                         : resync_chain(req, ev, max_offset);
+    if (spec_.framework == order::Framework::tensorflow)
+        r = resync_tf(req, ev, max_offset);
+    else if (spec_.sampler == order::SamplerKind::distributed)
+        r = resync_distributed(req, ev, max_offset);
+    else
+        r = resync_chain(req, ev, max_offset);
     // Rewound either way: an epoch not found is planned as predicted
     // before, and the tracker falls back anyway.
     left_ = spec_.epochs - produced;
@@ -85,6 +94,29 @@ ResyncResult RankPlanner::resync_distributed(const ResyncRequest& req,
     r.found = true;
     r.repeat = predicted > 0 && *e + 1 == predicted;
     orders_.follow_seed_epoch(*e, r.repeat ? 0 : 1);
+    return r;
+}
+
+// The predicted iterator first, then the ones after it: iterators are only
+// ever created, so an epoch never runs one from before the last. The step
+// learnt (fit: 2, a loop: 1) carries the prediction on from there.
+ResyncResult RankPlanner::resync_tf(const ResyncRequest& req, const order::EpochEvidence& ev,
+                                    uint64_t max_offset) {
+    ResyncResult r;
+    uint64_t first = orders_.tf_iterator();
+    uint64_t span = std::min(max_offset, tf_max_iterator_offset);
+    std::vector<uint64_t> candidates;
+    for (uint64_t d = 0; d <= span; ++d) candidates.push_back(first + d);
+    r.tried = "iterators " + std::to_string(first) + " to " + std::to_string(first + span) +
+              " of the tf.data shuffle at epoch " + std::to_string(req.epoch);
+    const order::TfEpochs* tf = orders_.tf();
+    std::optional<uint64_t> k = tf ? order::find_tf_iterator(*tf, candidates, ev) : std::nullopt;
+    if (!k) return r;
+    std::optional<uint64_t> previous = orders_.last_tf_iterator();
+    uint64_t step = previous && *k > *previous ? *k - *previous : 1;
+    orders_.follow_tf_iterator(*k, step);
+    r.found = true;
+    r.tf_iterator = *k;
     return r;
 }
 

@@ -17,6 +17,9 @@ LoaderRun make_loader(std::shared_ptr<const plan::Job> job, const index::Index& 
     std::vector<track::EpochSource> sources;
     std::vector<track::ResyncFn> resyncs;
     uint64_t max_offset = l.job->resync_draws;
+    // A tf.data search tries iterators, not draws: at most this many.
+    if (spec.framework == order::Framework::tensorflow)
+        max_offset = std::min(max_offset, plan::tf_max_iterator_offset);
     for (uint32_t rank : l.job->ranks) {
         order::JobSpec s = spec;
         s.rank = rank;

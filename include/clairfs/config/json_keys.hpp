@@ -35,11 +35,14 @@ using KeySetter = std::function<std::string(const std::string& key, const std::s
 // every digit (seeds reach 2^64-1). Returns "" or "ORIGIN: reason" (just
 // the reason when `origin` is empty).
 std::string apply_json_object(std::string_view text, const std::string& origin,
-                              const KeySetter& set);
+                              const KeySetter& set, std::string_view null_text = {});
 
 // Reads `path` and applies it as above; a file that cannot be read is
 // "cannot read config file 'PATH'".
-std::string apply_json_file(const std::string& path, const KeySetter& set);
+// `null_text`, if not empty, is what a JSON null is passed on as (`clairfs
+// order` reads null as Python's None); otherwise null is refused.
+std::string apply_json_file(const std::string& path, const KeySetter& set,
+                            std::string_view null_text = {});
 
 // Reads a file, at most `max` bytes of it (a --config naming /dev/zero
 // must not fill memory); false if it cannot be opened or read.

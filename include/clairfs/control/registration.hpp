@@ -24,6 +24,7 @@ struct Registration {
     std::vector<uint32_t> ranks{0}; // the job's ranks whose loaders run on this node
     std::string root;               // dataset directory relative to the mount root; "" = the root
     layout::LayoutKind layout = layout::LayoutKind::imagefolder;
+    bool layout_given = false; // else chosen by framework and pipeline
     std::string manifest;      // layout list: a file inside the mount, relative to the mount root
     std::optional<uint64_t> n; // len(dataset) as the job sees it, checked if given
     // How far a search for the seed goes when an epoch's first opens fit

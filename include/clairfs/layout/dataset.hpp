@@ -17,6 +17,10 @@ enum class LayoutKind {
     imagefolder, // torchvision 0.14 DatasetFolder / ImageFolder rules
     sorted,      // every regular file below the root, byte order of relative path
     list,        // a manifest: one relative path per line, in dataset order
+    // Keras's index_directory (image_dataset_from_directory, labels inferred,
+    // follow_links=False): class folders, each walked without following links.
+    keras_directory,
+    glob, // tf.io.matching_files(root/pattern), as Dataset.list_files lists
 };
 
 bool parse_layout(std::string_view text, LayoutKind& out);
@@ -54,7 +58,8 @@ index::NodeId opened_node(const index::Index& idx, const Sample& s);
 
 // Builds the dataset rooted at `root` (a path relative to the index root,
 // "" for the root itself; symlinks in it are followed). `manifest` is the
-// manifest's text for LayoutKind::list and ignored otherwise. Returns "" or a
+// manifest's text for LayoutKind::list, the pattern for LayoutKind::glob,
+// and ignored otherwise. Returns "" or a
 // one-line reason (missing root, a class without samples, a manifest line
 // naming nothing); `out` is only assigned on success.
 std::string build_dataset(const index::Index& idx, std::string_view root, LayoutKind kind,

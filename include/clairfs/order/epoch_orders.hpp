@@ -9,9 +9,15 @@
 // DistributedSampler.set_epoch. The tracker finds out from the opens and
 // corrects the prediction here: rewind() to the epoch that came out wrong,
 // then skip_words() or follow_seed_epoch(), then next() again.
+//
+// framework tensorflow: next() yields the files in the order the tf.data
+// pipeline opens them (tf_epochs.hpp); an epoch's order depends on which
+// iterator of the dataset it runs, which the tracker finds out from the opens
+// (follow_tf_iterator).
 #pragma once
 
 #include "clairfs/order/job_spec.hpp"
+#include "clairfs/order/tf_epochs.hpp"
 
 #include <array>
 
@@ -51,12 +57,23 @@ public:
     // Extra global words skipped before the epoch next() produced last.
     uint64_t last_skipped_words() const { return last_skipped_; }
 
+    // framework tensorflow: the iterator index the next epoch uses (0 first).
+    uint64_t tf_iterator() const;
+    // The next epoch uses iterator k, the ones after it k + step, k + 2 step...
+    void follow_tf_iterator(uint64_t k, uint64_t step);
+    // The iterator of the epoch next() produced last, if any since the start
+    // (or since the state rewind() went back to).
+    std::optional<uint64_t> last_tf_iterator() const;
+    // The pipeline, for a search among iterators; null for pytorch.
+    const TfEpochs* tf() const { return tf_ ? &*tf_ : nullptr; }
+
 private:
     struct State {
         uint64_t epoch;
         bool first_iterator;
         CpuGenerator global, loader;
         uint64_t dist_epoch, dist_step, pending_skip;
+        TfEpochs::Cursor tf;
     };
     void random_epoch(std::vector<Sample>& out);
     State state() const;
@@ -72,6 +89,7 @@ private:
     uint64_t dist_step_ = 1;
     uint64_t pending_skip_ = 0; // skip_words() not yet applied
     uint64_t last_skipped_ = 0;
+    std::optional<TfEpochs> tf_; // framework tensorflow
     std::vector<Sample> scratch_;
     // The state before each of the last two epochs produced (rewind()).
     std::array<std::optional<State>, 2> saved_;

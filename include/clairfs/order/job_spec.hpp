@@ -25,6 +25,23 @@ enum class GeneratorKind {
     explicit_ // DataLoader(generator=torch.Generator().manual_seed(seed))
 };
 
+enum class Framework {
+    pytorch,    // a torch DataLoader
+    tensorflow, // a tf.data pipeline (Keras or plain TensorFlow)
+};
+
+enum class TfPipeline {
+    image_dataset_from_directory, // keras.utils.image_dataset_from_directory
+    list_files,                   // tf.data.Dataset.list_files(pattern), then a shuffle
+};
+
+enum class KerasVersion {
+    v3,     // Keras 3.3.3 and later: files read in the tf.data shuffle's order
+    legacy, // tf_keras 2.x and Keras 3.0-3.2: files read in numpy's order, every epoch
+};
+
+enum class TfSubset { none, training, validation };
+
 struct JobSpec {
     uint64_t seed = 0;          // as torch keeps it (see parse_seed)
     bool seed_negative = false; // the Python int was < 0 (for seed + epoch range)
@@ -49,6 +66,17 @@ struct JobSpec {
     TorchVersion torch_version = TorchVersion::v1_13;
     bool replacement = false;            // RandomSampler(replacement=)
     std::optional<uint64_t> num_samples; // RandomSampler(num_samples=)
+
+    // framework tensorflow (tf_keys.cpp says what each means to Keras/TF).
+    Framework framework = Framework::pytorch;
+    TfPipeline pipeline = TfPipeline::image_dataset_from_directory;
+    bool seed_none = false;             // seed=None: Keras or TF picks the seed
+    std::optional<Seed> global_seed;    // tf.random.set_seed / keras.utils.set_random_seed
+    std::optional<uint64_t> shuffle_buffer; // unset: 8 * batch_size, or n for list_files
+    std::optional<double> validation_split;
+    TfSubset subset = TfSubset::none;
+    KerasVersion keras_version = KerasVersion::v3;
+    std::string pattern; // list_files: a glob relative to the dataset root
 };
 
 // Sets one key from its text ("true", "42", "distributed", "2.7", ...).
@@ -63,6 +91,12 @@ struct JobKeyInfo {
 
 // Every key, in documentation order.
 const std::vector<JobKeyInfo>& job_keys();
+
+// framework tensorflow's choices as set_job_key reads them back.
+std::string_view framework_name(Framework f);
+std::string_view pipeline_name(TfPipeline p);
+std::string_view subset_name(TfSubset s);
+std::string_view keras_version_name(KerasVersion v);
 
 // Checks the spec against a dataset of n samples: "" or the reason.
 std::string validate(const JobSpec& spec, uint64_t n);

@@ -29,6 +29,8 @@ struct EpochPlan {
     // what it added to its seed (the epoch unless set_epoch is forgotten).
     uint64_t skipped_words = 0;
     std::optional<uint64_t> seed_epoch;
+    // framework tensorflow: the iterator of the dataset this epoch runs.
+    std::optional<uint64_t> tf_iterator;
     // Position p (batches concatenated, as the loader yields them) -> the
     // file its open() reaches; layout::no_node for a sample whose path
     // dangles (the job's open fails and nothing can be prefetched).
@@ -84,6 +86,7 @@ struct ResyncRequest {
 
 struct ResyncResult {
     bool found = false;
+    std::optional<uint64_t> tf_iterator; // tensorflow: the iterator the epoch runs
     uint64_t words = 0;  // random, global: the extra 32-bit draws found
     bool repeat = false; // distributed: the epoch repeats the one before (no set_epoch)
     std::string tried;   // what was searched, for a reason a user can act on
@@ -91,9 +94,15 @@ struct ResyncResult {
 
 // Whether the order of `spec`'s epochs can be corrected from the opens:
 // RandomSampler on the global generator (the chain may be drawn from
-// between epochs), or a shuffling DistributedSampler (set_epoch may be
-// forgotten, or the job resumed at another epoch).
+// between epochs), a shuffling DistributedSampler (set_epoch may be
+// forgotten, or the job resumed at another epoch), or a tf.data shuffle
+// that reads the files (the epoch may run another iterator of the dataset).
 bool resyncable(const order::JobSpec& spec, uint32_t n);
+
+// framework tensorflow: how many iterators past the predicted one a search
+// tries, whatever resync_draws says. Keras's fit uses two per epoch; a
+// script that makes more than 64 between two epochs is not followed.
+inline constexpr uint64_t tf_max_iterator_offset = 64;
 
 // Produces one local rank's epochs in order, from spec.start_epoch on.
 class RankPlanner {
@@ -122,6 +131,8 @@ private:
                               uint64_t max_offset);
     ResyncResult resync_distributed(const ResyncRequest& req, const order::EpochEvidence& ev,
                                     uint64_t max_offset);
+    ResyncResult resync_tf(const ResyncRequest& req, const order::EpochEvidence& ev,
+                           uint64_t max_offset);
 
 
     order::EpochOrders orders_;

@@ -113,3 +113,40 @@ TEST_CASE("the JSON has every key, in documentation order, pretty-printed") {
     CHECK(j["ranks"] == nlohmann::ordered_json::array({0}));
     CHECK(j["torch_version"] == "1.13");
 }
+
+TEST_CASE("a tensorflow registration: null is None, the layout follows the pipeline, it reads "
+          "back unchanged") {
+    Registration r = parsed(R"({"framework": "tensorflow", "seed": null, "global_seed": 7,
+        "batch_size": 32, "validation_split": 0.2, "subset": "training", "shuffle": false})");
+    CHECK(r.spec.framework == order::Framework::tensorflow);
+    CHECK(r.spec.seed_none);
+    CHECK(r.spec.global_seed->value == 7);
+    CHECK(r.spec.validation_split == 0.2);
+    CHECK(r.layout == layout::LayoutKind::keras_directory);
+    std::string json = control::registration_json(r);
+    INFO(json);
+    auto j = nlohmann::ordered_json::parse(json);
+    CHECK(j["seed"].is_null());
+    CHECK(j["layout"] == "keras_directory");
+    CHECK(j["validation_split"] == 0.2);
+    CHECK_FALSE(j.contains("num_workers")); // PyTorch's keys are not written
+    CHECK(control::registration_json(parsed(json)) == json);
+
+    Registration lf = parsed(R"({"framework": "tensorflow", "pipeline": "list_files",
+        "pattern": "*/*.jpg", "seed": -4})");
+    CHECK(lf.layout == layout::LayoutKind::glob);
+    CHECK(control::registration_json(parsed(control::registration_json(lf))) ==
+          control::registration_json(lf));
+
+    auto refused = [](std::string_view text) {
+        ControlRequest req;
+        return control::parse_control(text, req);
+    };
+    CHECK(refused(R"({"framework": "tensorflow", "num_workers": 4})") ==
+          "num_workers is a PyTorch key: framework tensorflow does not take it");
+    CHECK(refused(R"({"framework": "tensorflow", "layout": "imagefolder"})")
+              .starts_with("layout imagefolder does not fit pipeline"));
+    CHECK(refused(R"({"seed": null})").starts_with("seed none needs framework tensorflow"));
+    CHECK(refused(R"({"framework": "tensorflow", "seed": null})")
+              .starts_with("seed none needs global_seed"));
+}
