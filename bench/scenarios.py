@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-"""End-to-end training-input benchmark: one unmodified PyTorch job, several
-ways of reaching a dataset on a throttled "shared file system".
+"""End-to-end training-input benchmark: one unmodified PyTorch (or Keras) job,
+several ways of reaching a dataset on a throttled "shared file system".
 
     sudo /usr/bin/python3 bench/scenarios.py bench/configs/default.json \
         [--reps N] [--scenarios a,b,...] [--build build] [--out bench/results]
@@ -56,6 +56,15 @@ registration the daemon refuses (an older clairfs answers EINVAL to keys it
 does not know) fails that run with the daemon's reason; the other runs go on.
 
 Config keys beyond the dataset, slow FS and job (bench/README.md):
+  job.framework         torch (default: bench/train_job.py with /usr/bin/python3)
+                        or keras (bench/keras_job.py: image_dataset_from_directory
+                        + model.fit, with the interpreter named by
+                        CLAIRFS_FRAMEWORKS_PYTHON, default
+                        /opt/clairfs-venv/bin/python); keras jobs also take
+                        job.image_size ([64, 64]) and job.validation_split, and
+                        register as {"framework": "tensorflow", "pipeline":
+                        "image_dataset_from_directory", "root", "seed",
+                        "batch_size", "epochs"}.
   dataset.val_files N   the dataset is DATA/train (dataset.files) and
                         DATA/val (N files); the job reads train and runs a
                         validation pass over val after every epoch
@@ -69,7 +78,10 @@ Config keys beyond the dataset, slow FS and job (bench/README.md):
                         last job ends.
 Every run also records the shared FS's bytes and reads over the whole run
 (mounts, scans and copies included): run_shared_fs_bytes, and its ratio to
-the dataset's bytes.
+the dataset's bytes. The summary adds the floors of the set-up (dataset
+bytes / read bandwidth, files / read IOPS), each scenario's epoch 0 as a
+multiple of the bandwidth floor and every epoch as a multiple of the warm
+local copy's same epoch.
 
 Writes OUT/<date>-<config>.json (every run, every epoch) and a PNG plot of
 samples/s per epoch per scenario, prints a markdown table, and appends it
@@ -95,11 +107,13 @@ import gen_dataset  # noqa: E402
 import slowfs  # noqa: E402
 
 PY = "/usr/bin/python3"
+FRAMEWORKS_PY = "/opt/clairfs-venv/bin/python"  # CLAIRFS_FRAMEWORKS_PYTHON overrides
 ALL = ["local-warm", "direct", "copy-first", "rclone",
        "clairfs-unregistered", "clairfs-registered",
        "clairfs-registered-train", "clairfs-registered-trainval",
        "clairfs-ssd-unregistered", "clairfs-ssd-registered", "clairfs-ssd-staged"]
 NEEDS_VAL = ("clairfs-registered-train", "clairfs-registered-trainval")
+FRAMEWORKS = ("torch", "keras")
 RUNNING = []  # Popen objects to kill on abort
 MOUNTS = []   # mount points to unmount on abort
 
@@ -151,6 +165,31 @@ def daemon_pid_of(mnt):
         if mnt.encode() in args and b"umount" not in args:
             return int(p)
     return None
+
+
+def frameworks_python():
+    """The interpreter of keras jobs: the venv with tensorflow and keras."""
+    return os.environ.get("CLAIRFS_FRAMEWORKS_PYTHON") or FRAMEWORKS_PY
+
+
+def framework_of(cfg):
+    return cfg["job"].get("framework", "torch")
+
+
+def check_keras_python():
+    """Exits with a reason unless the frameworks interpreter can import
+    tensorflow and keras (looked up, not imported: an import takes ~20 s)."""
+    py = frameworks_python()
+    if not os.access(py, os.X_OK):
+        sys.exit(f"scenarios: keras job: no interpreter {py} (set CLAIRFS_FRAMEWORKS_PYTHON "
+                 "to a Python with tensorflow and keras 3)")
+    r = subprocess.run([py, "-c", "import importlib.util as u, sys; "
+                        "miss = [m for m in ('tensorflow', 'keras') if not u.find_spec(m)]; "
+                        "print(','.join(miss), file=sys.stderr); sys.exit(1 if miss else 0)"],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"scenarios: keras job: {py} lacks {r.stderr.strip() or 'tensorflow/keras'} "
+                 "(set CLAIRFS_FRAMEWORKS_PYTHON)")
 
 
 def in_cgroup(pid, name):
@@ -239,6 +278,8 @@ class Bench:
         return bool(self.cfg["dataset"].get("val_files"))
 
     def job_cmd(self, data, seed, daemon_pid=None, go=None):
+        if framework_of(self.cfg) == "keras":
+            return self.keras_job_cmd(data, seed, daemon_pid, go)
         j = self.cfg["job"]
         train = os.path.join(data, "train") if self.has_val() else data
         cmd = [PY, os.path.join(HERE, "train_job.py"), train,
@@ -253,6 +294,29 @@ class Bench:
                "--step-sleep", str(j.get("step_sleep", 0)),
                "--loop-dev", self.st["loop"],
                "--cpuacct", self.st["cgroups"]["cpuacct"]]
+        if self.has_val():
+            cmd += ["--val", os.path.join(data, "val")]
+        if daemon_pid:
+            cmd += ["--daemon-pid", str(daemon_pid)]
+        if go:
+            cmd += ["--wait-for", go]
+        return cmd
+
+    def keras_job_cmd(self, data, seed, daemon_pid=None, go=None):
+        """bench/keras_job.py with the flags train_job.py takes that mean
+        something to it (no workers, sampler or generator: tf.data's)."""
+        j = self.cfg["job"]
+        train = os.path.join(data, "train") if self.has_val() else data
+        cmd = [frameworks_python(), os.path.join(HERE, "keras_job.py"), train,
+               "--epochs", str(j.get("epochs", 2)),
+               "--batch", str(j.get("batch", 64)),
+               "--seed", str(seed),
+               "--image-size"] + [str(x) for x in j.get("image_size", [64, 64])] + [
+               "--step-sleep", str(j.get("step_sleep", 0)),
+               "--loop-dev", self.st["loop"],
+               "--cpuacct", self.st["cgroups"]["cpuacct"]]
+        if j.get("validation_split"):
+            cmd += ["--validation-split", str(j["validation_split"])]
         if self.has_val():
             cmd += ["--val", os.path.join(data, "val")]
         if daemon_pid:
@@ -509,6 +573,8 @@ class Bench:
         reg = {}
         if job_id is not None:
             reg["job"] = job_id
+        if framework_of(self.cfg) == "keras":
+            return self.keras_registration(reg, seed)
         if self.has_val():
             reg["root"] = "train"
         reg.update({"seed": j.get("seed", 0) if seed is None else seed,
@@ -518,6 +584,22 @@ class Bench:
             reg.update(sampler="distributed", world_size=j["world"], ranks=[j.get("rank", 0)])
         else:
             reg.update(sampler="random", generator=j.get("generator", "explicit"))
+        return reg
+
+    def keras_registration(self, reg, seed=None):
+        """A keras job as the TensorFlow support of clairfs takes it:
+        image_dataset_from_directory(root, shuffle=True, seed, batch_size)
+        read by model.fit for `epochs` epochs. root is relative to the
+        mount ("." for its root, which clairfs spells as the mount root)."""
+        j = self.cfg["job"]
+        reg.update({"framework": "tensorflow", "pipeline": "image_dataset_from_directory",
+                    "root": "train" if self.has_val() else ".",
+                    "seed": j.get("seed", 0) if seed is None else seed,
+                    "batch_size": j.get("batch", 64), "epochs": j.get("epochs", 2)})
+        if j.get("validation_split"):
+            # Not part of the agreed keys yet: keras's split of one
+            # directory (subset="both"), its validation pass unshuffled.
+            reg["validation_split"] = j["validation_split"]
         return reg
 
     def registrations(self, kind):
@@ -548,6 +630,8 @@ class Bench:
                     av[sc] = "this clairfs has no SSD tier (--cache-dir)"
             elif sc in NEEDS_VAL and not self.has_val():
                 av[sc] = "needs a train/val dataset (dataset.val_files)"
+            elif sc == "clairfs-registered-trainval" and framework_of(self.cfg) == "keras":
+                av[sc] = "no loaders list for keras jobs"
             elif sc.startswith("clairfs-registered"):
                 h = subprocess.run([self.clairfs, "mount", "--help"], capture_output=True,
                                    text=True).stdout
@@ -598,6 +682,10 @@ class Bench:
         if bad:
             sys.exit(f"scenarios: unknown scenario(s) {bad}; known: {ALL}")
         reps = a.reps or cfg.get("repetitions", 1)
+        if framework_of(cfg) not in FRAMEWORKS:
+            sys.exit(f"scenarios: job.framework {framework_of(cfg)!r}: expected one of {FRAMEWORKS}")
+        if framework_of(cfg) == "keras":
+            check_keras_python()
         unavailable = self.availability()
         for sc, why in unavailable.items():
             log(f"{sc}: unavailable: {why}")
@@ -666,23 +754,30 @@ class Bench:
         name = cfg.get("name", os.path.splitext(os.path.basename(a.config))[0])
         os.makedirs(a.out, exist_ok=True)
         prefix = os.path.join(a.out, f"{stamp}-{name}" if not a.out_name else a.out_name)
-        command = "sudo " + " ".join(shlex.quote(x) for x in [PY] + sys.argv)
+        env = ""
+        if framework_of(cfg) == "keras":
+            env = f"CLAIRFS_FRAMEWORKS_PYTHON={shlex.quote(frameworks_python())} "
+        command = "sudo " + env + " ".join(shlex.quote(x) for x in [PY] + sys.argv)
         rev = subprocess.run(["git", "-C", HERE, "rev-parse", "--short", "HEAD"],
                              capture_output=True, text=True).stdout.strip()
-        summary = summarize(self.scenarios, runs, unavailable, info["files"], info["bytes"])
+        floor = floors(info, self.st)
+        summary = summarize(self.scenarios, runs, unavailable, info["files"], info["bytes"],
+                            floor)
         failures = getattr(self, "failures", [])
         out = {"command": command, "git": rev, "config": cfg, "dataset": info,
                "slowfs": {k: self.st[k] for k in ("bps", "iops", "mem", "direct_io")},
                "repetitions": reps, "unavailable": unavailable, "runs": runs,
-               "failures": failures, "summary": summary}
+               "failures": failures, "summary": summary, "floors": floor}
         with open(prefix + ".json", "w") as f:
             json.dump(out, f, indent=1)
         plot(prefix + ".png", self.scenarios, runs, cfg, info)
         table = markdown(summary, self.scenarios, unavailable, cfg)
+        table += floor_lines(floor, summary, self.scenarios, cfg)
         for f in failures:
             table += f"\n\nFailed run: {f['scenario']} rep {f['rep'] + 1}: `{f['error']}`"
         # Runs per scenario are in the table's "runs" column.
-        print(table if a.full_table else short_table(summary, self.scenarios))
+        print(table if a.full_table else short_table(summary, self.scenarios)
+              + floor_lines(floor, summary, self.scenarios, cfg))
         if failures and not a.full_table:
             print("\nfailed runs:")
             for f in failures:
@@ -754,7 +849,25 @@ def jobs_note(st):
     return ", ".join(out) + (" (" + ", ".join(extra) + ")" if extra else "")
 
 
-def summarize(scenarios, runs, unavailable, files, dataset_bytes=None):
+def floors(info, slow):
+    """What no way of reaching the shared FS can beat in an epoch that reads
+    the whole dataset once: its bytes at the read bandwidth, and its files
+    at the read IOPS with one request per file. With a validation set the
+    bandwidth floor is the whole dataset's (an epoch with its validation
+    pass), train_bandwidth_floor_s the train part's."""
+    if not slow or not slow.get("bps"):
+        return None
+    f = {"dataset_bytes": info["bytes"], "bps": slow["bps"],
+         "bandwidth_floor_s": info["bytes"] / slow["bps"]}
+    if slow.get("iops"):
+        f["iops"] = slow["iops"]
+        f["iops_floor_s"] = info["files"] / slow["iops"]
+    if "train_bytes" in info:
+        f["train_bandwidth_floor_s"] = info["train_bytes"] / slow["bps"]
+    return f
+
+
+def summarize(scenarios, runs, unavailable, files, dataset_bytes=None, floor=None):
     s = {}
     for sc in scenarios:
         if sc in unavailable:
@@ -815,6 +928,23 @@ def summarize(scenarios, runs, unavailable, files, dataset_bytes=None):
         if "epoch_with_val_s" in e and lw:
             e["epoch_with_val_x_local_warm"] = [a / b if a and b else None
                                                 for a, b in zip(e["epoch_with_val_s"], lw)]
+    # Epoch 0 against the bandwidth floor (with a validation pass, the
+    # epoch with it against the whole dataset's), every epoch against the
+    # warm local copy's same epoch.
+    lwe = s.get("local-warm", {}).get("epoch_s")
+    for sc, e in s.items():
+        if "epoch_s" not in e:
+            continue
+        if floor:
+            if "epoch_with_val_s" in e:
+                e0, fl = e["epoch_with_val_s"][0], floor["bandwidth_floor_s"]
+            else:
+                e0 = e["epoch_s"][0]
+                fl = floor.get("train_bandwidth_floor_s", floor["bandwidth_floor_s"])
+            e["epoch0_x_bandwidth_floor"] = e0 / fl if e0 and fl else None
+        if lwe:
+            e["epoch_x_local_warm"] = [a / b if a and b else None
+                                       for a, b in zip(e["epoch_s"], lwe)]
     lwj = s.get("local-warm", {}).get("jobs")
     for sc, e in s.items():
         for jid, je in (e.get("jobs") or {}).items():
@@ -822,6 +952,31 @@ def summarize(scenarios, runs, unavailable, files, dataset_bytes=None):
             je["x_local_warm"] = ([a / b if a and b else None for a, b in zip(je["epoch_s"], ref_e)]
                                   if ref_e else None)
     return s
+
+
+def floor_lines(floor, summary, scenarios, cfg):
+    """Below the table: the set-up's floors, each scenario's epoch 0 against
+    the bandwidth floor and its epochs against the warm local copy's."""
+    if not floor:
+        return ""
+    rows = [sc for sc in scenarios if "epoch_s" in (summary.get(sc) or {})]
+    ne = cfg["job"].get("epochs", 2)
+    ep = "/".join(f"e{i}" for i in range(ne))
+    text = (f"\n\nFloors: {floor['dataset_bytes'] / 1e9:.3f} GB / {floor['bps'] / 1e6:g} MB/s "
+            f"= {floor['bandwidth_floor_s']:.1f} s (bandwidth)")
+    if "train_bandwidth_floor_s" in floor:
+        text += f", train part alone {floor['train_bandwidth_floor_s']:.1f} s"
+    if "iops_floor_s" in floor:
+        text += f"; {floor['iops_floor_s']:.1f} s at {floor['iops']} IOPS and one read per file"
+    text += "."
+    if rows:
+        text += ("\n\n| scenario | epoch 0 × bandwidth floor | epoch × local-warm "
+                 f"({ep}) |\n|---|---|---|")
+        for sc in rows:
+            e = summary[sc]
+            text += (f"\n| {sc} | {one(e.get('epoch0_x_bandwidth_floor'), '{:.2f}')} "
+                     f"| {fmt(e.get('epoch_x_local_warm') or [None] * ne, '{:.2f}')} |")
+    return text
 
 
 def fmt(xs, f="{:.1f}"):
@@ -1050,9 +1205,7 @@ def append_results(path, command, rev, info, st, cfg, reps, table, prefix, runs)
             f"{info['bytes'] / 1e9:.2f} GB (mean "
             f"{info['mean'] / 1e3:.0f} KB, median {info['median'] / 1e3:.0f} KB); slow FS "
             f"{st['bps'] / 1e6:g} MB/s + {st['iops']} read IOPS (loop direct-io "
-            f"{st['direct_io']}), memory cgroup {st['mem'] >> 20} MiB; job batch "
-            f"{j.get('batch', 64)}, {j.get('workers', 2)} workers, {j.get('epochs', 2)} epochs, "
-            f"generator {j.get('generator', 'explicit')}, "
+            f"{st['direct_io']}), memory cgroup {st['mem'] >> 20} MiB; {job_text(j)}, "
             f"step sleep {j.get('step_sleep', 0)} s{jobs}; {reps} repetition(s), medians "
             f"(min–max when they differ). Largest CPU of processes outside the "
             f"cgroups in any epoch: {others:.1f} s. Raw: `{os.path.relpath(prefix, os.path.dirname(path))}.json`, "
@@ -1060,6 +1213,18 @@ def append_results(path, command, rev, info, st, cfg, reps, table, prefix, runs)
             table, ""]
     with open(path, "a") as f:
         f.write("\n".join(add) + "\n")
+
+
+def job_text(j):
+    """The job's shape, for the RESULTS.md paragraph."""
+    if j.get("framework", "torch") == "keras":
+        size = "x".join(str(x) for x in j.get("image_size", [64, 64]))
+        vs = (f", validation_split {j['validation_split']}" if j.get("validation_split") else "")
+        return (f"Keras job (keras_job.py: image_dataset_from_directory {size}, shuffle seed "
+                f"{j.get('seed', 0)}{vs}, model.fit) batch {j.get('batch', 64)}, "
+                f"{j.get('epochs', 2)} epochs")
+    return (f"job batch {j.get('batch', 64)}, {j.get('workers', 2)} workers, "
+            f"{j.get('epochs', 2)} epochs, generator {j.get('generator', 'explicit')}")
 
 
 def kill_cgroup_procs(st):
@@ -1108,11 +1273,12 @@ def main():
             d = json.load(f)
         cfg = d["config"]
         scs = a.scenarios.split(",") if a.scenarios else cfg["scenarios"]
+        floor = floors(d["dataset"], d.get("slowfs"))
         summary = summarize(scs, d["runs"], d["unavailable"], d["dataset"]["files"],
-                            d["dataset"]["bytes"])
+                            d["dataset"]["bytes"], floor)
         plot(os.path.splitext(a.from_json)[0] + ".png", scs, d["runs"], cfg, d["dataset"])
-        print(markdown(summary, scs, d["unavailable"], cfg) if a.full_table
-              else short_table(summary, scs))
+        print((markdown(summary, scs, d["unavailable"], cfg) if a.full_table
+               else short_table(summary, scs)) + floor_lines(floor, summary, scs, cfg))
         return
     if os.geteuid() != 0:
         sys.exit("scenarios: needs root (loop device, mounts, cgroups, drop_caches)")

@@ -4,9 +4,15 @@
 it, so it must write what it says. Same arguments give the same bytes;
 every file is a JPEG that decodes; sizes follow the requested lognormal;
 padding stays a few percent; and the two styles differ in what the
-benchmarks rely on, the pixels (decode work) per byte.
+benchmarks rely on, the pixels (decode work) per byte. Also what the Keras
+job (bench/keras_job.py) relies on: a layout keras's
+image_dataset_from_directory lists, and the job's and scenarios.py's
+arguments for it (no TensorFlow needed).
 """
+import argparse
+import contextlib
 import hashlib
+import io
 import os
 import sys
 import tempfile
@@ -15,6 +21,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "mount"))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "bench"))
 import gen_dataset  # noqa: E402
+import keras_job  # noqa: E402
+import scenarios  # noqa: E402
 import mountlib as ml  # noqa: E402
 from PIL import Image  # noqa: E402
 
@@ -75,6 +83,45 @@ def case_other_seed(tmp):
              "another seed wrote the same bytes")
 
 
+def case_keras(tmp):
+    # keras's index_directory: class folders not starting with ".", files
+    # kept if name.lower() ends with .jpg (among others).
+    root = os.path.join(tmp, "reference-a")
+    classes = sorted(d for d in os.listdir(root)
+                     if os.path.isdir(os.path.join(root, d)) and not d.startswith("."))
+    listed = [f for c in classes for f in os.listdir(os.path.join(root, c))
+              if f.lower().endswith((".bmp", ".gif", ".jpeg", ".jpg", ".png"))]
+    ml.check(len(classes) == CLASSES and len(listed) == FILES,
+             f"keras would list {len(listed)} files in {len(classes)} classes")
+    a = keras_job.parse_args([root])
+    ml.check((a.epochs, a.batch, a.seed, a.image_size, a.validation_split) == (3, 64, 0, [64, 64], 0.0),
+             f"keras_job defaults {vars(a)}")
+    a = keras_job.parse_args([root, "--image-size", "32", "48", "--validation-split", "0.2",
+                              "--wait-for", "/x"])
+    ml.check(a.image_size == [32, 48] and a.validation_split == 0.2 and a.wait_for == "/x",
+             f"keras_job arguments {vars(a)}")
+    for bad in (["--validation-split", "1"], ["--image-size", "1", "2", "3"],
+                ["--validation-split", "0.1", "--val", "/v"]):
+        try:
+            with contextlib.redirect_stderr(io.StringIO()):
+                keras_job.parse_args([root] + bad)
+            ml.check(False, f"keras_job accepted {bad}")
+        except SystemExit:
+            pass
+    # What scenarios.py runs and registers for a keras config.
+    cfg = {"job": {"framework": "keras", "epochs": 3, "batch": 64, "seed": 7,
+                   "image_size": [64, 64]}, "dataset": {}}
+    b = scenarios.Bench(argparse.Namespace(build="build"), cfg)
+    b.st = {"loop": "/dev/loop9", "cgroups": {"cpuacct": "/cg"}}
+    cmd = b.job_cmd("/mnt", 7, daemon_pid=5, go="/go")
+    ml.check(cmd[1].endswith("keras_job.py") and cmd[2] == "/mnt", f"keras command {cmd}")
+    ml.check(keras_job.parse_args(cmd[2:]).seed == 7, f"keras_job refuses {cmd[2:]}")
+    reg = b.registration()
+    ml.check(reg == {"framework": "tensorflow", "pipeline": "image_dataset_from_directory",
+                     "root": ".", "seed": 7, "batch_size": 64, "epochs": 3},
+             f"keras registration {reg}")
+
+
 @ml.run_test
 def test():
     with tempfile.TemporaryDirectory(prefix="clairfs-gen.") as tmp:
@@ -82,4 +129,5 @@ def test():
         ml.run_cases(("imagenet", lambda: case_style(tmp, "imagenet", density)),
                      ("reference", lambda: case_style(tmp, "reference", density)),
                      ("densities", lambda: case_densities(density)),
-                     ("other_seed", lambda: case_other_seed(tmp)))
+                     ("other_seed", lambda: case_other_seed(tmp)),
+                     ("keras", lambda: case_keras(tmp)))
