@@ -68,7 +68,10 @@ std::string offsets(const json& epochs) {
     std::string out;
     bool any = false;
     for (const auto& e : epochs) {
-        if (e.contains("seed_epoch")) {
+        if (e.contains("tf_iterator")) {
+            out += " " + text_of(e["tf_iterator"]);
+            any |= e["tf_iterator"] != e["epoch"];
+        } else if (e.contains("seed_epoch")) {
             out += " " + text_of(e["seed_epoch"]);
             any |= e["seed_epoch"] != e["epoch"];
         } else if (e.contains("draw_offset")) {
@@ -88,7 +91,10 @@ std::string jobs_lines(const json& jobs) {
             std::string o = offsets(jobs[0]["loaders"][0]["epochs"]);
             const json& first = jobs[0]["loaders"][0];
             if (!o.empty())
-                return line(first["sampler"] == "distributed" ? "seed+epoch:" : "draw offset:",
+                return line(first.contains("framework") && first["framework"] == "tensorflow"
+                                ? "tf iterator:"
+                                : first["sampler"] == "distributed" ? "seed+epoch:"
+                                                                   : "draw offset:",
                             o.substr(1) + " (per epoch; the chain found by searching)");
         }
         return "";

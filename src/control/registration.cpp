@@ -268,6 +268,35 @@ std::string loader_objects(json& j, std::vector<json>& out) {
 
 constexpr size_t max_loaders = 64;
 
+// image_dataset_from_directory(subset="both") returns two datasets, and
+// fit runs the training one, then the validation one: a loader registered
+// with subset "both" stands for those two. True if any was expanded.
+bool expand_both_subsets(std::vector<json>& loaders) {
+    bool any = false;
+    std::vector<json> out;
+    for (json& l : loaders) {
+        auto it = l.end();
+        if (!l.is_object()) { // refused by parse_loader
+            out.push_back(std::move(l));
+            continue;
+        }
+        for (auto k = l.begin(); k != l.end(); ++k)
+            if (config::canonical_key(k.key()) == "subset") it = k;
+        if (it == l.end() || *it != "both") {
+            out.push_back(std::move(l));
+            continue;
+        }
+        any = true;
+        *it = "training";
+        json val = l;
+        val[it.key()] = "validation_of_both";
+        out.push_back(std::move(l));
+        out.push_back(std::move(val));
+    }
+    loaders = std::move(out);
+    return any;
+}
+
 } // namespace
 
 std::string parse_control(std::string_view text, ControlRequest& out) {
@@ -319,6 +348,7 @@ std::string parse_control(std::string_view text, ControlRequest& out) {
         req.job.listed = j.contains("loaders");
         if (auto why = loader_objects(j, loaders); !why.empty()) return why;
     }
+    if (expand_both_subsets(loaders)) req.job.listed = true;
     if (loaders.size() > max_loaders)
         return "more than " + std::to_string(max_loaders) + " loaders in one registration";
     bool job_given = false;
@@ -330,6 +360,8 @@ std::string parse_control(std::string_view text, ControlRequest& out) {
                                       : why;
         req.job.loaders.push_back(std::move(reg));
     }
+    if (req.job.loaders.size() > max_loaders)
+        return "more than " + std::to_string(max_loaders) + " loaders in one registration";
     out = std::move(req);
     return "";
 }

@@ -150,8 +150,9 @@ const Key keys[] = {
       "tensorflow, image_dataset_from_directory: validation_split, between 0 and 1 [none]"},
      tf_keys::set_validation_split},
     {{"subset", "NAME",
-      "tensorflow, image_dataset_from_directory: training or validation (with "
-      "validation_split) [none]"},
+      "tensorflow, image_dataset_from_directory: training, validation, both (a registration "
+      "follows the two datasets returned) or validation_of_both (the second of them, which "
+      "Keras does not shuffle with tf.data), with validation_split [none]"},
      tf_keys::set_subset},
     {{"keras_version", "VER",
       "tensorflow, image_dataset_from_directory: 3.3.3 or later, such as 3.15 (files read in "

@@ -44,6 +44,9 @@ TfEpochs::TfEpochs(const JobSpec& s, uint32_t n) : input_(n) {
         seeds_ = tf_get_seed(s.global_seed, Seed{seed, false});
     }
     if (s.validation_split) split(input_, *s.validation_split, s.subset);
+    // subset="both": Keras builds the validation dataset with shuffle=False,
+    // so its files keep the numpy order, the same every epoch.
+    if (s.subset == TfSubset::validation_of_both) seeds_.reset();
 }
 
 void TfEpochs::next(std::vector<Sample>& out) {

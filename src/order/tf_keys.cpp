@@ -90,6 +90,9 @@ std::string validate_directory(const JobSpec& s, uint64_t n) {
     if (!s.pattern.empty()) return "pattern belongs to pipeline list_files";
     if (s.validation_split.has_value() != (s.subset != TfSubset::none))
         return "validation_split and subset go together (Keras raises ValueError for one alone)";
+    if (s.subset == TfSubset::both)
+        return "subset both is two datasets: a registration follows both, one order is "
+               "training or validation_of_both";
     if (s.shuffle && s.validation_split && s.seed_none)
         return "validation_split with shuffle needs a seed, not none (Keras raises ValueError)";
     if (s.shuffle && !s.seed_none && !below_2_32({s.seed, s.seed_negative}))
@@ -97,6 +100,11 @@ std::string validate_directory(const JobSpec& s, uint64_t n) {
     if (s.shuffle && s.seed_none && !below_2_32(*s.global_seed))
         return "global_seed must be from 0 to 2^32-1 here (keras.utils.set_random_seed calls "
                "np.random.seed)";
+    if (s.subset == TfSubset::validation_of_both && n > 0 &&
+        validation_count(*s.validation_split, n) == 0)
+        return "validation_split " + std::to_string(*s.validation_split) + " of " +
+               std::to_string(n) +
+               " files leaves Keras's validation subset empty (it raises ValueError)";
     if (s.subset == TfSubset::training && n > 0 && validation_count(*s.validation_split, n) == 0)
         return "validation_split " + std::to_string(*s.validation_split) + " of " +
                std::to_string(n) +
@@ -178,8 +186,12 @@ std::string set_subset(JobSpec& s, std::string_view v) {
         s.subset = TfSubset::training;
     else if (v == "validation")
         s.subset = TfSubset::validation;
+    else if (v == "both")
+        s.subset = TfSubset::both;
+    else if (v == "validation_of_both")
+        s.subset = TfSubset::validation_of_both;
     else
-        return "expected training, validation or none";
+        return "expected training, validation, both, validation_of_both or none";
     return "";
 }
 
@@ -235,7 +247,14 @@ std::string_view pipeline_name(TfPipeline p) {
 }
 
 std::string_view subset_name(TfSubset s) {
-    return s == TfSubset::training ? "training" : s == TfSubset::validation ? "validation" : "none";
+    switch (s) {
+    case TfSubset::training: return "training";
+    case TfSubset::validation: return "validation";
+    case TfSubset::both: return "both";
+    case TfSubset::validation_of_both: return "validation_of_both";
+    case TfSubset::none: break;
+    }
+    return "none";
 }
 
 std::string_view keras_version_name(KerasVersion v) {

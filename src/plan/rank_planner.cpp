@@ -26,7 +26,9 @@ std::shared_ptr<const EpochPlan> RankPlanner::next() {
         plan->seed_epoch = orders_.seed_epoch();
     else
         plan->seed_epoch.reset();
-    if (orders_.tf())
+    // Only where the iterator shapes the order (not a subset="both"
+    // validation dataset, nor an older Keras's numpy order).
+    if (orders_.tf() && orders_.tf()->by_iterator())
         plan->tf_iterator = orders_.tf_iterator();
     else
         plan->tf_iterator.reset();

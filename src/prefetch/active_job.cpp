@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 #include "active_job.hpp"
+#include "clairfs/order/tf_epochs.hpp"
 
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
+#include <thread>
 
 namespace clairfs::prefetch {
 namespace {
@@ -36,9 +38,32 @@ LoaderRun make_loader(std::shared_ptr<const plan::Job> job, const index::Index& 
     topt.layout = {spec.batch_size, spec.num_workers};
     topt.prefetch_factor = spec.prefetch_factor;
     topt.resync_max = max_offset;
+    if (spec.framework == order::Framework::tensorflow) {
+        // tf.data's parallel map starts reads in order, several at once,
+        // and they finish in any order: one read stuck behind a slow open
+        // lets the others run on. Ahead of the cursor an open lands within
+        // the reads in flight; behind it, a straggler was seen 34 positions
+        // back on two cores (AUTOTUNE's parallelism is not bounded by the
+        // cores). Behind costs nothing to widen: a position matches once.
+        uint32_t cores = std::max(1U, std::thread::hardware_concurrency());
+        topt.slack = std::max(spec.batch_size, 2 * cores);
+        topt.behind = std::max({4 * spec.batch_size, 32 * cores, 128U});
+        topt.keys_hint = "is the seed, global_seed, batch_size, shuffle_buffer, validation_split "
+                         "or keras_version different from the job's";
+    }
     l.covers.assign(idx.size(), 0);
-    for (const layout::Sample& s : l.job->dataset.samples)
+    auto cover = [&](const layout::Sample& s) {
         if (index::NodeId id = layout::opened_node(idx, s); id != layout::no_node) l.covers[id] = 1;
+    };
+    if (spec.framework == order::Framework::tensorflow) {
+        // A validation_split subset reads only its own files: the training
+        // and validation loaders of one Keras job share a root, and each
+        // open must reach the loader whose subset holds the file.
+        order::TfEpochs tf(spec, n);
+        for (order::Sample s : tf.input()) cover(l.job->dataset.samples[s]);
+    } else {
+        for (const layout::Sample& s : l.job->dataset.samples) cover(s);
+    }
     topt.sample_nodes = l.covers;
     l.tracker = std::make_unique<track::Tracker>(l.job->ranks, std::move(sources),
                                                  std::move(resyncs), std::move(topt));

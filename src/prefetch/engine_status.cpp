@@ -35,7 +35,10 @@ nlohmann::json epochs_json(const track::Snapshot& snap, bool chained) {
     if (snap.ranks.empty()) return out;
     for (const track::EpochNote& n : snap.ranks.front().history) {
         nlohmann::json e = {{"epoch", n.epoch}};
-        if (n.seed_epoch) {
+        if (n.tf_iterator) {
+            // Keras >= 3.7's fit runs iterator 2e in epoch e; a loop, e.
+            e["tf_iterator"] = *n.tf_iterator;
+        } else if (n.seed_epoch) {
             e["seed_epoch"] = *n.seed_epoch;
         } else if (chained) {
             // In torch's 64-bit seed draws (a validation pass's base_seed is
@@ -81,8 +84,11 @@ void Engine::job_status(const Active& job, nlohmann::json& out) const {
             mode = s.mode;
             reason = "loader '" + l.job->root + "': " + s.reason;
         }
+        bool tf = l.job->spec.framework == order::Framework::tensorflow;
         loaders.push_back({{"root", l.job->root},
-                           {"sampler", sampler_name(l.job->spec.sampler)},
+                           {"framework", order::framework_name(l.job->spec.framework)},
+                           {"sampler", tf ? nlohmann::json(nullptr)
+                                          : nlohmann::json(sampler_name(l.job->spec.sampler))},
                            {"mode", track::mode_name(s.mode)},
                            {"reason", text_or_null(s.reason)},
                            {"warning", text_or_null(s.warning)},

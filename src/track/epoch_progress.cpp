@@ -101,7 +101,7 @@ namespace clairfs::track {
 void Tracker::note_epoch(Rank& r) {
     const plan::EpochPlan& e = *r.current;
     if (!r.history.empty() && r.history.back().epoch == e.epoch) r.history.pop_back();
-    r.history.push_back({e.epoch, e.skipped_words, e.seed_epoch});
+    r.history.push_back({e.epoch, e.skipped_words, e.seed_epoch, e.tf_iterator});
     if (r.history.size() > 64) r.history.pop_front();
 }
 

@@ -18,11 +18,11 @@ std::string past_last_epoch(uint64_t epochs) {
     return "the job went past the " + std::to_string(epochs) + " registered epochs";
 }
 
-std::string low_match_rate(uint64_t matched, uint64_t opens, uint64_t epoch) {
+std::string low_match_rate(uint64_t matched, uint64_t opens, uint64_t epoch,
+                           const std::string& hint) {
     return "only " + std::to_string(matched * 100 / opens) + "% of " + std::to_string(opens) +
-           " opens in epoch " + std::to_string(epoch) +
-           " followed the registered order: is the seed, sampler, batch size or num_workers "
-           "different from the job's?";
+           " opens in epoch " + std::to_string(epoch) + " followed the registered order: " + hint +
+           "?";
 }
 
 } // namespace
@@ -44,7 +44,7 @@ void Tracker::judge_unmatched(index::NodeId node) {
         if (finished(r)) return fall_back(past_last_epoch(r.produced));
     if (opens_ >= opt_.min_opens &&
         static_cast<double>(matched_) < opt_.fallback_below * static_cast<double>(opens_))
-        fall_back(low_match_rate(matched_, opens_, counted_epoch_));
+        fall_back(low_match_rate(matched_, opens_, counted_epoch_, opt_.keys_hint));
 }
 
 void Tracker::abandon(std::string reason) {

@@ -92,8 +92,12 @@ void Tracker::run_resync(std::unique_lock<std::mutex>& lk, uint32_t family) {
     } else if (!ev.tentative && mode_.load(std::memory_order_relaxed) == Mode::clairvoyant) {
         fall_back("the first " + std::to_string(ev.opens.size()) +
                   " opens of an epoch fit no seed clairfs searched (" + result.tried +
-                  "): is the seed, sampler, batch size or num_workers different from the job's, "
-                  "or does the job draw more than resync_draws random numbers between epochs?");
+                  "): " + opt_.keys_hint +
+                  (ranks_.empty() || !ranks_.front().current ||
+                           !ranks_.front().current->tf_iterator
+                       ? ", or does the job draw more than resync_draws random numbers between "
+                         "epochs?"
+                       : "?"));
     }
     built_cv_.notify_all();
 }

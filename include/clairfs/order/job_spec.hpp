@@ -40,7 +40,12 @@ enum class KerasVersion {
     legacy, // tf_keras 2.x and Keras 3.0-3.2: files read in numpy's order, every epoch
 };
 
-enum class TfSubset { none, training, validation };
+// image_dataset_from_directory(subset=...). `both` returns the training
+// dataset, shuffled by tf.data, and a validation dataset that Keras 3.15
+// does not shuffle with tf.data (its files come in the numpy order every
+// epoch): a registration turns `both` into two loaders, training and
+// validation_of_both.
+enum class TfSubset { none, training, validation, both, validation_of_both };
 
 struct JobSpec {
     uint64_t seed = 0;          // as torch keeps it (see parse_seed)

@@ -53,6 +53,9 @@ struct TrackerOptions {
     // them in any order within its parallelism. 0: none (a DataLoader
     // worker opens its samples one after the other).
     uint32_t behind = 0;
+    // The keys a fallback's reason asks the user to check, as a question.
+    std::string keys_hint = "is the seed, sampler, batch size or num_workers different from the "
+                            "job's";
     // The match rate is only judged once an epoch has this many opens ...
     uint32_t min_opens = 64;
     // ... and below this fraction the tracker falls back.
@@ -80,6 +83,7 @@ struct EpochNote {
     uint64_t epoch = 0;
     uint64_t skipped_words = 0;         // see plan::EpochPlan
     std::optional<uint64_t> seed_epoch; // DistributedSampler only
+    std::optional<uint64_t> tf_iterator; // tensorflow: the tf.data iterator the epoch runs
 };
 
 // How an open is to be judged.

@@ -198,3 +198,34 @@ TEST_CASE("keys that do not fit together are refused") {
     CHECK(parsed(R"({"sampler": "distributed", "world_size": 4, "ranks": [3, 1]})").ranks ==
           std::vector<uint32_t>{1, 3});
 }
+
+TEST_CASE("subset both registers the two datasets image_dataset_from_directory returns") {
+    ControlRequest req;
+    REQUIRE(parse_control(R"({"framework": "tensorflow", "root": "train", "seed": 3,
+                              "batch_size": 8, "validation_split": 0.25, "subset": "both"})",
+                          req) == "");
+    REQUIRE(req.job.loaders.size() == 2);
+    CHECK(req.job.listed);
+    CHECK(req.job.loaders[0].spec.subset == order::TfSubset::training);
+    CHECK(req.job.loaders[1].spec.subset == order::TfSubset::validation_of_both);
+    for (const Registration& r : req.job.loaders) {
+        CHECK(r.spec.seed == 3);
+        CHECK(r.root == "train");
+        CHECK(*r.spec.validation_split == 0.25);
+    }
+    // In a list, only the loader that says both becomes two.
+    ControlRequest list;
+    REQUIRE(parse_control(R"({"framework": "tensorflow", "seed": 3, "batch_size": 8,
+                              "loaders": [{"root": "a", "validation_split": 0.5, "subset": "both"},
+                                          {"root": "b"}]})",
+                          list) == "");
+    REQUIRE(list.job.loaders.size() == 3);
+    CHECK(list.job.loaders[2].root == "b");
+    CHECK(list.job.loaders[2].spec.subset == order::TfSubset::none);
+    // One order is one dataset.
+    order::JobSpec s;
+    REQUIRE(order::set_job_key(s, "framework", "tensorflow") == "");
+    REQUIRE(order::set_job_key(s, "validation_split", "0.5") == "");
+    REQUIRE(order::set_job_key(s, "subset", "both") == "");
+    CHECK(mentions(order::validate(s, 10), "validation_of_both"));
+}

@@ -1,0 +1,100 @@
+# SPDX-License-Identifier: MIT
+"""A Keras 3 training script as users write it, for test_keras_prefetch.py:
+image_dataset_from_directory over the mount, a tiny model, fit() (or a
+plain loop over the dataset). Nothing in it knows about clairfs.
+
+argv[1] is a JSON object: root (the train directory), seed, batch_size,
+epochs, caller ("fit" or "loop"), optionally global_seed
+(keras.utils.set_random_seed), validation_split (then the validation
+subset is passed to fit as validation_data).
+
+Each image is one pixel whose value names its file (see make_tree in the
+test), so what the job decoded proves which file's bytes it got. Prints
+one JSON line per epoch: {"epoch": e, "train": [ids in the order yielded],
+"val": [...]}; `ids` are decoded pixel values."""
+import json
+import os
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+
+def ids_of(images):
+    """The file number each decoded 1x1 RGB image carries."""
+    px = np.rint(images.numpy()[:, 0, 0, :]).astype(np.int64)
+    return (px[:, 0] | (px[:, 1] << 8) | (px[:, 2] << 16)).tolist()
+
+
+class Seen(keras.callbacks.Callback):
+    """Collects what each epoch's batches held; the model's input layer
+    passes the images through a Lambda that records them."""
+
+    def __init__(self, record):
+        super().__init__()
+        self.record = record
+
+    def on_epoch_end(self, epoch, logs=None):
+        print(json.dumps({"epoch": epoch, "train": self.record["train"],
+                          "val": self.record["val"]}), flush=True)
+        self.record["train"], self.record["val"] = [], []
+
+
+def main():
+    cfg = json.loads(sys.argv[1])
+    if cfg.get("global_seed") is not None:
+        keras.utils.set_random_seed(cfg["global_seed"])
+    common = dict(shuffle=True, seed=cfg.get("seed"), batch_size=cfg["batch_size"],
+                  image_size=(1, 1), interpolation="nearest")
+    split = cfg.get("validation_split")
+    if split:
+        train, val = keras.utils.image_dataset_from_directory(
+            cfg["root"], validation_split=split, subset="both", **common)
+    else:
+        train, val = keras.utils.image_dataset_from_directory(cfg["root"], **common), None
+
+    if cfg.get("caller", "fit") == "loop":
+        for e in range(cfg["epochs"]):
+            out = {"epoch": e, "train": [], "val": []}
+            for images, _ in train:
+                out["train"] += ids_of(images)
+            if val is not None:
+                for images, _ in val:
+                    out["val"] += ids_of(images)
+            print(json.dumps(out), flush=True)
+        return
+
+    # fit(): the ids go out through a side channel, a py_function in the
+    # dataset after the read, so the pipeline that opens the files is the
+    # one image_dataset_from_directory built.
+    record = {"train": [], "val": []}
+
+    def tap(name):
+        def note(images):
+            record[name] += ids_of(images)
+            return np.int64(0)
+
+        def fn(images, labels):
+            done = tf.py_function(note, [images], tf.int64)
+            with tf.control_dependencies([done]):
+                return tf.identity(images), labels
+        return fn
+
+    train = train.map(tap("train"))
+    if val is not None:
+        val = val.map(tap("val"))
+    classes = len(os.listdir(cfg["root"]))
+    model = keras.Sequential([keras.Input((1, 1, 3)), keras.layers.Flatten(),
+                              keras.layers.Dense(classes)])
+    model.compile(optimizer="sgd", loss=keras.losses.SparseCategoricalCrossentropy(
+        from_logits=True))
+    model.fit(train, validation_data=val, epochs=cfg["epochs"], verbose=0,
+              callbacks=[Seen(record)])
+
+
+if __name__ == "__main__":
+    main()

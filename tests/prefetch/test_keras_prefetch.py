@@ -1,0 +1,237 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""Real Keras 3 jobs (keras_fit_job.py) through a real mount, registered
+with framework tensorflow, run by the frameworks venv's Python
+(CLAIRFS_FRAMEWORKS_PYTHON, default /opt/clairfs-venv/bin/python).
+
+The dataset: 6 classes of 50 PNGs under train/. Each image is one pixel
+whose value is the file's number, padded with a private ancillary chunk of
+random bytes (decoders skip it) so files weigh 1 to 60 KB. What the job
+decoded therefore names the file it got: an epoch must hold every file
+exactly once, and the file whose bytes came back must be the file opened.
+
+Cases:
+- fit: image_dataset_from_directory(seed=123, batch_size=8), model.fit for
+  3 epochs. Keras 3.15's fit runs tf.data iterators 0, 2, 4: clairfs
+  predicts 0, 1, 2, finds 2 and then 4 by searching; status shows
+  tf_iterator 0 2 4, mode clairvoyant, match rate >= 0.99, each file read
+  from the backing store once, and a full re-read through the mount
+  matches the backing files;
+- loop_global_seed: keras.utils.set_random_seed(42), seed=7, a plain loop:
+  iterators 0, 1, 2 as predicted, no search;
+- fit_validation: validation_split=0.2, subset="both", fit with
+  validation_data, registered as the call is made (subset "both"): two
+  loaders, training (tf.data-shuffled, iterators 0 2 4) and
+  validation_of_both (Keras does not shuffle it: the numpy order every
+  epoch), both clairvoyant through every epoch, each file read once;
+- wrong_seed: registered with seed 124 for a job using 123: no iterator
+  fits, fallback with a reason naming the tf.data iterators searched; the
+  job still gets every file's right bytes.
+
+Exit 77 only without /dev/fuse or when the frameworks Python cannot import
+tensorflow and keras (in CI that fails instead: CI=true)."""
+import hashlib
+import json
+import os
+import random
+import struct
+import subprocess
+import sys
+import zlib
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "mount"))
+import mountlib as ml  # noqa: E402
+
+JOB = os.path.join(HERE, "keras_fit_job.py")
+PY = os.environ.get("CLAIRFS_FRAMEWORKS_PYTHON") or "/opt/clairfs-venv/bin/python"
+CLASSES, PER_CLASS, BATCH, EPOCHS = 6, 50, 8, 3
+MATCH = 0.99
+
+
+def png(i, pad):
+    """A 1x1 RGB PNG whose pixel is i (24 bits), with `pad` bytes in a
+    private ancillary chunk ("prVt") that decoders skip."""
+    def chunk(kind, data):
+        return (struct.pack(">I", len(data)) + kind + data +
+                struct.pack(">I", zlib.crc32(kind + data) & 0xffffffff))
+    raw = b"\x00" + bytes([i & 255, (i >> 8) & 255, (i >> 16) & 255])
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0)) +
+            chunk(b"prVt", pad) + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+
+
+def make_tree(data):
+    """train/classCC/imgIIII.png; returns how many files."""
+    rng = random.Random(3)
+    n = 0
+    for c in range(CLASSES):
+        d = os.path.join(data, "train", f"class{c}")
+        os.makedirs(d)
+        for i in range(PER_CLASS):
+            with open(os.path.join(d, f"img{i:03d}.png"), "wb") as f:
+                f.write(png(n, rng.randbytes(rng.randint(1, 60_000))))
+            n += 1
+    return n
+
+
+def run_job(mp, what, **cfg):
+    cfg = {"root": os.path.join(mp, "train"), "seed": 123, "batch_size": BATCH,
+           "epochs": EPOCHS, **cfg}
+    r = subprocess.run([PY, JOB, json.dumps(cfg)], capture_output=True, text=True, timeout=900)
+    ml.check(r.returncode == 0, f"{what}: the job failed ({r.returncode}): {r.stderr[-3000:]}")
+    epochs = [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
+    ml.check(len(epochs) == EPOCHS, f"{what}: {len(epochs)} epochs reported: {r.stdout[-500:]}")
+    return epochs
+
+
+def check_epochs(epochs, n, what, val_share=None):
+    """Every epoch decoded each file once: its bytes were that file's."""
+    for e in epochs:
+        got = e["train"] + e["val"]
+        ml.check(sorted(got) == list(range(n)),
+                 f"{what} epoch {e['epoch']}: decoded {len(got)} images, "
+                 f"{len(set(got))} distinct, of {n} files")
+        if val_share is not None:
+            ml.check(len(e["val"]) == val_share,
+                     f"{what} epoch {e['epoch']}: {len(e['val'])} validation images")
+
+
+def loader_iterators(loader):
+    return [e.get("tf_iterator") for e in loader["epochs"]]
+
+
+def check_followed(mp, n, what):
+    st = ml.status(mp)
+    ml.check(st["mode"] == "clairvoyant", f"{what}: mode {st['mode']}: {st.get('reason')}")
+    for job in st["jobs"]:
+        for loader in job["loaders"]:
+            rate = loader["matched"] / max(1, loader["opens"])
+            ml.check(loader["mode"] == "clairvoyant" and rate >= MATCH,
+                     f"{what}: loader {loader['root']}: {loader['mode']}, "
+                     f"{loader['matched']} of {loader['opens']} opens matched")
+            # Every epoch followed to its end, nothing left unexplained.
+            rank = loader["ranks"][0]
+            ml.check(len(loader["epochs"]) == EPOCHS and rank["finished"] and
+                     loader["held_for_search"] == 0,
+                     f"{what}: loader {loader['root']} ({loader.get('subset')}): epochs "
+                     f"{loader['epochs']}, rank {rank}, {loader['held_for_search']} opens "
+                     f"held for a search")
+    ml.check(st["backing"]["files"] == n,
+             f"{what}: {st['backing']['files']} backing file reads for {n} files")
+    return st
+
+
+def mounted(data, mp):
+    os.makedirs(mp)
+    return ml.mounted(data, mp, "--mem", str(256 << 20))
+
+
+def registration(**keys):
+    return {"framework": "tensorflow", "pipeline": "image_dataset_from_directory",
+            "root": "train", "seed": 123, "batch_size": BATCH, "epochs": EPOCHS, **keys}
+
+
+def case_fit(tmp, data, n):
+    mp = os.path.join(tmp, "mnt-fit")
+    with mounted(data, mp):
+        ml.register(mp, **registration())
+        check_epochs(run_job(mp, "fit"), n, "fit")
+        st = check_followed(mp, n, "fit")
+        loader = st["jobs"][0]["loaders"][0]
+        ml.check(loader_iterators(loader) == [0, 2, 4],
+                 f"fit: iterators {loader_iterators(loader)}, expected 0 2 4 (Keras 3.15's fit)")
+        human = ml.clairfs("status", mp).stdout
+        ml.check("tf iterator: 0 2 4" in human, f"fit: clairfs status does not say so: {human}")
+        ml.check(reread(data, mp) == n, "fit: re-read count")
+        ml.log(f"fit: iterators {loader_iterators(loader)}, {loader['matched']}/{loader['opens']} "
+               f"opens matched, {st['backing']['files']} backing reads for {n} files")
+
+
+def reread(data, mp):
+    """Every file through the mount against the backing file; the count."""
+    count = 0
+    for d, _, files in os.walk(os.path.join(data, "train")):
+        for name in files:
+            rel = os.path.relpath(os.path.join(d, name), data)
+            with open(os.path.join(data, rel), "rb") as a, open(os.path.join(mp, rel), "rb") as b:
+                ml.check(hashlib.sha1(a.read()).digest() == hashlib.sha1(b.read()).digest(),
+                         f"{rel}: bytes through the mount differ from the backing file")
+            count += 1
+    return count
+
+
+def case_loop_global_seed(tmp, data, n):
+    mp = os.path.join(tmp, "mnt-loop")
+    with mounted(data, mp):
+        ml.register(mp, **registration(seed=7, global_seed=42))
+        check_epochs(run_job(mp, "loop", caller="loop", seed=7, global_seed=42), n, "loop")
+        st = check_followed(mp, n, "loop")
+        loader = st["jobs"][0]["loaders"][0]
+        ml.check(loader_iterators(loader) == [0, 1, 2],
+                 f"loop: iterators {loader_iterators(loader)}, expected 0 1 2")
+        ml.check(loader["resyncs"] == 0, f"loop: {loader['resyncs']} searches, expected none")
+
+
+def case_fit_validation(tmp, data, n):
+    mp = os.path.join(tmp, "mnt-val")
+    val = int(0.2 * n)
+    with mounted(data, mp):
+        # As the job calls it: subset="both" registers both datasets.
+        ml.register(mp, **registration(validation_split=0.2, subset="both"))
+        check_epochs(run_job(mp, "fit_validation", validation_split=0.2), n, "fit_validation",
+                     val_share=val)
+        st = check_followed(mp, n, "fit_validation")
+        loaders = st["jobs"][0]["loaders"]
+        ml.check(len(loaders) == 2, f"fit_validation: {len(loaders)} loaders in status")
+        ml.check(loader_iterators(loaders[0]) == [0, 2, 4],
+                 f"fit_validation: training iterators {loader_iterators(loaders[0])}")
+        ml.log("fit_validation: iterators " +
+               ", ".join(f"{i}: {loader_iterators(x)}" for i, x in enumerate(loaders)))
+
+
+def case_wrong_seed(tmp, data, n):
+    mp = os.path.join(tmp, "mnt-wrong")
+    with mounted(data, mp):
+        ml.register(mp, **registration(seed=124))
+        check_epochs(run_job(mp, "wrong_seed"), n, "wrong_seed")
+        st = ml.status(mp)
+        ml.check(st["mode"] == "fallback", f"wrong_seed: mode {st['mode']}")
+        ml.check("iterator" in (st.get("reason") or ""),
+                 f"wrong_seed: the reason does not say what was searched: {st.get('reason')}")
+        ml.check(reread(data, mp) == n, "wrong_seed: re-read count")
+        ml.log(f"wrong_seed: {st['reason']}")
+
+
+def frameworks_missing():
+    try:
+        r = subprocess.run([PY, "-c", "import tensorflow, keras"], capture_output=True,
+                           text=True, timeout=300)
+    except OSError as e:
+        return f"cannot run {PY}: {e}"
+    if r.returncode != 0:
+        return f"{PY} cannot import tensorflow and keras: " + \
+            (r.stderr.strip().splitlines() or ["?"])[-1]
+    return ""
+
+
+def main():
+    ml.skip_unless_fuse()
+    why = frameworks_missing()
+    if why:
+        if os.environ.get("CI") == "true":
+            print(f"FAIL: {why} (CI needs the frameworks venv: bash scripts/install-deps.sh test)")
+            sys.exit(1)
+        print(f"SKIP: {why}")
+        sys.exit(77)
+    def cases():
+        with ml.temp_dir() as tmp:
+            data = os.path.join(tmp, "data")
+            n = make_tree(data)
+            ml.run_cases(*[(c.__name__[5:], (lambda c: lambda: c(tmp, data, n))(c))
+                           for c in (case_fit, case_loop_global_seed, case_fit_validation,
+                                     case_wrong_seed)])
+    ml.run_test(cases)
+
+
+if __name__ == "__main__":
+    main()
