@@ -5,6 +5,7 @@
 #include "clairfs/config/utf8_text.hpp"
 
 #include <array>
+#include <charconv>
 
 namespace clairfs::order {
 namespace {
@@ -41,20 +42,41 @@ std::string set_generator(JobSpec& s, std::string_view v) {
     return "";
 }
 
+// The torch version the job runs, as "MAJOR.MINOR" with anything after a
+// further '.' or a '+' ignored ("2.13.0+cpu" is 2.13; a string, since 2.10 is not 2.1).
+// What changed, read in PyTorch's sources at the release tags and checked
+// against real torch (tests/order/test_large_n.py):
+// - 2.6.0: randperm on CPU for n >= UINT32_MAX / 20 is an inside-out
+//   Fisher-Yates with random64() (aten/src/ATen/native/TensorFactories.cpp,
+//   randperm_cpu; pytorch#143682, cherry-picked into release/2.6 as #143875,
+//   reverted and relanded there as #144730/#144735). 2.5 has the 1.13 loop.
+// - 2.7.0: uniform_int_from_to_distribution (aten/src/ATen/core/
+//   DistributionsHelper.h) takes random64() for ranges >= 2^28 instead of
+//   >= 2^32 (pytorch#143787, relanded on main after the 2.6 branch cut), so
+//   RandomSampler(replacement=True) differs for 2^28 <= n < 2^32.
 std::string set_torch_version(JobSpec& s, std::string_view v) {
-    // Versions up to 2.6 share 1.13's randperm; 2.7 changed it for huge n.
-    static constexpr std::array<std::string_view, 9> old = {"1.13", "2.0", "2.1", "2.2", "2.3",
-                                                            "2.4",  "2.5", "2.6", "1"};
-    for (auto o : old)
-        if (v == o || (v.starts_with(o) && v.size() > o.size() && v[o.size()] == '.')) {
-            s.torch_version = TorchVersion::v1_13;
-            return "";
-        }
-    if (v.starts_with("2.") && v.size() > 2) {
-        s.torch_version = TorchVersion::v2_7;
-        return "";
+    auto number = [&v](unsigned& out) {
+        auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+        if (ec != std::errc{} || end == v.data()) return false;
+        v.remove_prefix(static_cast<size_t>(end - v.data()));
+        return true;
+    };
+    unsigned major = 0, minor = 0;
+    bool ok = !v.empty() && v[0] != '+' && number(major);
+    bool has_minor = ok && v.starts_with('.');
+    if (has_minor) {
+        v.remove_prefix(1);
+        ok = !v.empty() && v[0] != '+' && number(minor);
     }
-    return "expected a torch version such as 1.13 or 2.7";
+    ok = ok && (v.empty() || v[0] == '.' || v[0] == '+') && (major == 1 || (major == 2 && has_minor));
+    if (!ok) return "expected a torch version such as 1.13, 2.6 or 2.7";
+    if (major == 1 || minor <= 5)
+        s.torch_version = TorchVersion::v1_13;
+    else if (minor == 6)
+        s.torch_version = TorchVersion::v2_6;
+    else
+        s.torch_version = TorchVersion::v2_7;
+    return "";
 }
 
 std::string set_num_samples(JobSpec& s, std::string_view v) {
@@ -114,7 +136,9 @@ const Key keys[] = {
       "32-bit draws the job makes from the global generator between "
       "manual_seed and the first epoch (nn.Linear(10,10) on CPU: 110) [0]"},
      config::set_count_field<&JobSpec::pre_draws, 0, UINT64_MAX>},
-    {{"torch_version", "VER", "1.13 (any version up to 2.6) or 2.7 (2.7 and later) [1.13]"},
+    {{"torch_version", "VER",
+      "the job's torch, e.g. 1.13, 2.6 or 2.13.0; 1.x to 2.5 share 1.13's "
+      "sampling, 2.6 changed randperm for huge n, 2.7 also randint [1.13]"},
      set_torch_version},
     {{"replacement", "BOOL", "RandomSampler replacement [false]"},
      config::set_bool_field<&JobSpec::replacement>},
