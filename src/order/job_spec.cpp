@@ -43,17 +43,20 @@ std::string set_generator(JobSpec& s, std::string_view v) {
 }
 
 // The torch version the job runs, as "MAJOR.MINOR" with anything after a
-// further '.' or a '+' ignored ("2.13.0+cpu" is 2.13; a string, since 2.10 is not 2.1).
-// What changed, read in PyTorch's sources at the release tags and checked
-// against real torch (tests/order/test_large_n.py):
-// - 2.6.0: randperm on CPU for n >= UINT32_MAX / 20 is an inside-out
-//   Fisher-Yates with random64() (aten/src/ATen/native/TensorFactories.cpp,
-//   randperm_cpu; pytorch#143682, cherry-picked into release/2.6 as #143875,
-//   reverted and relanded there as #144730/#144735). 2.5 has the 1.13 loop.
-// - 2.7.0: uniform_int_from_to_distribution (aten/src/ATen/core/
-//   DistributionsHelper.h) takes random64() for ranges >= 2^28 instead of
-//   >= 2^32 (pytorch#143787, relanded on main after the 2.6 branch cut), so
-//   RandomSampler(replacement=True) differs for 2^28 <= n < 2^32.
+// further '.' or a '+' ignored ("2.13.0+cpu" is 2.13; a string, since 2.10
+// is not 2.1). The levels (see randperm.hpp), from PyTorch's sources and
+// history and from running torch 1.13, 2.6.0 (Debian 13) and 2.13:
+// - 2.6: randperm_cpu (aten/src/ATen/native/TensorFactories.cpp) keeps the
+//   1.13 loop only for n < UINT32_MAX / 20; above, inside-out with
+//   random64(). pytorch#143682 landed on main in Dec 2024 and went into
+//   release/2.6 (#143875, reverted and relanded there as #144730/#144735);
+//   Debian's 2.6.0 takes 2n draws at n = 214,748,364 (n - 1 below).
+// - 2.7: uniform_int_from_to_distribution (aten/src/ATen/core/
+//   DistributionsHelper.h) takes random64() for ranges >= 2^28 (was
+//   >= 2^32): RandomSampler(replacement=True) for 2^28 <= n < 2^32.
+//   pytorch#143787 landed on main after the 2.6 branch; 2.6.0 still draws
+//   32 bits there, 2.13 draws 64 (tests/order/test_large_n.py). 2.7.0 as
+//   the first release with it is inferred from the dates, not read at the tag.
 std::string set_torch_version(JobSpec& s, std::string_view v) {
     auto number = [&v](unsigned& out) {
         auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
