@@ -62,9 +62,14 @@ def level(version):
     return "2.6" if minor == 6 else "2.7"
 
 
-def other_level(version):
-    """A torch_version on the other side of the change under test."""
+def other_randperm_level(version):
+    """A torch_version on the other side of 2.6's randperm change."""
     return "2.7" if level(version) == "1.13" else "1.13"
+
+
+def other_randint_level(version):
+    """A torch_version on the other side of 2.7's randint change."""
+    return "2.6" if level(version) == "2.7" else "2.7"
 
 
 # ------------------------------------------------------------------ randperm
@@ -160,7 +165,7 @@ def check_randperm(version, failures):
             failures.append(f"{label}: the whole order differs from torch's (sha256 "
                             f"{digest} vs {t['sha256']})")
         if n >= RANDPERM_THRESHOLD:
-            other = other_level(version)
+            other = other_randperm_level(version)
             other_digest, _, _, secs = clairfs_order_digest(n, other, positions[:1])
             log(f"{label}: clairfs at torch_version {other} (the other algorithm) in {secs:.0f} s: "
                 f"{'differs' if other_digest != t['sha256'] else 'SAME'}")
@@ -212,16 +217,16 @@ def check_replacement(version, failures, tmp):
             failures.append(f"{label}: clairfs (torch_version {version}) differs from torch"
                             f"{': ' + err if err else ''}; first torch {want['orders'][0][:5]}, "
                             f"clairfs {got[0][:5] if got else None}")
-        other, _ = run(other_level(version))
+        other, _ = run(other_randint_level(version))
         wide = job["n"] >= RANDINT_THRESHOLD
         if (other != want["orders"]) != wide:
-            failures.append(f"{label}: clairfs at torch_version {other_level(version)} "
+            failures.append(f"{label}: clairfs at torch_version {other_randint_level(version)} "
                             f"{'equals' if wide else 'differs from'} torch {version}; "
                             f"expected the levels to {'differ' if wide else 'agree'} here")
         differ += other != want["orders"]
     log(f"replacement: {len(jobs)} DataLoaders (n from 2^28-1 to 2^32-1, 1000 samples, "
-        f"2 epochs) match clairfs at torch_version {version}; the other level differs on "
-        f"{differ} (those with n >= 2^28)")
+        f"2 epochs) match clairfs at torch_version {version}; clairfs at "
+        f"{other_randint_level(version)} differs on {differ} (those with n >= 2^28)")
 
 
 def main():
