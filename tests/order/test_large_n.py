@@ -22,7 +22,7 @@
 
 Under Debian's torch 1.13 (/usr/bin/python3), or with CLAIRFS_ORDER_TORCH=2.x
 the torch 2.x venv (meson's order_large_n_2x; tests/order/torch_python.py).
-Takes about 2-4 minutes on 2 cores and up to ~6 GiB of memory (torch's int64
+Takes 2.5-5 minutes on 2 cores and a few GiB of memory (torch's int64
 permutation, clairfs's, and the parsing). Exit 0 pass, 1 fail, 77 only when
 the torch python cannot import torch (in CI: 1).
 
