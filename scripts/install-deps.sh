@@ -34,8 +34,11 @@ clang_rt() {
   echo "libclang-rt-$major-dev"
 }
 # python3-venv: the torch 2.x venv (ensurepip is not in Debian's python3).
+# e2fsprogs: unit_root's full-file-system case formats a small ext4 image
+# (Priority required in Debian 12, only important in 13: a minimal 13 lacks
+# mkfs.ext4).
 test_pkgs=(python3 procps util-linux mount python3-torch python3-torchvision python3-pil
-  python3-venv clang "$(clang_rt)")
+  python3-venv clang "$(clang_rt)" e2fsprogs)
 bench_pkgs=(python3 procps bindfs mergerfs rclone python3-matplotlib python3-pil
   e2fsprogs)
 want=("${build_pkgs[@]}")
