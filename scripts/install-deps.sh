@@ -34,8 +34,11 @@ clang_rt() {
   echo "libclang-rt-$major-dev"
 }
 # python3-venv: the torch 2.x venv (ensurepip is not in Debian's python3).
+# e2fsprogs: unit_root's full-file-system case formats a small ext4 image
+# (Priority required in Debian 12, only important in 13: a minimal 13 lacks
+# mkfs.ext4).
 test_pkgs=(python3 procps util-linux mount python3-torch python3-torchvision python3-pil
-  python3-venv clang "$(clang_rt)")
+  python3-venv clang "$(clang_rt)" e2fsprogs)
 bench_pkgs=(python3 procps bindfs mergerfs rclone python3-matplotlib python3-pil
   e2fsprogs)
 want=("${build_pkgs[@]}")
@@ -130,14 +133,36 @@ frameworks_venv() {
   # A venv is not relocatable, so it is built in place; a failure removes
   # it, and the next run starts again.
   if ! "${sudo[@]}" /usr/bin/python3 -m venv "$venv" ||
-    ! "${sudo[@]}" "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
-      --root-user-action=ignore -r "$reqs" ||
+    ! pip_install "$venv/bin/python" -r "$reqs" ||
     ! pins_met "$venv/bin/python"; then
     "${sudo[@]}" rm -rf "$venv"
     echo "install-deps: could not build $venv from $reqs" >&2
     exit 1
   fi
-  echo "install-deps: $venv done"
+  echo "install-deps: $venv done ($("$venv/bin/python" - "$reqs" <<'PY'
+import re, sys
+from importlib import metadata
+names = [m[1] for line in open(sys.argv[1])
+         if (m := re.fullmatch(r"([A-Za-z0-9._-]+)\s*==\s*\S+", line.split("#", 1)[0].strip()))]
+print(", ".join(f"{n} {metadata.version(n)}" for n in names))
+PY
+))"
+}
+
+# pip install "$@" with the venv's python $1, quietly. A pip.conf that lists
+# local wheel directories or indexes makes pip warn "Location '...' is
+# ignored" for every package a location lacks (dozens of lines for a
+# tensorflow install); those lines are dropped, anything else pip says
+# (errors, other warnings) is shown. Exit status: pip's.
+pip_install() {
+  local py=$1 log rc=0
+  shift
+  log=$(mktemp)
+  "${sudo[@]}" "$py" -m pip install --quiet --disable-pip-version-check \
+    --root-user-action=ignore "$@" >"$log" 2>&1 || rc=$?
+  grep -v -E "^(WARNING: )?Location '[^']*' is ignored" "$log" | sed 's/^/  pip: /' >&2 || true
+  rm -f "$log"
+  return $rc
 }
 
 case "${1:-build}" in

@@ -23,6 +23,19 @@ const char* sampler_name(order::SamplerKind k) {
     return "random";
 }
 
+// The torch_version value that selects the same level again.
+const char* torch_version_name(order::TorchVersion v) {
+    switch (v) {
+    case order::TorchVersion::v1_13:
+        return "1.13";
+    case order::TorchVersion::v2_6:
+        return "2.6";
+    case order::TorchVersion::v2_7:
+        return "2.7";
+    }
+    return "1.13";
+}
+
 } // namespace
 
 namespace {
@@ -110,7 +123,7 @@ nlohmann::ordered_json loader_json(const Registration& reg) {
     j["prefetch_factor"] = s.prefetch_factor;
     j["persistent_workers"] = s.persistent_workers;
     j["pre_draws"] = s.pre_draws;
-    j["torch_version"] = s.torch_version == order::TorchVersion::v2_7 ? "2.7" : "1.13";
+    j["torch_version"] = torch_version_name(s.torch_version);
     j["replacement"] = s.replacement;
     j["num_samples"] = s.num_samples ? nlohmann::ordered_json(*s.num_samples) : nullptr;
     j["root"] = reg.root;

@@ -6,6 +6,7 @@
 #include "tf_keys.hpp"
 
 #include <array>
+#include <charconv>
 
 namespace clairfs::order {
 namespace {
@@ -51,20 +52,44 @@ std::string set_generator(JobSpec& s, std::string_view v) {
     return "";
 }
 
+// The torch version the job runs, as "MAJOR.MINOR" with anything after a
+// further '.' or a '+' ignored ("2.13.0+cpu" is 2.13; a string, since 2.10
+// is not 2.1). The levels (see randperm.hpp), from PyTorch's sources and
+// history and from running torch 1.13, 2.6.0 (Debian 13) and 2.13:
+// - 2.6: randperm_cpu (aten/src/ATen/native/TensorFactories.cpp) keeps the
+//   1.13 loop only for n < UINT32_MAX / 20; above, inside-out with
+//   random64(). pytorch#143682 landed on main in Dec 2024 and went into
+//   release/2.6 (#143875, reverted and relanded there as #144730/#144735);
+//   Debian's 2.6.0 takes 2n draws at n = 214,748,364 (n - 1 below).
+// - 2.7: uniform_int_from_to_distribution (aten/src/ATen/core/
+//   DistributionsHelper.h) takes random64() for ranges >= 2^28 (was
+//   >= 2^32): RandomSampler(replacement=True) for 2^28 <= n < 2^32.
+//   pytorch#143787 landed on main after the 2.6 branch; 2.6.0 still draws
+//   32 bits there, 2.13 draws 64 (tests/order/test_large_n.py). 2.7.0 as
+//   the first release with it is inferred from the dates, not read at the tag.
 std::string set_torch_version(JobSpec& s, std::string_view v) {
-    // Versions up to 2.6 share 1.13's randperm; 2.7 changed it for huge n.
-    static constexpr std::array<std::string_view, 9> old = {"1.13", "2.0", "2.1", "2.2", "2.3",
-                                                            "2.4",  "2.5", "2.6", "1"};
-    for (auto o : old)
-        if (v == o || (v.starts_with(o) && v.size() > o.size() && v[o.size()] == '.')) {
-            s.torch_version = TorchVersion::v1_13;
-            return "";
-        }
-    if (v.starts_with("2.") && v.size() > 2) {
-        s.torch_version = TorchVersion::v2_7;
-        return "";
+    auto number = [&v](unsigned& out) {
+        auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+        if (ec != std::errc{} || end == v.data()) return false;
+        v.remove_prefix(static_cast<size_t>(end - v.data()));
+        return true;
+    };
+    unsigned major = 0, minor = 0;
+    bool ok = !v.empty() && v[0] != '+' && number(major);
+    bool has_minor = ok && v.starts_with('.');
+    if (has_minor) {
+        v.remove_prefix(1);
+        ok = !v.empty() && v[0] != '+' && number(minor);
     }
-    return "expected a torch version such as 1.13 or 2.7";
+    ok = ok && (v.empty() || v[0] == '.' || v[0] == '+') && (major == 1 || (major == 2 && has_minor));
+    if (!ok) return "expected a torch version such as 1.13, 2.6 or 2.7";
+    if (major == 1 || minor <= 5)
+        s.torch_version = TorchVersion::v1_13;
+    else if (minor == 6)
+        s.torch_version = TorchVersion::v2_6;
+    else
+        s.torch_version = TorchVersion::v2_7;
+    return "";
 }
 
 std::string set_num_samples(JobSpec& s, std::string_view v) {
@@ -130,7 +155,9 @@ const Key keys[] = {
       "32-bit draws the job makes from the global generator between "
       "manual_seed and the first epoch (nn.Linear(10,10) on CPU: 110) [0]"},
      config::set_count_field<&JobSpec::pre_draws, 0, UINT64_MAX>},
-    {{"torch_version", "VER", "1.13 (any version up to 2.6) or 2.7 (2.7 and later) [1.13]"},
+    {{"torch_version", "VER",
+      "the job's torch, e.g. 1.13, 2.6 or 2.13.0; 1.x to 2.5 share 1.13's "
+      "sampling, 2.6 changed randperm for huge n, 2.7 also randint [1.13]"},
      set_torch_version},
     {{"replacement", "BOOL", "RandomSampler replacement [false]"},
      config::set_bool_field<&JobSpec::replacement>},

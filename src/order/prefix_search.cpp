@@ -9,9 +9,7 @@
 
 namespace clairfs::order {
 
-bool prefix_computable(uint32_t n, TorchVersion v) {
-    return v == TorchVersion::v1_13 || n < randperm64_threshold;
-}
+bool prefix_computable(uint32_t n, TorchVersion v) { return !randperm_inside_out(n, v); }
 
 void PermPrefix::compute(uint32_t n, uint32_t k, CpuGenerator& g, std::vector<Sample>& out) {
     fisher_yates(n, k, [&g] { return g.random(); }, out);
@@ -60,10 +58,19 @@ void PermPrefix::reset(uint32_t entries) {
 
 namespace {
 
-// RandomSampler(replacement=True): torch.randint(n) draws random() % n each.
-void replacement_prefix(uint32_t n, uint32_t k, LazyMt19937& g, std::vector<Sample>& out) {
+// RandomSampler(replacement=True): torch.randint(n) draws random() % n each,
+// or random64() % n (high word first) where randint_draws64.
+void replacement_prefix(uint32_t n, uint32_t k, bool draws64, LazyMt19937& g,
+                        std::vector<Sample>& out) {
     out.resize(k);
-    for (auto& s : out) s = g() % n;
+    if (draws64) {
+        for (auto& s : out) {
+            uint64_t hi = g();
+            s = static_cast<Sample>(((hi << 32) | g()) % n);
+        }
+    } else {
+        for (auto& s : out) s = g() % n;
+    }
 }
 
 } // namespace
@@ -79,7 +86,8 @@ std::optional<uint64_t> find_chain_offset(CpuGenerator chain, uint64_t max_offse
     constexpr size_t lanes = 8;
     std::array<LazyMt19937, lanes> gens;
     std::array<uint32_t, lanes> seeds;
-    uint32_t words = LazyMt19937::words_for(window);
+    bool draws64 = replacement && randint_draws64(n, v);
+    uint32_t words = LazyMt19937::words_for(draws64 ? 2 * uint64_t{window} : window);
     PermPrefix perm;
     std::vector<Sample> order;
     // Candidates go in groups seeded together; `chain` is a copy, so drawing
@@ -89,7 +97,7 @@ std::optional<uint64_t> find_chain_offset(CpuGenerator chain, uint64_t max_offse
         LazyMt19937::seed_each(gens, seeds, words);
         for (size_t l = 0; l < lanes; ++l) {
             if (replacement)
-                replacement_prefix(n, window, gens[l], order);
+                replacement_prefix(n, window, draws64, gens[l], order);
             else
                 perm.compute(n, window, gens[l], order);
             if (check.all_in(order)) return first + l;

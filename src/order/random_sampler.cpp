@@ -6,11 +6,15 @@
 namespace clairfs::order {
 namespace {
 
-// torch.randint(high=n) chunks by 32 but draws one random() % n per sample
-// (n < 2^32 always holds here).
-void with_replacement(uint32_t n, uint64_t count, CpuGenerator& g, std::vector<Sample>& out) {
+// torch.randint(high=n) chunks by 32 but draws one value % n per sample:
+// random() below 2^28 (below 2^32 up to torch 2.6), else random64().
+void with_replacement(uint32_t n, uint64_t count, CpuGenerator& g, TorchVersion v,
+                      std::vector<Sample>& out) {
     out.resize(count);
-    for (auto& s : out) s = g.random() % n;
+    if (randint_draws64(n, v))
+        for (auto& s : out) s = static_cast<Sample>(g.random64() % n);
+    else
+        for (auto& s : out) s = g.random() % n;
 }
 
 void without_replacement(uint32_t n, uint64_t count, CpuGenerator& g, TorchVersion v,
@@ -36,7 +40,7 @@ void without_replacement(uint32_t n, uint64_t count, CpuGenerator& g, TorchVersi
 void random_sampler_epoch(uint32_t n, uint64_t num_samples, bool replacement, CpuGenerator& g,
                           TorchVersion version, std::vector<Sample>& out) {
     if (replacement)
-        with_replacement(n, num_samples, g, out);
+        with_replacement(n, num_samples, g, version, out);
     else if (num_samples == n) {
         // The common case without a copy: one permutation, one skipped.
         randperm(n, g, version, out);

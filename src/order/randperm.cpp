@@ -6,7 +6,7 @@
 namespace clairfs::order {
 namespace {
 
-// torch <= 2.6 (and 2.7+ below the threshold): forward Fisher-Yates with
+// torch <= 2.5 (and 2.6+ below the threshold): forward Fisher-Yates with
 // one 32-bit draw per step and plain (biased) modulo; n - 1 draws.
 void forward_fisher_yates(uint32_t n, CpuGenerator& g, std::vector<Sample>& r) {
     for (uint32_t i = 0; i + 1 < n; ++i) {
@@ -15,7 +15,7 @@ void forward_fisher_yates(uint32_t n, CpuGenerator& g, std::vector<Sample>& r) {
     }
 }
 
-// torch 2.7+ for n >= UINT32_MAX / 20: "inside-out" with 64-bit draws; 2n draws.
+// torch 2.6+ for n >= UINT32_MAX / 20: "inside-out" with 64-bit draws; 2n draws.
 void inside_out_64(uint32_t n, CpuGenerator& g, std::vector<Sample>& r) {
     for (uint32_t i = 0; i < n; ++i) {
         auto z = static_cast<uint32_t>(g.random64() % (uint64_t{i} + 1));
@@ -27,14 +27,14 @@ void inside_out_64(uint32_t n, CpuGenerator& g, std::vector<Sample>& r) {
 } // namespace
 
 uint64_t randperm_draws(uint32_t n, TorchVersion version) {
-    if (version == TorchVersion::v2_7 && n >= randperm64_threshold) return 2 * uint64_t{n};
+    if (randperm_inside_out(n, version)) return 2 * uint64_t{n};
     return n > 0 ? n - 1 : 0;
 }
 
 void randperm(uint32_t n, CpuGenerator& g, TorchVersion version, std::vector<Sample>& out) {
     out.resize(n);
     std::iota(out.begin(), out.end(), Sample{0});
-    if (version == TorchVersion::v2_7 && n >= randperm64_threshold)
+    if (randperm_inside_out(n, version))
         inside_out_64(n, g, out);
     else
         forward_fisher_yates(n, g, out);

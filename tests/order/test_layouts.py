@@ -8,21 +8,34 @@ directly under the root, UTF-8 names) must give exactly
 torchvision.datasets.ImageFolder(root).samples, in order; the sorted
 layout must give every regular file in byte order of its path; the list
 layout the manifest's order. Then the same tree shuffled: `clairfs order
---paths` must name, epoch by epoch, the files a real DataLoader yields."""
+--paths` must name, epoch by epoch, the files a real DataLoader yields.
+
+Runs under Debian's torch 1.13 + torchvision 0.14, or (CLAIRFS_ORDER_TORCH=2.x,
+meson's order_layouts_2x) under the torch 2.x venv, where torchvision does
+not import and ImageFolder's listing comes from list_image_folder (itself
+checked against torchvision by tests/prefetch/test_real_scripts.py)."""
 import json
 import os
 import subprocess
 import sys
 import tempfile
 
+import torch_python
+
+torch_python.run_under_chosen_python(__file__)
+
 CLAIRFS = os.environ.get("CLAIRFS", "build/src/clairfs")
 
 try:
     import torch
+except ImportError as e:  # the test command installs it; say why if not
+    torch_python.no_torch(f"{sys.executable} cannot import torch ({e})")
+try:
     import torchvision
-except ImportError as e:  # the test command installs them; say why if not
-    print(f"SKIP: /usr/bin/python3 cannot import torch/torchvision ({e})")
-    sys.exit(77)
+except Exception as e:  # the venv's: PyPI's torchvision does not import beside CPU torch
+    if torch_python.wanted() == "1.13":  # Debian's must: it is the reference
+        torch_python.no_torch(f"{sys.executable} cannot import torchvision ({e})")
+    torchvision = None
 
 FILES = [
     "cat/1.jpg", "cat/10.jpg", "cat/9.jpg", "cat/a b.JPG", "cat/a-b.Jpeg", "cat/a_b.png",
@@ -69,13 +82,20 @@ def first_difference(a, b):
     return f"lengths {len(a)} vs {len(b)}"
 
 
+def image_folder_samples(root):
+    if torchvision is None:
+        return torch_python.list_image_folder(root)
+    return torchvision.datasets.ImageFolder(root).samples
+
+
 def test_imagefolder(root):
-    expected = relative(root, [p for p, _ in torchvision.datasets.ImageFolder(root).samples])
+    expected = relative(root, [p for p, _ in image_folder_samples(root)])
     got = clairfs("--root", root, "--layout", "imagefolder", "--sampler", "sequential",
                   "--paths")[0]
     check(got == expected, "imagefolder differs from torchvision: " +
           first_difference(expected, got))
-    print(f"imagefolder: {len(got)} samples equal torchvision's ImageFolder.samples")
+    print(f"imagefolder: {len(got)} samples equal "
+          f"{'list_image_folder' if torchvision is None else 'torchvision'}'s ImageFolder.samples")
 
 
 def test_sorted(root):
@@ -105,7 +125,16 @@ def test_shuffled_epochs(root):
     explicit generator, 2 workers, 3 epochs: the paths it yields per epoch
     must be clairfs's --paths lines."""
 
-    class Paths(torchvision.datasets.ImageFolder):
+    class Paths(torch.utils.data.Dataset):
+        """ImageFolder's samples (torchvision's, or list_image_folder's),
+        each yielded as its path relative to root."""
+
+        def __init__(self, root):
+            self.samples = image_folder_samples(root)
+
+        def __len__(self):
+            return len(self.samples)
+
         def __getitem__(self, i):
             return os.path.relpath(self.samples[i][0], root)
 
@@ -114,11 +143,13 @@ def test_shuffled_epochs(root):
         generator=torch.Generator().manual_seed(1234), collate_fn=lambda b: b)
     expected = [[p for batch in loader for p in batch] for _ in range(3)]
     got = clairfs("--root", root, "--seed", "1234", "--generator", "explicit", "--batch-size",
-                  "4", "--num-workers", "2", "--epochs", "3", "--paths")
+                  "4", "--num-workers", "2", "--epochs", "3", "--torch-version",
+                  torch.__version__, "--paths")
     for e, (want, have) in enumerate(zip(expected, got)):
         check(want == have, f"epoch {e} differs: " + first_difference(want, have))
     check(len(got) == 3, f"expected 3 epochs, got {len(got)}")
-    print("shuffled: 3 epochs of a real DataLoader over ImageFolder, path for path")
+    print(f"shuffled: 3 epochs of a real torch {torch.__version__} DataLoader over "
+          "ImageFolder, path for path")
 
 
 def test_empty_class(root):
@@ -126,7 +157,7 @@ def test_empty_class(root):
     r = subprocess.run([CLAIRFS, "order", "--root", root, "--paths"], capture_output=True,
                        text=True, timeout=60)
     try:
-        torchvision.datasets.ImageFolder(root)
+        image_folder_samples(root)
         torch_fails = False
     except FileNotFoundError:
         torch_fails = True
@@ -134,7 +165,7 @@ def test_empty_class(root):
     lines = [l for l in r.stderr.splitlines() if l.strip()]
     check(r.returncode == 1 and len(lines) == 1 and "empty_class" in lines[0],
           f"empty class: exit {r.returncode}, stderr {r.stderr!r}")
-    print("an empty class is refused, as torchvision refuses it")
+    print(f"an empty class is refused, as {'list_image_folder' if torchvision is None else 'torchvision'} refuses it")
 
 
 def main():

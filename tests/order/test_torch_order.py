@@ -8,9 +8,9 @@ pre-loop global draws, workers, replacement and num_samples, several
 epochs), the expected order of every epoch is computed by running the real
 torch DataLoader (torch_orders.py, in its own process); clairfs computes its
 answer on its own, once per job, and the two are compared index by index.
-Also checked: torch_version "2.7" gives the 1.13 answer below 214,748,364
-samples (a quarter of the jobs, picked at random with a fixed seed, run
-twice); jobs are handed over as --config files, as `--key value` and
+Also checked: the other torch_version gives the same answer below
+214,748,364 samples (a quarter of the jobs, picked at random with a fixed
+seed, run twice: with "2.7" under torch 1.13, with "1.13" under 2.x); jobs are handed over as --config files, as `--key value` and
 `--key=value` flags, and as a config file overridden by flags; the --paths
 output for an ImageFolder tree (with the ordering traps and in-tree
 symlinks) equals torchvision's sample list; jobs torch itself refuses
@@ -19,11 +19,16 @@ without workers, a class without samples) are refused too (exit 2, or 1 for
 the dataset, and one line on stderr starting "clairfs: "); and invalid
 input exits 2 with one such line.
 
-Run it by hand: `/usr/bin/python3 tests/order/test_torch_order.py
-[--group distributed] [--list]`.
+The torch side runs under Debian's torch 1.13 (/usr/bin/python3), or with
+CLAIRFS_ORDER_TORCH=2.x under the torch 2.x venv (tests/order/
+torch_python.py; meson's order_torch_order_2x), where clairfs is told the
+venv's torch.__version__ as torch_version, as a user would.
 
-Exit 0 pass, 1 fail, 77 (skip) only when /usr/bin/python3 cannot import
-torch. CLAIRFS names the binary (default: build/src/clairfs).
+Run it by hand: `/usr/bin/python3 tests/order/test_torch_order.py
+[--group distributed] [--list] [--jobs N]`.
+
+Exit 0 pass, 1 fail, 77 (skip) only when the torch python cannot import
+torch (in CI: fail). CLAIRFS names the binary (default: build/src/clairfs).
 """
 import argparse
 import concurrent.futures
@@ -37,18 +42,20 @@ import sys
 import tempfile
 import time
 
+import torch_python
 from job_defaults import DEFAULTS  # the keys' defaults, for display and for which keys to pass
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE_ROOT = os.path.dirname(os.path.dirname(HERE))
-TORCH_PYTHON = "/usr/bin/python3"
 
 SEEDS = [0, 1, 42, 2**32 + 5, 2**63, -1, 2**64 - 1, -2**63]
 SMALL_N = [1, 2, 3, 7, 10, 100, 103, 1000, 4097]
 BIG_N = 100003
 PRE_DRAWS = [0, 1, 110, 1000]
-# The 2.7 randperm differs only from n >= uint32 max / 20.
-RANDPERM_27_THRESHOLD = 214748364
+# The 2.6+ randperm differs only from n >= uint32 max / 20, and 2.7+ randint
+# (replacement=True) only from n >= 2^28: below both, every version agrees.
+RANDPERM_26_THRESHOLD = 214748364
+RANDINT_27_THRESHOLD = 2**28
 
 BOOL_KEYS = {"shuffle", "sampler_drop_last", "drop_last", "persistent_workers",
              "replacement"}
@@ -417,12 +424,13 @@ def main():
         log(f"{len(jobs)} jobs")
         return 0
 
-    probe = subprocess.run([TORCH_PYTHON, "-c", "import torch; print(torch.__version__)"],
-                           capture_output=True, text=True)
-    if probe.returncode != 0:
-        log(f"SKIP: {TORCH_PYTHON} cannot import torch: {probe.stderr.strip()[-500:]}")
-        return 77
-    log(f"torch {probe.stdout.strip()} from {TORCH_PYTHON}; clairfs {args.clairfs}")
+    py, what = torch_python.python()
+    args.torch = torch_python.torch_version()  # exits 77 (CI: 1) without torch
+    # clairfs is told the version the job runs, as a user would; a quarter
+    # of the jobs run again with the other level's version.
+    args.versions = (("1.13", "2.7") if torch_python.wanted() == "1.13"
+                     else (args.torch, "1.13"))
+    log(f"torch {args.torch} from {py} ({what}); clairfs {args.clairfs}")
     if not os.access(args.clairfs, os.X_OK):
         log(f"FAIL: {args.clairfs} is not an executable")
         return 1
@@ -474,25 +482,27 @@ def run_all(args, jobs, tmp):
     torch_out = os.path.join(tmp, "torch_out.json")
     with open(torch_in, "w") as f:
         json.dump([{k: v for k, v in p.items() if k != "paths"} for _, p in jobs], f)
-    torch_proc = subprocess.Popen([TORCH_PYTHON, os.path.join(HERE, "torch_orders.py"),
+    torch_proc = subprocess.Popen([torch_python.python()[0], os.path.join(HERE, "torch_orders.py"),
                                    torch_in, "--out", torch_out])
 
     # How each job is handed to clairfs: mostly --config, every third by
     # flags (both spellings), some with flags overriding the file.
-    # A quarter of the jobs run a second time with torch_version 2.7.
+    # A quarter of the jobs run a second time with the other torch_version.
+    primary, secondary = args.versions
     rng = random.Random(5)
     vias = ["config", "config", "config", "flags", "flags=", "override"]
     runs = []   # (job index, torch_version, via)
     for i, (group, p) in enumerate(jobs):
         simple = group in ("paths", "refused")
-        runs.append((i, "1.13", rng.choice(vias[:5] if simple else vias)))
-        if not simple and p["n"] < RANDPERM_27_THRESHOLD and rng.random() < 0.25:
-            runs.append((i, "2.7", rng.choice(vias)))
+        runs.append((i, primary, rng.choice(vias[:5] if simple else vias)))
+        if (not simple and p["n"] < min(RANDPERM_26_THRESHOLD, RANDINT_27_THRESHOLD)
+                and rng.random() < 0.25):
+            runs.append((i, secondary, rng.choice(vias)))
 
     def do(run):
         i, version, via = run
         p = dict(jobs[i][1])
-        if version != "1.13":
+        if version != "1.13":  # 1.13 is the default: left out, as most users do
             p["torch_version"] = version
         return cf.order(p, via)
 
@@ -506,11 +516,11 @@ def run_all(args, jobs, tmp):
         expected = json.load(f)
     t_total = time.monotonic() - t0
 
-    stats = {"jobs": 0, "epochs": 0, "indices": 0, "v27": 0, "refused": 0}
+    stats = {"jobs": 0, "epochs": 0, "indices": 0, "secondary": 0, "refused": 0}
     for (i, version, via), (argv, r) in zip(runs, outcomes):
         group, p = jobs[i]
         want = expected[i]
-        label = f"[{group} #{i}{' torch_version=2.7' if version != '1.13' else ''} via {via}]"
+        label = f"[{group} #{i} torch_version={version} via {via}]"
         where = (f"params={json.dumps({k: v for k, v in full_params(p).items() if k != 'root'})}"
                  f"\n    argv: clairfs order {' '.join(argv)}")
         if "error" in want:
@@ -536,10 +546,10 @@ def run_all(args, jobs, tmp):
         if d:
             failures.append(f"MISMATCH {label} {where}\n    {d}")
             continue
-        if version == "1.13":
+        if version == primary:
             stats["jobs"] += 1
         else:
-            stats["v27"] += 1
+            stats["secondary"] += 1
         stats["epochs"] += len(got)
         stats["indices"] += sum(len(o) for o in got)
 
@@ -550,8 +560,9 @@ def run_all(args, jobs, tmp):
         by_group[group] = by_group.get(group, 0) + 1
     log(f"grid: {len(jobs)} jobs ({', '.join(f'{g} {c}' for g, c in by_group.items())}); "
         f"{len(runs)} clairfs runs")
-    log(f"matched torch exactly: {stats['jobs']} jobs at torch_version 1.13 and "
-        f"{stats['v27']} at 2.7, {stats['epochs']} epochs, {stats['indices']} indices; "
+    log(f"matched torch {args.torch} exactly: {stats['jobs']} jobs at torch_version {primary} "
+        f"and {stats['secondary']} at {secondary}, {stats['epochs']} epochs, "
+        f"{stats['indices']} indices; "
         f"{stats['refused']} torch-refused jobs checked")
     log(f"time: clairfs runs {t_clairfs:.1f} s (with torch in parallel), total {t_total:.1f} s")
     for f in failures:

@@ -4,7 +4,9 @@
 torch DataLoaders with 1-3 workers (persistent or not, 2 epochs), every
 batch k must come from worker k % W, `clairfs order --worker w` must list
 exactly what worker w opened, in its order, and no batch may be opened more
-than prefetch_factor * W batches ahead of what the loop has received."""
+than prefetch_factor * W batches ahead of what the loop has received.
+Under Debian's torch 1.13, or (CLAIRFS_ORDER_TORCH=2.x, meson's
+order_workers_2x) the torch 2.x venv's, told to clairfs as torch_version."""
 import json
 import multiprocessing
 import os
@@ -12,14 +14,17 @@ import subprocess
 import sys
 import time
 
+import torch_python
+
+torch_python.run_under_chosen_python(__file__)
+
 CLAIRFS = os.environ.get("CLAIRFS", "build/src/clairfs")
 
 try:
     import torch
     from torch.utils.data import DataLoader, Dataset
 except ImportError as e:
-    print(f"SKIP: /usr/bin/python3 cannot import torch ({e})")
-    sys.exit(77)
+    torch_python.no_torch(f"{sys.executable} cannot import torch ({e})")
 
 received = multiprocessing.Value("l", 0)  # shared with the forked workers
 
@@ -67,7 +72,8 @@ def check_case(n, seed, batch, workers, prefetch, persistent, epochs=2):
     epochs_seen = run_torch(n, seed, batch, workers, prefetch, persistent, epochs)
     base = ["--n", n, "--seed", seed, "--generator", "explicit", "--batch-size", batch,
             "--num-workers", workers, "--prefetch-factor", prefetch, "--epochs", epochs,
-            "--persistent-workers", "true" if persistent else "false"]
+            "--persistent-workers", "true" if persistent else "false",
+            "--torch-version", torch.__version__]
     per_worker = [clairfs(*base, "--worker", w) for w in range(workers)]
     worst = 0
     for e, batches in enumerate(epochs_seen):

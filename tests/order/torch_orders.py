@@ -16,8 +16,9 @@ results, one per parameter set, to stdout (or to --out FILE):
 Nothing here is reimplemented: the orders are what
 `for batch in DataLoader(...)` yields, with a map-style dataset whose
 __getitem__ returns its index, a collate_fn that returns the batch list
-unchanged, and real worker processes when num_workers > 0. Needs
-/usr/bin/python3 with Debian's python3-torch (1.13.1).
+unchanged, and real worker processes when num_workers > 0. Runs under
+/usr/bin/python3 with Debian's python3-torch (1.13.1), or any python with
+torch and numpy (the torch 2.x venv: tests/order/torch_python.py).
 """
 import argparse
 import json
@@ -28,6 +29,7 @@ import torch
 from job_defaults import DEFAULTS
 from torch.utils.data import (DataLoader, Dataset, DistributedSampler,
                               RandomSampler)
+from torch_python import image_folder_samples
 
 # An unrelated seed for the global generator when it must not matter
 # (explicit generator, distributed, sequential): the job's own RNG use then
@@ -61,10 +63,10 @@ def pre_draw(count):
 
 
 def imagefolder_paths(root):
-    """torchvision's own sample list, as paths relative to root."""
-    from torchvision.datasets import ImageFolder
-    ds = ImageFolder(root)
-    return [os.path.relpath(path, root) for path, _ in ds.samples]
+    """torchvision's own sample list (or, where torchvision does not import,
+    as in the torch 2.x venv, list_image_folder's), relative to root."""
+    samples, _ = image_folder_samples(root)
+    return [os.path.relpath(path, root) for path, _ in samples]
 
 
 def run(params):
@@ -164,12 +166,13 @@ def self_check():
         for count in (0, 1, 110, 1000):
             torch.manual_seed(seed)
             pre_draw(count)
-            # randint over [0, 2^32-1) is one 32-bit draw modulo 2^32-1.
-            got = torch.randint(0, 2**32 - 1, (4,), dtype=torch.int64).tolist()
+            # randint over [0, 2^27) is one 32-bit draw modulo 2^27 (from
+            # torch 2.7 on, ranges of 2^28 and more take 64-bit draws).
+            got = torch.randint(0, 2**27, (4,), dtype=torch.int64).tolist()
             bitgen = np.random.MT19937(0)
             bitgen._legacy_seeding(seed & 0xFFFFFFFF)
             raw = [int(x) for x in bitgen.random_raw(count + 4)]
-            want = [x % (2**32 - 1) for x in raw[count:]]
+            want = [x % 2**27 for x in raw[count:]]
             if got != want:
                 raise SystemExit(f"torch_orders.py: pre_draw({count}) after seed "
                                  f"{seed} is not {count} draws: {got} != {want}")

@@ -19,8 +19,8 @@
 namespace clairfs::order {
 
 // Whether the first k positions of randperm(n) can be computed with k draws:
-// forward Fisher-Yates fixes position i at step i (torch <= 2.6 any n;
-// TorchVersion::v2_7 only for n < randperm64_threshold).
+// forward Fisher-Yates fixes position i at step i (torch <= 2.5 any n;
+// 2.6 and later only for n < randperm64_threshold: !randperm_inside_out).
 bool prefix_computable(uint32_t n, TorchVersion v);
 
 // The first k entries of randperm(n, g), with k draws and a sparse swap map
@@ -74,7 +74,7 @@ struct EpochEvidence {
 // bits of a torch seed reach mt19937). The sampler's order is randperm(n) of
 // that generator (replacement=false; with num_samples != n its first
 // permutation is what the first positions show), or g.random() % n per sample
-// (replacement=true). Returns the smallest d for which every evidence sample is
+// (replacement=true; random64() % n where randint_draws64(n, v)). Returns the smallest d for which every evidence sample is
 // within the first ev.window positions; nullopt if none, or if the order's
 // prefix cannot be computed sparsely (!prefix_computable).
 // Without replacement the window is capped at n; with replacement the caller

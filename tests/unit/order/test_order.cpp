@@ -85,6 +85,9 @@ TEST_CASE("torch 2.7 differs from 1.13 only from 214,748,364 samples up") {
     CHECK(a == b);
     CHECK(randperm_draws(randperm64_threshold, TorchVersion::v2_7) == 2ull * randperm64_threshold);
     CHECK(randperm_draws(randperm64_threshold - 1, TorchVersion::v2_7) == randperm64_threshold - 2);
+    // 2.6 already has the 64-bit randperm; 1.13 never.
+    CHECK(randperm_draws(randperm64_threshold, TorchVersion::v2_6) == 2ull * randperm64_threshold);
+    CHECK(randperm_draws(randperm64_threshold, TorchVersion::v1_13) == randperm64_threshold - 1);
 }
 
 TEST_CASE("an explicit generator spends two permutations per epoch") {
@@ -196,9 +199,57 @@ TEST_CASE("invalid specs are refused with a reason") {
           std::string::npos);
     CHECK(set_job_key(d, "colour", "red") == "unknown key 'colour'");
     CHECK(set_job_key(d, "torch_version", "2.6.1") == "");
-    CHECK(d.torch_version == TorchVersion::v1_13);
+    CHECK(d.torch_version == TorchVersion::v2_6);
     CHECK(set_job_key(d, "torch_version", "2.7") == "");
     CHECK(d.torch_version == TorchVersion::v2_7);
+}
+
+TEST_CASE("torch_version: 1.x to 2.5 are 1.13, 2.6 is its own, 2.7 and later are 2.7") {
+    JobSpec d;
+    struct Case {
+        const char* text;
+        TorchVersion want;
+    };
+    for (auto [text, want] : {Case{"1.13", TorchVersion::v1_13}, Case{"1", TorchVersion::v1_13},
+                              Case{"1.13.0a0", TorchVersion::v1_13},
+                              Case{"2.0", TorchVersion::v1_13}, Case{"2.5.1", TorchVersion::v1_13},
+                              Case{"2.6", TorchVersion::v2_6}, Case{"2.6.0+cpu", TorchVersion::v2_6},
+                              Case{"2.6+cpu", TorchVersion::v2_6}, Case{"2.7", TorchVersion::v2_7},
+                              Case{"2.10", TorchVersion::v2_7}, Case{"2.1", TorchVersion::v1_13},
+                              Case{"2.13.0+cpu", TorchVersion::v2_7}}) {
+        CAPTURE(text);
+        d.torch_version = TorchVersion::v1_13 == want ? TorchVersion::v2_7 : TorchVersion::v1_13;
+        CHECK(set_job_key(d, "torch_version", text) == "");
+        CHECK(d.torch_version == want);
+    }
+    for (const char* bad : {"", "2", "2.", "2.x", "3.0", "x2.7", "2.7x", ".7", "+2.7", "2.+7"}) {
+        CAPTURE(bad);
+        CHECK(set_job_key(d, "torch_version", bad).find("invalid value for torch_version") !=
+              std::string::npos);
+    }
+}
+
+TEST_CASE("randint takes 64-bit draws from 2^28 in torch 2.7, from 2^32 before") {
+    CHECK_FALSE(randint_draws64(randint64_threshold - 1, TorchVersion::v2_7));
+    CHECK(randint_draws64(randint64_threshold, TorchVersion::v2_7));
+    CHECK_FALSE(randint_draws64(UINT32_MAX, TorchVersion::v2_6));
+    CHECK_FALSE(randint_draws64(UINT32_MAX, TorchVersion::v1_13));
+    CHECK(randint_draws64(uint64_t{1} << 32, TorchVersion::v1_13));
+    // RandomSampler(replacement=True): one random64() % n per sample at 2.7.
+    for (uint32_t n : {randint64_threshold - 1, randint64_threshold, randint64_threshold + 7u}) {
+        CAPTURE(n);
+        std::vector<Sample> got, old;
+        CpuGenerator g(77), g_old(77), ref(77);
+        random_sampler_epoch(n, 100, true, g, TorchVersion::v2_7, got);
+        random_sampler_epoch(n, 100, true, g_old, TorchVersion::v2_6, old);
+        bool wide = n >= randint64_threshold;
+        for (size_t i = 0; i < got.size(); ++i) {
+            uint64_t x = wide ? ref.random64() : ref.random();
+            REQUIRE(got[i] == x % n);
+        }
+        CHECK((got == old) == !wide);
+        CHECK(g.random() == ref.random()); // exactly 2 (or 1) draws per sample
+    }
 }
 
 TEST_CASE("batch k goes to worker k % W; each worker opens its batches in order") {

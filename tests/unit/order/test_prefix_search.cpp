@@ -100,6 +100,7 @@ TEST_CASE("prefix_computable follows randperm's algorithm switch") {
     CHECK(prefix_computable(UINT32_MAX, TorchVersion::v1_13));
     CHECK(prefix_computable(randperm64_threshold - 1, TorchVersion::v2_7));
     CHECK_FALSE(prefix_computable(randperm64_threshold, TorchVersion::v2_7));
+    CHECK_FALSE(prefix_computable(randperm64_threshold, TorchVersion::v2_6));
 }
 
 TEST_CASE("PermPrefix is the start of randperm and takes min(k, n-1) draws") {
@@ -178,6 +179,25 @@ TEST_CASE("replacement and num_samples change what the first positions are") {
     CHECK(search_shifted(s, 1, 4096, big_n) == 1);
     s.num_samples = 500;
     CHECK(search_shifted(s, 4095, 4096, big_n) == 4095);
+}
+
+TEST_CASE("replacement from 2^28 samples: the search draws 64 bits where torch 2.7 does") {
+    JobSpec s = random_job();
+    s.replacement = true;
+    s.num_samples = 64;
+    uint32_t n = randint64_threshold + 12345;
+    for (auto v : {TorchVersion::v1_13, TorchVersion::v2_6, TorchVersion::v2_7}) {
+        CAPTURE(static_cast<int>(v));
+        s.torch_version = v;
+        CHECK(search_shifted(s, 5, 4096, n) == 5);
+        CHECK(search_shifted(s, 300, 4096, n, 64, 64) == 300); // 128 words per candidate
+    }
+    // The 2.7 order is not the 2.6 one, so evidence of one does not fit the other.
+    JobSpec old = s;
+    old.torch_version = TorchVersion::v2_6;
+    auto ev = evidence_from(first_epoch(s, n), 64, 16);
+    CHECK_FALSE(find_chain_offset(predicted_chain(old), 4096, n, true, old.torch_version, ev));
+    CHECK(find_chain_offset(predicted_chain(s), 4096, n, true, s.torch_version, ev) == 0);
 }
 
 TEST_CASE("evidence from the first batch of each worker, within the prefetch window") {
