@@ -834,12 +834,18 @@ def jobs_note(st):
     for j in st.get("jobs") or []:
         loaders = []
         for ld in j.get("loaders") or []:
-            offs = [ep.get("draw_offset", ep.get("seed_epoch")) for ep in ld.get("epochs") or []]
+            eps = ld.get("epochs") or []
+            tf = any("tf_iterator" in ep for ep in eps)
+            offs = [ep.get("tf_iterator") if tf else ep.get("draw_offset", ep.get("seed_epoch"))
+                    for ep in eps]
             mr = ld.get("match_rate")
+            # run_* count every epoch (newer clairfs); opens/matched the last.
+            opened = (f"{ld['run_matched']}/{ld['run_opens']}" if "run_opens" in ld
+                      else f"{ld.get('matched', '?')}/{ld.get('opens', '?')}")
             loaders.append(f"{ld.get('root') or '.'} {ld.get('mode')}"
                            + (f" {mr:.3f}" if isinstance(mr, (int, float)) else "")
-                           + f" {ld.get('matched', '?')}/{ld.get('opens', '?')}"
-                           + (f" offsets {offs}" if offs else "")
+                           + f" {opened}"
+                           + (f" {'tf iterators' if tf else 'offsets'} {offs}" if offs else "")
                            + (f" warning: {ld['warning']}" if ld.get("warning") else "")
                            + (f" ({ld['reason']})" if ld.get("reason") else ""))
         out.append(f"{j.get('id')}: {j.get('mode')}"

@@ -96,6 +96,8 @@ void Engine::job_status(const Active& job, nlohmann::json& out) const {
                            {"match_rate", s.match_rate},
                            {"opens", s.opens},
                            {"matched", s.matched},
+                           {"run_opens", s.run_opens},
+                           {"run_matched", s.run_matched},
                            {"resyncs", s.resyncs},
                            {"held_for_search", s.searching},
                            {"epochs", epochs_json(s, l.job->spec.sampler == order::SamplerKind::random &&

@@ -169,7 +169,7 @@ void Tracker::replay(const Evidence& ev, uint32_t family, Clock::time_point now)
         if (find_match(node, pid, family, m))
             accept(m, now, pid, family, o);
         else
-            ++opens_;
+            count_open(false);
     }
 }
 

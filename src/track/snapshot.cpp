@@ -42,6 +42,8 @@ Snapshot Tracker::snapshot(Clock::time_point now) const {
     s.epoch = slowest_epoch();
     s.opens = opens_;
     s.matched = matched_;
+    s.run_opens = run_opens_;
+    s.run_matched = run_matched_;
     s.match_rate = opens_ ? static_cast<double>(matched_) / static_cast<double>(opens_) : 1.0;
     s.ranks.reserve(ranks_.size());
     for (const Rank& r : ranks_) {

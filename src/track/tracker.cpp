@@ -94,7 +94,7 @@ bool Tracker::observe_locked(index::NodeId node, Clock::time_point now, uint32_t
     o.dataset_file = dataset_file(node);
     // In fallback the prediction is no longer acted on: opens are only counted.
     if (mode_.load(std::memory_order_relaxed) != Mode::clairvoyant) {
-        if (o.dataset_file && mode == ObserveMode::normal) ++opens_;
+        if (o.dataset_file && mode == ObserveMode::normal) count_open(false);
         return true;
     }
     Match m{};
@@ -106,7 +106,7 @@ bool Tracker::observe_locked(index::NodeId node, Clock::time_point now, uint32_t
             return true;
         }
         if (mode == ObserveMode::tentative) return true;
-        ++opens_;
+        count_open(false);
         judge_unmatched(node);
         return true;
     }
@@ -131,8 +131,7 @@ void Tracker::accept(const Match& m, Clock::time_point now, uint32_t pid, uint32
     // Only a new epoch or a rank's last open can move the slowest epoch; the
     // open that moves it is the first one counted for the new epoch.
     if (m.in_next || finished(r)) recount_if_slowest_moved();
-    ++opens_;
-    ++matched_;
+    count_open(true);
     o.matched = true;
     o.slot = static_cast<uint32_t>(m.slot);
     o.epoch = r.current->epoch;

@@ -105,10 +105,14 @@ def check_followed(mp, n, what):
     ml.check(st["mode"] == "clairvoyant", f"{what}: mode {st['mode']}: {st.get('reason')}")
     for job in st["jobs"]:
         for loader in job["loaders"]:
-            rate = loader["matched"] / max(1, loader["opens"])
+            # Over the whole run, every epoch's opens.
+            rate = loader["run_matched"] / max(1, loader["run_opens"])
             ml.check(loader["mode"] == "clairvoyant" and rate >= MATCH,
                      f"{what}: loader {loader['root']}: {loader['mode']}, "
-                     f"{loader['matched']} of {loader['opens']} opens matched")
+                     f"{loader['run_matched']} of {loader['run_opens']} opens matched")
+            ml.check(loader["run_opens"] >= EPOCHS * loader["ranks"][0]["samples"],
+                     f"{what}: loader {loader['root']}: {loader['run_opens']} opens counted "
+                     f"for {EPOCHS} epochs of {loader['ranks'][0]['samples']}")
             # Every epoch followed to its end, nothing left unexplained.
             rank = loader["ranks"][0]
             ml.check(len(loader["epochs"]) == EPOCHS and rank["finished"] and
@@ -143,7 +147,8 @@ def case_fit(tmp, data, n):
         human = ml.clairfs("status", mp).stdout
         ml.check("tf iterator: 0 2 4" in human, f"fit: clairfs status does not say so: {human}")
         ml.check(reread(data, mp) == n, "fit: re-read count")
-        ml.log(f"fit: iterators {loader_iterators(loader)}, {loader['matched']}/{loader['opens']} "
+        ml.log(f"fit: iterators {loader_iterators(loader)}, "
+               f"{loader['run_matched']}/{loader['run_opens']} "
                f"opens matched, {st['backing']['files']} backing reads for {n} files")
 
 

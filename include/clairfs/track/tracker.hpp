@@ -128,6 +128,8 @@ struct Snapshot {
     uint64_t opens = 0;      // opens of dataset files since that epoch began
     uint64_t matched = 0;    // how many of them matched a rank's stream
     double match_rate = 1.0; // matched / opens (1.0 before any open)
+    uint64_t run_opens = 0;   // opens and matches since registration, every epoch
+    uint64_t run_matched = 0;
     std::vector<RankProgress> ranks;
 };
 
@@ -251,6 +253,14 @@ private:
     uint64_t slot_epoch(const Rank& r) const;
     void recount_if_slowest_moved();
     void judge_unmatched(index::NodeId node);
+    // Under mu_: one open of a dataset file judged, in the epoch's and
+    // the run's counts.
+    void count_open(bool matched) {
+        ++opens_;
+        ++run_opens_;
+        matched_ += matched;
+        run_matched_ += matched;
+    }
     uint64_t slowest_epoch() const;
     void fall_back(std::string reason);
 
@@ -283,6 +293,8 @@ private:
     Clock::time_point last_match_{};
     uint64_t opens_ = 0;
     uint64_t matched_ = 0;
+    uint64_t run_opens_ = 0;
+    uint64_t run_matched_ = 0;
     std::thread planner_; // last; started by start_planner(), under mu_
 };
 

@@ -383,7 +383,11 @@ TEST_CASE("threads opening out of order within `behind`: every open matches once
         CHECK(snap.ranks[0].opened == n);
         CHECK(snap.match_rate == 1.0);
     }
-    CHECK(settled(t, t0).ranks[0].finished);
+    track::Snapshot end = settled(t, t0);
+    CHECK(end.ranks[0].finished);
+    // The epoch's counts restart with each epoch; the run's do not.
+    CHECK(end.run_opens == 2 * n);
+    CHECK(end.run_matched == 2 * n);
 }
 
 TEST_CASE("behind the cursor: an open already taken, or farther back than `behind`, does not match") {
