@@ -69,7 +69,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 # The figures are measured exactly as the torch job measures them.
-from train_job import snapshot  # noqa: E402
+from train_job import epoch_record, snapshot  # noqa: E402
 
 
 def parse_args(argv=None):
@@ -102,34 +102,6 @@ def parse_args(argv=None):
     return a
 
 
-def epoch_record(a, epoch, samples, steps, s0, s_train, s_end, first, val=None):
-    """One epoch's JSON object from snapshots at the epoch's start, the end
-    of its training pass and its end (with the validation pass)."""
-    wall = s_train["t"] - s0["t"]
-    d = {k: s_end[k] - s0[k] for k in s0 if k != "threads"}
-    out = {"epoch": epoch, "samples": samples, "steps": steps, "wall_s": round(wall, 3),
-           "samples_per_s": round(samples / wall, 2) if wall > 0 else None,
-           "first_batch_s": round(first or 0.0, 3),
-           "shared_fs_bytes": d["bytes"],
-           "shared_fs_reads": d["reqs"],
-           "job_cpu_s": round(d["job"], 3)}
-    if val is not None:
-        out.update({"val_samples": val["samples"],
-                    "val_wall_s": round(s_end["t"] - s_train["t"], 3),
-                    "val_first_batch_s": round(val["first"] or 0.0, 3),
-                    "epoch_with_val_s": round(s_end["t"] - s0["t"], 3),
-                    "val_shared_fs_bytes": s_end["bytes"] - s_train["bytes"],
-                    "val_shared_fs_reads": s_end["reqs"] - s_train["reqs"]})
-    if a.cpuacct:
-        out["cgroup_cpu_s"] = round(d["cg"], 3)
-        out["outside_job_cpu_s"] = round(d["cg"] - d["job"], 3)
-        out["others_cpu_s"] = round(d["busy"] - d["cg"], 3)
-    out["steal_s"] = round(d["steal"], 3)
-    if a.daemon_pid:
-        out["daemon_cpu_s"] = round(d["daemon"], 3)
-        out["daemon_threads_cpu_s"] = {k: round(v - s0["threads"].get(k, 0.0), 3)
-                                       for k, v in sorted(s_end["threads"].items())}
-    return out
 
 
 def main(argv=None):

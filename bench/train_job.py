@@ -219,31 +219,43 @@ def main():
         if val_loader is not None:
             vn, vfirst = run_pass(val_loader, s1["t"])
             end = snapshot(a)
-        d = {k: end[k] - s0[k] for k in s0 if k != "threads"}
-        out = {"epoch": epoch, "samples": n, "wall_s": round(wall, 3),
-               "samples_per_s": round(n / wall, 2),
-               "first_batch_s": round(first or 0.0, 3),
-               "shared_fs_bytes": d["bytes"],
-               "shared_fs_reads": d["reqs"],
-               "job_cpu_s": round(d["job"], 3)}
-        if val_loader is not None:
-            out.update({"val_samples": vn,
-                        "val_wall_s": round(end["t"] - s1["t"], 3),
-                        "val_first_batch_s": round(vfirst or 0.0, 3),
-                        "epoch_with_val_s": round(end["t"] - s0["t"], 3),
-                        "val_shared_fs_bytes": end["bytes"] - s1["bytes"],
-                        "val_shared_fs_reads": end["reqs"] - s1["reqs"]})
-        if a.cpuacct:
-            out["cgroup_cpu_s"] = round(d["cg"], 3)
-            out["outside_job_cpu_s"] = round(d["cg"] - d["job"], 3)
-            out["others_cpu_s"] = round(d["busy"] - d["cg"], 3)
-        out["steal_s"] = round(d["steal"], 3)
-        if a.daemon_pid:
-            out["daemon_cpu_s"] = round(d["daemon"], 3)
-            out["daemon_threads_cpu_s"] = {
-                k: round(v - s0["threads"].get(k, 0.0), 3)
-                for k, v in sorted(end["threads"].items())}
+        out = epoch_record(a, epoch, n, None, s0, s1, end, first,
+                           {"samples": vn, "first": vfirst} if val_loader is not None else None)
         print(json.dumps(out), flush=True)
+
+def epoch_record(a, epoch, samples, steps, s0, s_train, s_end, first, val=None):
+    """One epoch's JSON object, for train_job.py and keras_job.py, from
+    snapshots at the epoch's start, the end of its training pass and its end
+    (with the validation pass)."""
+    wall = s_train["t"] - s0["t"]
+    d = {k: s_end[k] - s0[k] for k in s0 if k != "threads"}
+    out = {"epoch": epoch, "samples": samples}
+    if steps is not None:  # keras_job.py: optimizer steps
+        out["steps"] = steps
+    out.update({"wall_s": round(wall, 3),
+                "samples_per_s": round(samples / wall, 2) if wall > 0 else None,
+                "first_batch_s": round(first or 0.0, 3),
+                "shared_fs_bytes": d["bytes"],
+                "shared_fs_reads": d["reqs"],
+                "job_cpu_s": round(d["job"], 3)})
+    if val is not None:
+        out.update({"val_samples": val["samples"],
+                    "val_wall_s": round(s_end["t"] - s_train["t"], 3),
+                    "val_first_batch_s": round(val["first"] or 0.0, 3),
+                    "epoch_with_val_s": round(s_end["t"] - s0["t"], 3),
+                    "val_shared_fs_bytes": s_end["bytes"] - s_train["bytes"],
+                    "val_shared_fs_reads": s_end["reqs"] - s_train["reqs"]})
+    if a.cpuacct:
+        out["cgroup_cpu_s"] = round(d["cg"], 3)
+        out["outside_job_cpu_s"] = round(d["cg"] - d["job"], 3)
+        out["others_cpu_s"] = round(d["busy"] - d["cg"], 3)
+    out["steal_s"] = round(d["steal"], 3)
+    if a.daemon_pid:
+        out["daemon_cpu_s"] = round(d["daemon"], 3)
+        out["daemon_threads_cpu_s"] = {k: round(v - s0["threads"].get(k, 0.0), 3)
+                                       for k, v in sorted(s_end["threads"].items())}
+    return out
+
 
 if __name__ == "__main__":
     sys.exit(main())
