@@ -30,7 +30,13 @@ build_targets() {
     CXX=clang++ meson setup "$build" -Dfuzz=true -Dtests=false -Dwerror=true >/dev/null
   fi
   # Only the fuzz targets: the daemon itself stays a g++ build.
-  ninja -C "$build" "${targets[@]/#/tests/fuzz/}" >/dev/null
+  # Quiet when it works; ninja prints a failure on stdout, so show it then.
+  local out
+  if ! out=$(ninja -C "$build" "${targets[@]/#/tests/fuzz/}" 2>&1); then
+    printf '%s\n' "$out" | tail -40 >&2
+    echo "fuzz: building the fuzz targets failed (above)" >&2
+    return 1
+  fi
 }
 
 # One target for $seconds from a copy of its seed corpus; prints its line
