@@ -25,7 +25,13 @@ void split(std::vector<Sample>& list, double fraction, TfSubset subset) {
 
 } // namespace
 
-TfEpochs::TfEpochs(const JobSpec& s, uint32_t n) : input_(n) {
+bool tf_reads_by_iterator(const JobSpec& s) {
+    return s.framework == Framework::tensorflow && s.shuffle &&
+           s.subset != TfSubset::validation_of_both &&
+           (s.pipeline == TfPipeline::list_files || s.keras_version == KerasVersion::v3);
+}
+
+TfEpochs::TfEpochs(const JobSpec& s, uint32_t n) : input_(n), by_iterator_(tf_reads_by_iterator(s)) {
     std::iota(input_.begin(), input_.end(), Sample{0});
     if (s.pipeline == TfPipeline::list_files) {
         buffer_ = s.shuffle_buffer.value_or(n);
@@ -37,16 +43,12 @@ TfEpochs::TfEpochs(const JobSpec& s, uint32_t n) : input_(n) {
         return;
     }
     buffer_ = s.shuffle_buffer.value_or(uint64_t{8} * s.batch_size);
-    legacy_ = s.keras_version == KerasVersion::legacy;
     if (s.shuffle) {
         uint32_t seed = keras_seed(s);
         numpy_shuffle(seed, input_);
         seeds_ = tf_get_seed(s.global_seed, Seed{seed, false});
     }
     if (s.validation_split) split(input_, *s.validation_split, s.subset);
-    // subset="both": Keras builds the validation dataset with shuffle=False,
-    // so its files keep the numpy order, the same every epoch.
-    if (s.subset == TfSubset::validation_of_both) seeds_.reset();
 }
 
 void TfEpochs::next(std::vector<Sample>& out) {

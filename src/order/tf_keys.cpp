@@ -100,15 +100,14 @@ std::string validate_directory(const JobSpec& s, uint64_t n) {
     if (s.shuffle && s.seed_none && !below_2_32(*s.global_seed))
         return "global_seed must be from 0 to 2^32-1 here (keras.utils.set_random_seed calls "
                "np.random.seed)";
-    if (s.subset == TfSubset::validation_of_both && n > 0 &&
+    // int(v * n) == 0: paths[:-0] is empty, and subset="both" refuses an
+    // empty validation side (subset="validation" alone then takes them all).
+    bool training = s.subset == TfSubset::training;
+    if ((training || s.subset == TfSubset::validation_of_both) && n > 0 &&
         validation_count(*s.validation_split, n) == 0)
         return "validation_split " + std::to_string(*s.validation_split) + " of " +
-               std::to_string(n) +
-               " files leaves Keras's validation subset empty (it raises ValueError)";
-    if (s.subset == TfSubset::training && n > 0 && validation_count(*s.validation_split, n) == 0)
-        return "validation_split " + std::to_string(*s.validation_split) + " of " +
-               std::to_string(n) +
-               " files leaves Keras's training subset empty (it raises ValueError)";
+               std::to_string(n) + " files leaves Keras's " +
+               (training ? "training" : "validation") + " subset empty (it raises ValueError)";
     return "";
 }
 

@@ -4,6 +4,7 @@
 // have used, each candidate checked against the opens alone.
 #include "clairfs/plan/epoch_plan.hpp"
 
+#include "clairfs/order/tf_epochs.hpp"
 #include "clairfs/order/tf_iterator_search.hpp"
 
 #include <algorithm>
@@ -11,9 +12,7 @@
 namespace clairfs::plan {
 
 bool resyncable(const order::JobSpec& s, uint32_t n) {
-    if (s.framework == order::Framework::tensorflow)
-        return s.shuffle && (s.pipeline == order::TfPipeline::list_files ||
-                             s.keras_version == order::KerasVersion::v3);
+    if (s.framework == order::Framework::tensorflow) return order::tf_reads_by_iterator(s);
     if (s.sampler == order::SamplerKind::distributed) return s.shuffle;
     return s.sampler == order::SamplerKind::random &&
            s.generator == order::GeneratorKind::global &&

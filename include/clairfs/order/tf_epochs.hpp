@@ -30,6 +30,12 @@
 
 namespace clairfs::order {
 
+// Whether a job's files come in an order that depends on the tf.data
+// iterator: a reshuffling shuffle before the map that reads them (Keras
+// 3.3.3 and later, list_files), and not subset="both"'s validation dataset,
+// which Keras builds with shuffle=False. Only such an order can be searched.
+bool tf_reads_by_iterator(const JobSpec& spec);
+
 class TfEpochs {
 public:
     // `spec` must have passed validate(spec, n) with framework tensorflow.
@@ -50,7 +56,7 @@ public:
     // Whether the order depends on the iterator: a reshuffling tf.data
     // shuffle reads the files. If so, iterator k's order is that of
     // shuffle().run(input(), buffer(), tf_iterator_seeds(seeds(), k), ...).
-    bool by_iterator() const { return seeds_.has_value() && !legacy_; }
+    bool by_iterator() const { return by_iterator_ && seeds_.has_value(); }
     std::span<const Sample> input() const { return input_; }
     uint64_t buffer() const { return buffer_; }
     const TfSeeds& seeds() const { return *seeds_; }
@@ -59,7 +65,7 @@ private:
     std::vector<Sample> input_;    // what the shuffle reads: listing, numpy order, subset
     std::optional<TfSeeds> seeds_; // the shuffle's pair; nullopt without a shuffle
     uint64_t buffer_ = 1;
-    bool legacy_ = false; // files opened before the shuffle (older Keras)
+    bool by_iterator_ = false; // tf_reads_by_iterator(spec)
     Cursor cursor_;
     TfShuffle shuffle_;
 };
