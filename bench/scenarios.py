@@ -278,44 +278,32 @@ class Bench:
         return bool(self.cfg["dataset"].get("val_files"))
 
     def job_cmd(self, data, seed, daemon_pid=None, go=None):
-        if framework_of(self.cfg) == "keras":
-            return self.keras_job_cmd(data, seed, daemon_pid, go)
+        """train_job.py, or keras_job.py for a "keras" job with the flags of
+        train_job.py's that mean something to it (no workers, sampler or
+        generator: tf.data's)."""
         j = self.cfg["job"]
         train = os.path.join(data, "train") if self.has_val() else data
-        cmd = [PY, os.path.join(HERE, "train_job.py"), train,
-               "--epochs", str(j.get("epochs", 2)),
-               "--batch", str(j.get("batch", 64)),
-               "--workers", str(j.get("workers", 2)),
-               "--seed", str(seed),
-               "--generator", j.get("generator", "explicit"),
-               "--transform", j.get("transform", "rrc"),
-               "--world", str(j.get("world", 1)),
-               "--rank", str(j.get("rank", 0)),
-               "--step-sleep", str(j.get("step_sleep", 0)),
-               "--loop-dev", self.st["loop"],
-               "--cpuacct", self.st["cgroups"]["cpuacct"]]
-        if self.has_val():
-            cmd += ["--val", os.path.join(data, "val")]
-        if daemon_pid:
-            cmd += ["--daemon-pid", str(daemon_pid)]
-        if go:
-            cmd += ["--wait-for", go]
-        return cmd
-
-    def keras_job_cmd(self, data, seed, daemon_pid=None, go=None):
-        """bench/keras_job.py with the flags train_job.py takes that mean
-        something to it (no workers, sampler or generator: tf.data's)."""
-        j = self.cfg["job"]
-        train = os.path.join(data, "train") if self.has_val() else data
-        cmd = [frameworks_python(), os.path.join(HERE, "keras_job.py"), train,
-               "--epochs", str(j.get("epochs", 2)),
-               "--batch", str(j.get("batch", 64)),
-               "--seed", str(seed),
-               "--image-size"] + [str(x) for x in j.get("image_size", [64, 64])] + [
-               "--step-sleep", str(j.get("step_sleep", 0)),
-               "--loop-dev", self.st["loop"],
-               "--cpuacct", self.st["cgroups"]["cpuacct"]]
-        if j.get("validation_split"):
+        keras = framework_of(self.cfg) == "keras"
+        if keras:
+            cmd = [frameworks_python(), os.path.join(HERE, "keras_job.py"), train,
+                   "--epochs", str(j.get("epochs", 2)),
+                   "--batch", str(j.get("batch", 64)),
+                   "--seed", str(seed),
+                   "--image-size"] + [str(x) for x in j.get("image_size", [64, 64])]
+        else:
+            cmd = [PY, os.path.join(HERE, "train_job.py"), train,
+                   "--epochs", str(j.get("epochs", 2)),
+                   "--batch", str(j.get("batch", 64)),
+                   "--workers", str(j.get("workers", 2)),
+                   "--seed", str(seed),
+                   "--generator", j.get("generator", "explicit"),
+                   "--transform", j.get("transform", "rrc"),
+                   "--world", str(j.get("world", 1)),
+                   "--rank", str(j.get("rank", 0))]
+        cmd += ["--step-sleep", str(j.get("step_sleep", 0)),
+                "--loop-dev", self.st["loop"],
+                "--cpuacct", self.st["cgroups"]["cpuacct"]]
+        if keras and j.get("validation_split"):
             cmd += ["--validation-split", str(j["validation_split"])]
         if self.has_val():
             cmd += ["--val", os.path.join(data, "val")]
