@@ -54,6 +54,19 @@ soon as an epoch's last batch is taken (tf-order.md), so a little of the
 reading that iterator's prefetch does falls in the validation pass or
 after the last epoch. That is what a real Keras job does too.
 
+iterator_switch_s: on_epoch_begin to the first training batch's
+on_train_batch_begin. fit drops the previous epoch's iterators there, before
+it asks for this epoch's first batch, so the interval holds no read of this
+epoch. Dropping an exhausted tf.data iterator joins tf.data's autotune
+thread, which sleeps in a timed wait that the cancellation does not cut
+short (TF 2.21: the main thread blocks in RootDataset::Iterator's
+destructor until the autotune thread's Model::OptimizeLoop wakes from its
+optimisation period), so the interval is anywhere from 0 to about 16 s,
+differently in every run, with or without clairfs. With
+tf.data.Options().autotune.enabled = False it is 0 and an epoch takes as
+long. wall_less_switch_s = wall_s - iterator_switch_s: the epoch's reading,
+decoding and training, which is what a data path can change.
+
 Runs with any Python that has tensorflow and keras 3 (bench/scenarios.py
 takes it from CLAIRFS_FRAMEWORKS_PYTHON, default /opt/clairfs-venv/bin/python);
 TensorFlow's C++ logging is kept to errors (TF_CPP_MIN_LOG_LEVEL=2) and
@@ -160,7 +173,17 @@ def main(argv=None):
             self.s_train = None
             self.steps = 0
             self.first = None
+            self.switch = None
             self.val = None
+
+        def on_train_batch_begin(self, batch, logs=None):
+            # fit drops the previous epoch's exhausted iterator (and its
+            # spare) between on_epoch_begin and the first batch's begin;
+            # the first batch's data is fetched only after this, inside
+            # train_function. So this interval holds tf.data's iterator
+            # teardown and no read of this epoch.
+            if self.switch is None:
+                self.switch = time.perf_counter() - self.s0["t"]
 
         def on_train_batch_end(self, batch, logs=None):
             if self.first is None:
@@ -183,6 +206,8 @@ def main(argv=None):
             samples = min(n, self.steps * a.batch)
             out = epoch_record(a, epoch, samples, self.steps, self.s0, s_train, s_end,
                                self.first, self.val)
+            out["iterator_switch_s"] = round(self.switch or 0.0, 3)
+            out["wall_less_switch_s"] = round(out["wall_s"] - out["iterator_switch_s"], 3)
             loss = (logs or {}).get("loss")
             if loss is not None and math.isfinite(float(loss)):
                 out["loss"] = round(float(loss), 4)

@@ -806,6 +806,11 @@ def epoch_summary(eps_runs, files):
                                       for i in range(ne)],
          "outside_job_ms_per_file": [med([eps[i].get("outside_job_cpu_s", 0) * 1e3 / files
                                           for eps in eps_runs]) for i in range(ne)]}
+    if "wall_less_switch_s" in eps_runs[0][0]:
+        # keras_job.py: tf.data's iterator teardown at an epoch's start
+        # (keras_job.py's docstring says why it is apart).
+        e["iterator_switch_s"] = [med(col("iterator_switch_s", i)) for i in range(ne)]
+        e["epoch_less_switch_s"] = [med(col("wall_less_switch_s", i)) for i in range(ne)]
     if "val_wall_s" in eps_runs[0][0]:
         e["val_s"] = [med(col("val_wall_s", i)) for i in range(ne)]
         e["epoch_with_val_s"] = [med(col("epoch_with_val_s", i)) for i in range(ne)]
@@ -939,6 +944,10 @@ def summarize(scenarios, runs, unavailable, files, dataset_bytes=None, floor=Non
         if lwe:
             e["epoch_x_local_warm"] = [a / b if a and b else None
                                        for a, b in zip(e["epoch_s"], lwe)]
+        lws = s.get("local-warm", {}).get("epoch_less_switch_s")
+        if lws and "epoch_less_switch_s" in e:
+            e["epoch_less_switch_x_local_warm"] = [a / b if a and b else None for a, b
+                                                   in zip(e["epoch_less_switch_s"], lws)]
     lwj = s.get("local-warm", {}).get("jobs")
     for sc, e in s.items():
         for jid, je in (e.get("jobs") or {}).items():
@@ -964,12 +973,20 @@ def floor_lines(floor, summary, scenarios, cfg):
         text += f"; {floor['iops_floor_s']:.1f} s at {floor['iops']} IOPS and one read per file"
     text += "."
     if rows:
+        sw = any("epoch_less_switch_s" in summary[sc] for sc in rows)
         text += ("\n\n| scenario | epoch 0 × bandwidth floor | epoch × local-warm "
-                 f"({ep}) |\n|---|---|---|")
+                 f"({ep}) |"
+                 + (f" tf.data iterator switch s ({ep}) | epoch less switch s ({ep}) "
+                    f"| epoch less switch × local-warm ({ep}) |" if sw else "")
+                 + "\n|---|---|---|" + ("---|---|---|" if sw else ""))
         for sc in rows:
             e = summary[sc]
             text += (f"\n| {sc} | {one(e.get('epoch0_x_bandwidth_floor'), '{:.2f}')} "
                      f"| {fmt(e.get('epoch_x_local_warm') or [None] * ne, '{:.2f}')} |")
+            if sw:
+                text += (f" {fmt(e.get('iterator_switch_s') or [None] * ne)} "
+                         f"| {fmt(e.get('epoch_less_switch_s') or [None] * ne)} "
+                         f"| {fmt(e.get('epoch_less_switch_x_local_warm') or [None] * ne, '{:.2f}')} |")
     return text
 
 
