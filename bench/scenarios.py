@@ -38,6 +38,10 @@ Scenarios:
                         train/val datasets: the same, named for what it is,
                         the train loader only; the validation passes are
                         opens no registered loader covers.
+  clairfs-registered-push
+                        clairfs-registered with --push-ahead: the files the
+                        job opens next are copied into the page cache before
+                        their open, so their reads need no round trip.
   clairfs-registered-trainval
                         train/val datasets: one job with a "loaders" list,
                         the train loader then {"root": "val", "sampler":
@@ -110,7 +114,7 @@ PY = "/usr/bin/python3"
 FRAMEWORKS_PY = "/opt/clairfs-venv/bin/python"  # CLAIRFS_FRAMEWORKS_PYTHON overrides
 ALL = ["local-warm", "direct", "copy-first", "rclone",
        "clairfs-unregistered", "clairfs-registered",
-       "clairfs-registered-train", "clairfs-registered-trainval",
+       "clairfs-registered-train", "clairfs-registered-push", "clairfs-registered-trainval",
        "clairfs-ssd-unregistered", "clairfs-ssd-registered", "clairfs-ssd-staged"]
 NEEDS_VAL = ("clairfs-registered-train", "clairfs-registered-trainval")
 FRAMEWORKS = ("torch", "keras")
@@ -464,7 +468,7 @@ class Bench:
             self.reap(p, timeout=60)
             shutil.rmtree(cache, ignore_errors=True)
 
-    def sc_clairfs(self, r, register=None, ssd=False, stage=False):
+    def sc_clairfs(self, r, register=None, ssd=False, stage=False, push=False):
         """register: None (no registration), "job" (the job as configured:
         its train loader on a train/val dataset), "trainval" (a loaders
         list: train, then val, sequential)."""
@@ -478,6 +482,8 @@ class Bench:
             cmd += ["--cache-dir", cache] + self.cfg.get("clairfs_ssd_opts", [])
         if stage:
             cmd += ["--stage"]
+        if push:
+            cmd += ["--push-ahead"]
         regs = self.registrations(register) if register else []
         if regs:
             reg = os.path.join(self.work, "registration.json")
@@ -640,6 +646,7 @@ class Bench:
               "clairfs-unregistered": self.sc_clairfs,
               "clairfs-registered": lambda r: self.sc_clairfs(r, "job"),
               "clairfs-registered-train": lambda r: self.sc_clairfs(r, "job"),
+              "clairfs-registered-push": lambda r: self.sc_clairfs(r, "job", push=True),
               "clairfs-registered-trainval": lambda r: self.sc_clairfs(r, "trainval"),
               "clairfs-ssd-unregistered": lambda r: self.sc_clairfs(r, ssd=True),
               "clairfs-ssd-registered": lambda r: self.sc_clairfs(r, "job", ssd=True),
