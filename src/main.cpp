@@ -19,6 +19,7 @@ void usage(FILE* out) {
         "  stage MOUNT [--wait]                 copy the whole dataset into the tiers, in the "
         "background\n"
         "  status MOUNT [--json]                what a mount is doing\n"
+        "  wait MOUNT [--timeout S]             until the mount answers and its peers have joined\n"
         "  order [--KEY VALUE ...]              print the order a PyTorch job reads samples in\n\n"
         "clairfs COMMAND --help shows a command's options; man clairfs has the details.\n");
 }
@@ -42,6 +43,7 @@ int run(int argc, char** argv) {
     if (cmd == "unregister") return unregister_command(args);
     if (cmd == "stage") return stage_command(args);
     if (cmd == "status") return status_command(args);
+    if (cmd == "wait") return wait_command(args);
     if (cmd == "--help" || cmd == "-h" || cmd == "help") {
         usage(stdout);
         return exit_ok;

@@ -10,8 +10,10 @@
 #include "clairfs/index/load_index.hpp"
 #include "clairfs/log.hpp"
 #include "clairfs/prefetch/engine.hpp"
+#include "clairfs/peer/peers.hpp"
 #include "mount_checks.hpp"
 #include "mount_table.hpp"
+#include "peer_launch.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -148,6 +150,16 @@ int mount_command(const std::vector<std::string>& args) {
     index::Index idx;
     if (auto why = build_index(backing, o, idx); !why.empty()) return fail(why);
 
+    prefetch::EngineOptions eo = engine_options(o);
+    // --peers: from here on this is the daemon, forked off the process the
+    // MPI launcher started, which joined the group for it (peer_launch.cpp).
+    PeerLaunch launch;
+    if (!o.peers.empty()) {
+        if (eo.mem == 0) return fail("--peers needs the RAM tier (--mem above 0)");
+        if (auto why = launch_peers(o, idx, eo.mem, launch); !why.empty()) return fail(why);
+        LOG_INFO("peer group: rank %d of %d", launch.group.self, launch.group.size());
+    }
+
     // glibc raises its mmap threshold to the size of each large block freed
     // (read-through ranges, FUSE buffers, blobs past the arena), after which
     // such blocks come from the per-thread heaps and stay resident once
@@ -156,7 +168,6 @@ int mount_command(const std::vector<std::string>& args) {
     // never passed 23 MB. Fixed thresholds give them back to the system.
     mallopt(M_MMAP_THRESHOLD, 128 << 10);
     mallopt(M_TRIM_THRESHOLD, 128 << 10);
-    prefetch::EngineOptions eo = engine_options(o);
     if (eo.mem > 0) {
         // Headroom for buffers in flight and for evicted ones an open file
         // still holds; past it buffers come from the heap (counted in status).
@@ -166,6 +177,13 @@ int mount_command(const std::vector<std::string>& args) {
     }
     prefetch::Engine engine(idx, backing.fd, eo);
     if (!o.cache_dir.empty() && o.ssd != 0) engine.attach_ssd(open_ssd(o, idx, backing.real));
+    if (!o.peers.empty()) {
+        peer::PeerOptions po;
+        po.timeout = std::chrono::milliseconds(static_cast<int64_t>(o.peer_timeout * 1000));
+        po.wait_bound = io_timeout_of(o);
+        engine.attach_peers(
+            std::make_unique<peer::Peers>(std::move(launch.group), launch.listen_fd, po));
+    }
     control::Controller control(idx, engine);
     // Before the mount, so a bad file fails the command with nothing mounted;
     // the engine's threads start after the fork and find the job waiting.
@@ -175,6 +193,10 @@ int mount_command(const std::vector<std::string>& args) {
             return fail(why);
     }
     fuse::Filesystem fs{idx, backing.fd, o, {}};
+    if (!o.peers.empty()) {
+        fs.ready_fd = launch.ready_fd;
+        fs.predetached = true;
+    }
     fs.engine = &engine;
     fs.control = &control;
     if (auto why = fuse::serve(fs); !why.empty()) return fail(why);

@@ -40,6 +40,34 @@ std::string set_cache_timeout(MountOptions& o, std::string_view v) {
     return parse_seconds(v, o.cache_timeout) ? "" : "expected a non-negative number of seconds";
 }
 
+std::string set_peers(MountOptions& o, std::string_view v) {
+    if (v != "mpi" && v != "none")
+        return "expected mpi (the daemons of one MPI launch form the group) or none";
+    o.peers = v == "none" ? "" : std::string(v);
+    return "";
+}
+
+std::string set_peer_timeout(MountOptions& o, std::string_view v) {
+    double s = 0;
+    // Below a tenth of a second a busy node's pings would read as a death.
+    if (!parse_seconds(v, s) || s < 0.1 || s > 3600) return "expected 0.1 to 3600 seconds";
+    o.peer_timeout = s;
+    return "";
+}
+
+std::string set_peer_address(MountOptions& o, std::string_view v) {
+    if (v.empty() || v.size() > 255) return "expected a host name or address";
+    o.peer_address = v;
+    return "";
+}
+
+std::string set_peer_port(MountOptions& o, std::string_view v) {
+    uint64_t n = 0;
+    if (!parse_count(v, n) || n > 65535) return "expected a TCP port, 0 to 65535";
+    o.peer_port = static_cast<unsigned>(n);
+    return "";
+}
+
 std::string set_log_level(MountOptions& o, std::string_view v) {
     return log::parse_level(v, o.log_level) ? "" : "expected error, warn, info or debug";
 }
@@ -161,6 +189,19 @@ constexpr OptionSpec specs[] = {
      "copy the whole dataset into the tiers in the background from mount time (in predicted "
      "first-use order once a job is registered); see clairfs stage",
      set_bool_field<&MountOptions::stage>},
+    {"peers", 0, OptionType::choice, "mpi", "none",
+     "share one cache with the daemons started by the same MPI launch (mpiexec, srun): each "
+     "file is read from the backing store by one daemon and fetched from it by the others",
+     set_peers},
+    {"peer_timeout", 0, OptionType::seconds, "SECONDS", "2",
+     "a peer silent this long (it pings every quarter of it) is dead: its files come from the "
+     "backing store and it is not asked again",
+     set_peer_timeout},
+    {"peer_address", 0, OptionType::text, "HOST", "",
+     "the name or address the other daemons reach this one at (default: the host name)",
+     set_peer_address},
+    {"peer_port", 0, OptionType::count, "PORT", "0",
+     "TCP port of this daemon's peer listener (0: any free port)", set_peer_port},
     {"fuse_debug", 0, OptionType::flag, "", "false", "print every FUSE request (libfuse -d)",
      set_bool_field<&MountOptions::fuse_debug>},
 };

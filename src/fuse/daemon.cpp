@@ -27,7 +27,7 @@ std::string detach(Detached& out) {
     if (pid < 0) return std::string("fork: ") + sys::error_text(-errno);
     if (pid > 0) {
         ::close(fds[1]);
-        out = {true, fds[0]};
+        out = {true, fds[0], pid};
         return "";
     }
     ::close(fds[0]);
@@ -36,17 +36,17 @@ std::string detach(Detached& out) {
     }
     to_dev_null(STDIN_FILENO);
     to_dev_null(STDOUT_FILENO);
-    out = {false, fds[1]};
+    out = {false, fds[1], -1};
     return "";
 }
 
-void notify_ready(int& ready_fd) {
+void notify_ready(int& ready_fd, bool keep_terminal) {
     if (ready_fd < 0) return;
     char byte = 'R';
     (void)!::write(ready_fd, &byte, 1);
     ::close(ready_fd);
     ready_fd = -1;
-    to_dev_null(STDERR_FILENO);
+    if (!keep_terminal) to_dev_null(STDERR_FILENO);
 }
 
 std::string wait_ready(int ready_fd, const std::string& mountpoint) {

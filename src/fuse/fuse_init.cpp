@@ -62,9 +62,11 @@ void init_core(Filesystem& fs, fuse_conn_info* conn) {
 
     if (fs.ready_fd >= 0) {
         // From here on the daemon has no terminal: later lines go to syslog
-        // or --log-file.
-        if (log::redirect(fs.options.log_file) < 0) log::redirect("");
-        notify_ready(fs.ready_fd);
+        // or --log-file. A daemon forked for --peers with -f keeps it: its
+        // launcher's process waits in the foreground for it.
+        bool keep = fs.predetached && fs.options.foreground;
+        if (!keep && log::redirect(fs.options.log_file) < 0) log::redirect("");
+        notify_ready(fs.ready_fd, keep);
     }
 }
 

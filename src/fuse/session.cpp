@@ -94,7 +94,7 @@ std::string serve(Filesystem& fs) {
         return "mount on '" + o.mountpoint + "' failed (see the libfuse message above)";
     }
     LOG_INFO("mounted %s on %s", o.backing.c_str(), o.mountpoint.c_str());
-    if (!o.foreground) {
+    if (!o.foreground && !fs.predetached) {
         Detached d;
         if (auto why = detach(d); !why.empty()) {
             fuse_session_unmount(se.get());

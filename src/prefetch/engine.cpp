@@ -4,6 +4,7 @@
 #include "active_job.hpp"
 #include "clairfs/cache/ssd_tier.hpp"
 #include "clairfs/log.hpp"
+#include "clairfs/peer/peers.hpp"
 #include "clairfs/sys/contained.hpp"
 #include "ssd_writer.hpp"
 
@@ -43,6 +44,39 @@ void Engine::attach_ssd(std::unique_ptr<cache::Tier> ssd) {
         writer_ = std::make_unique<SsdWriter>(*ssd_, std::max<uint64_t>(opt_.mem / 8, 64 << 20));
 }
 
+void Engine::attach_peers(std::unique_ptr<peer::Peers> peers) {
+    peers_ = std::move(peers);
+    if (!peers_) return;
+    homed_.assign(index_.size(), 0);
+    uint64_t dataset = 0;
+    for (index::NodeId id = 0; id < index_.size(); ++id) {
+        if (tier_size_[id] == not_tiered) continue;
+        dataset += tier_size_[id];
+        if (peers_->home_of(id) == peers_->self()) {
+            homed_[id] = 1;
+            homed_bytes_ += tier_size_[id];
+        }
+    }
+    // Each home keeps its files for good only while every home can: then
+    // the shared file system is read once per file. Otherwise eviction
+    // goes by next use alone, as without peers.
+    uint64_t group_mem = 0;
+    for (const auto& m : peers_->members()) group_mem += m.mem;
+    pin_homed_ = group_mem >= dataset && opt_.mem >= homed_bytes_;
+    peers_->set_server([this](index::NodeId id) { return serve_peer(id); });
+}
+
+bool Engine::peers_settled() const {
+    return !peers_ || peers_->settled();
+}
+
+peer::ServeResult Engine::serve_peer(index::NodeId id) {
+    if (!index_.contains(id) || tier_size_[id] == not_tiered) return {-EINVAL, nullptr};
+    if (cache::BlobRef b = ram_.peek(id)) return {0, std::move(b)};
+    FetchResult r = pool_->demand(id, [&] { return ram_.peek(id); });
+    return {r.error, std::move(r.blob)};
+}
+
 void Engine::start() {
     if (writer_) writer_->start();
     pool_ = std::make_unique<FetchPool>(
@@ -52,6 +86,7 @@ void Engine::start() {
         opt_.io_timeout);
     scheduler_ = std::thread([this] { schedule_loop(); });
     stager_ = std::thread([this] { stage_loop(); });
+    if (peers_) peers_->start();
     if (opt_.stage) stage();
 }
 
@@ -76,6 +111,9 @@ bool Engine::stop_within(std::chrono::milliseconds bound) {
     }
     wake_cv_.notify_all();
     if (scheduler_.joinable()) scheduler_.join();
+    // Before the pool: a fetch waiting on a peer ends now (it reads the
+    // backing store instead), and the peers stop asking this daemon.
+    if (peers_) peers_->stop();
     // Joins the fetch threads before the tiers they admit into go; a fetch
     // hung in the backing store would hold the unmount for ever.
     if (pool_ && !pool_->stop(bound)) {
@@ -118,6 +156,16 @@ FetchResult Engine::read_whole(index::NodeId id) {
     }
     if (ssd_ && ssd_->contains(id)) {
         if (cache::BlobRef b = ssd_->get(id)) return {0, std::move(b), Source::ssd};
+    }
+    // Its home's copy, when the home is another daemon that is alive. A
+    // home that fails, dies or sends bytes that fail their checksum costs
+    // this one fetch its wait; the file then comes from the backing store.
+    if (peers_) {
+        int home = peers_->home_of(id);
+        if (home != peers_->self() && peers_->usable(home)) {
+            peer::PeerReply p = peers_->fetch(home, id, index_.node(id).size, false);
+            if (p.error == 0) return {0, std::move(p.blob), Source::peer};
+        }
     }
     FetchResult r;
     r.error = backing_.read_whole(id, r.blob);
@@ -194,7 +242,18 @@ int Engine::bytes_of(index::NodeId id, cache::BlobRef& out) {
 // restarted job finds again.
 void Engine::admit(index::NodeId id, const FetchResult& r, bool) {
     if (r.error == 0) {
-        ram_.put(id, r.blob);
+        if (!homed_.empty() && !homed_[id]) {
+            // With peers, a file from elsewhere may not take the room the
+            // files homed here will need: they are what the others ask for.
+            cache::TierStats t = ram_.stats();
+            uint64_t reserved = homed_bytes_ - std::min(homed_bytes_, homed_held_.load());
+            if (t.bytes + r.blob->size + reserved <= t.capacity) ram_.put(id, r.blob);
+        } else if (!homed_.empty()) {
+            bool had = ram_.contains(id);
+            if (ram_.put(id, r.blob) && !had) homed_held_.fetch_add(r.blob->size);
+        } else {
+            ram_.put(id, r.blob);
+        }
         if (writer_ && r.from == Source::backing && !ssd_->contains(id))
             writer_->enqueue(id, r.blob);
     }

@@ -2,6 +2,7 @@
 // The engine's part of .clairfs/status (keys documented in clairfs-control(5)).
 #include "active_job.hpp"
 #include "clairfs/cache/blob_arena.hpp"
+#include "clairfs/peer/peers.hpp"
 #include "ssd_writer.hpp"
 
 #include <nlohmann/json.hpp>
@@ -200,6 +201,17 @@ void Engine::status(nlohmann::json& out) const {
 
     out["ranks"] = any ? jobs[0]["loaders"][0]["ranks"] : nlohmann::json::array();
     out["jobs"] = std::move(jobs);
+    if (peers_) {
+        peers_->status(out);
+        uint64_t homed = 0;
+        for (uint8_t h : homed_) homed += h;
+        out["peers"]["homed_files"] = homed;
+        out["peers"]["homed_bytes"] = homed_bytes_;
+        out["peers"]["homed_held_bytes"] = homed_held_.load();
+        out["peers"]["pinned"] = pin_homed_;
+    } else {
+        out["peers"] = nullptr;
+    }
 }
 
 void Engine::ssd_status(nlohmann::json& out) const {

@@ -222,6 +222,12 @@ void Engine::schedule_round(const Jobs& jobs) {
     cache::TierStats ram = ram_.stats();
     Window window(future, in_window_, window_index_, tier_size_, ram.capacity, round);
     int64_t free = static_cast<int64_t>(ram.capacity) - static_cast<int64_t>(ram.bytes);
+    // With peers, room the files homed here will take is not free for
+    // files from elsewhere (Engine::admit() would not keep them).
+    const int64_t reserved =
+        homed_.empty() ? 0
+                       : static_cast<int64_t>(homed_bytes_ -
+                                              std::min(homed_bytes_, homed_held_.load()));
     std::vector<std::pair<uint64_t, index::NodeId>> victims; // built on first need
     bool victims_built = false;
     uint64_t lead = 0;
@@ -241,13 +247,16 @@ void Engine::schedule_round(const Jobs& jobs) {
         auto size = static_cast<int64_t>(tier_size_[id]);
         if (busy) free -= size; // on its way in
         if (have || busy) continue;
-        if (free < size) {
+        const int64_t need = size + (homed_.empty() || homed_[id] ? 0 : reserved);
+        if (free < need) {
             if (!victims_built) {
                 window.complete();
                 std::vector<index::NodeId> held;
                 ram_.held(held);
                 // The window has walked `future` to its end; eviction asks
                 // it only where each file is next due, which it still knows.
+                // Pinned files (homed here, for the group) are never victims.
+                if (pin_homed_) std::erase_if(held, [&](index::NodeId h) { return pinned(h); });
                 victims = eviction_order(
                     future, held, WindowMarks{in_window_, window_index_, round, window.size()});
                 victims_built = true;
@@ -260,11 +269,14 @@ void Engine::schedule_round(const Jobs& jobs) {
             // time the fetched one is needed (1364 reads against 1159 in
             // the 30% torch test).
             uint64_t keep_upto = i < lead_target_ ? i : UINT64_MAX - 1;
-            while (free < size && !victims.empty() && victims.back().first > keep_upto) {
-                free += static_cast<int64_t>(ram_.evict(victims.back().second));
+            while (free < need && !victims.empty() && victims.back().first > keep_upto) {
+                index::NodeId v = victims.back().second;
+                uint64_t freed = ram_.evict(v);
+                if (!homed_.empty() && homed_[v]) homed_held_.fetch_sub(std::min(freed, homed_held_.load()));
+                free += static_cast<int64_t>(freed);
                 victims.pop_back();
             }
-            if (free < size) break;
+            if (free < need) break;
         }
         // A stage-in fetch may have landed since the look above.
         if (!pool_->prefetch(id, [&] { return ram_.contains(id); })) { // the queue is full

@@ -18,5 +18,6 @@ int register_command(const std::vector<std::string>& args);
 int unregister_command(const std::vector<std::string>& args);
 int status_command(const std::vector<std::string>& args);
 int stage_command(const std::vector<std::string>& args);
+int wait_command(const std::vector<std::string>& args);
 
 } // namespace clairfs::cli

@@ -41,6 +41,10 @@ struct MountOptions {
     std::string cache_dir;       // local-SSD tier directory; empty: no SSD tier
     uint64_t ssd = auto_ssd;     // SSD tier budget in bytes; auto_ssd: see above
     bool stage = false;          // copy the whole dataset into the tiers at mount
+    std::string peers;           // "mpi": form a group with the daemons of this MPI launch
+    double peer_timeout = 2;     // seconds a peer may stay silent before it counts as dead
+    std::string peer_address;    // where the others reach this daemon; empty: the host name
+    unsigned peer_port = 0;      // its listener's TCP port; 0: any free one
 
     uint64_t effective_blksize() const { return blksize ? blksize : max_read; }
 };

@@ -14,14 +14,16 @@ namespace clairfs::fuse {
 struct Detached {
     bool is_parent = false;
     int ready_fd = -1; // parent: read end; child: write end
+    pid_t child = -1;  // parent: the daemon's pid
 };
 
 // Forks. The child starts a new session in "/" with stdin on /dev/null and
 // keeps stderr until notify_ready(), so start-up errors still reach the user.
 std::string detach(Detached& out);
 
-// Child, from the FUSE init callback: tells the parent and drops the terminal.
-void notify_ready(int& ready_fd);
+// Child, from the FUSE init callback: tells the parent and, unless
+// `keep_terminal`, drops the terminal.
+void notify_ready(int& ready_fd, bool keep_terminal = false);
 
 // Parent: waits for the child, then checks that `mountpoint` answers.
 // Returns "" or the reason the daemon did not come up.

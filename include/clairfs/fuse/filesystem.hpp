@@ -38,6 +38,9 @@ struct Filesystem {
     const config::MountOptions& options;
     Counters counters;
     int ready_fd = -1; // background start-up: told once the kernel handshake reaches us
+    // Forked before the mount (--peers: peer_launch.cpp), so serve() does
+    // not detach again; with -f the daemon then keeps logging to stderr.
+    bool predetached = false;
     prefetch::Engine* engine = nullptr;     // set before serving, lives as long as the mount
     control::Controller* control = nullptr; // likewise
     fuse_session* session = nullptr;        // while serving: for notifications to the kernel

@@ -28,6 +28,11 @@
 #include <utility>
 #include <vector>
 
+namespace clairfs::peer {
+class Peers;
+struct ServeResult;
+} // namespace clairfs::peer
+
 namespace clairfs::prefetch {
 
 class SsdWriter;
@@ -90,6 +95,13 @@ public:
     void release_for_exit();
     // Before start(): the SSD tier, between RAM and the backing store.
     void attach_ssd(std::unique_ptr<cache::Tier> ssd);
+    // Before start(): the other daemons of this node's group (--peers).
+    // Files homed elsewhere are fetched from their home before the backing
+    // store; files homed here are kept ahead of any other file and served
+    // to the others. start() starts them, stop() says bye.
+    void attach_peers(std::unique_ptr<peer::Peers> peers);
+    // Whether the group has formed as far as it will (true without peers).
+    bool peers_settled() const;
 
     // --- the FUSE side -------------------------------------------------
     // Whether reads of this file are served whole from the tiers (false:
@@ -146,6 +158,12 @@ public:
 private:
     void admit(index::NodeId id, const FetchResult& r, bool demanded);
     FetchResult read_whole(index::NodeId id);
+    // A peer's get, on a peer server thread: the RAM tier's copy, or a
+    // demand fetch (SSD, else the backing store) that admit() then keeps.
+    peer::ServeResult serve_peer(index::NodeId id);
+    // Whether the RAM tier holds on to `id` whatever the local ranks need:
+    // a file homed here, while the group's RAM together holds the dataset.
+    bool pinned(index::NodeId id) const { return !homed_.empty() && homed_[id] && pin_homed_; }
     void ssd_status(nlohmann::json& out) const;
     void stage_loop();
     void stage_pass();
@@ -185,7 +203,16 @@ private:
     cache::RamTier ram_;
     std::unique_ptr<cache::Tier> ssd_;  // the local-SSD tier, or null
     std::unique_ptr<SsdWriter> writer_; // after ssd_: drains into it when destroyed
+    std::unique_ptr<peer::Peers> peers_; // before the pool: its threads fetch from peers
     std::unique_ptr<FetchPool> pool_;   // after the tiers: its threads admit into them
+    // Per node: homed here (1) or elsewhere (0); empty without peers.
+    std::vector<uint8_t> homed_;
+    bool pin_homed_ = false;       // the group's RAM budgets add up to the dataset
+    uint64_t homed_bytes_ = 0;     // tiered bytes of the files homed here
+    // Of those, held in the RAM tier now (admit() adds; evictions of
+    // pinned files do not happen). Room beyond the homed files' is all a
+    // file from elsewhere may take.
+    std::atomic<uint64_t> homed_held_{0};
 
     // Guards jobs_ (the pointer only: the list is immutable, replaced whole)
     // and retired_; leaf lock. A job is built before it and freed after it,

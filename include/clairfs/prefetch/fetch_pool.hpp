@@ -22,7 +22,7 @@
 namespace clairfs::prefetch {
 
 // Where a fetch found the bytes.
-enum class Source : uint8_t { backing, ssd };
+enum class Source : uint8_t { backing, ssd, peer };
 
 struct FetchResult {
     int error = 0; // 0 or -errno

@@ -1,0 +1,300 @@
+// SPDX-License-Identifier: MIT
+#include "clairfs/peer/peers.hpp"
+
+#include "clairfs/log.hpp"
+#include "clairfs/sys/contained.hpp"
+
+#include <cerrno>
+#include <nlohmann/json.hpp>
+#include <pthread.h>
+#include <xxhash.h>
+
+namespace clairfs::peer {
+
+using Clock = std::chrono::steady_clock;
+
+// One fetch from a peer, waited on by the thread that asked.
+struct Peers::Waiting {
+    int home = 0;
+    index::NodeId id = 0;
+    bool done = false;
+    FrameHeader h;
+    std::shared_ptr<cache::Blob> payload;
+    int error = 0; // set when done without a data frame
+    std::condition_variable cv;
+};
+
+Peers::Peers(Group group, int listen_fd, PeerOptions opt)
+    : group_(group), opt_(opt),
+      transport_(std::move(group), listen_fd, opt.timeout,
+                 Transport::Events{
+                     [this](int from, const FrameHeader& h, std::shared_ptr<cache::Blob> p) {
+                         on_frame(from, h, std::move(p));
+                     },
+                     [this](int peer, const std::string& why) { on_down(peer, why); }}),
+      down_why_(group_.members.size()), rates_(group_.members.size()) {
+    // A member whose index differs would serve other bytes under the same
+    // file ids: it is never asked, and never answered.
+    const uint64_t mine = group_.members[group_.self].fingerprint;
+    for (const Member& m : group_.members)
+        if (m.rank != group_.self && m.fingerprint != mine)
+            down_why_[m.rank] = "its dataset index differs from this daemon's (another backing "
+                                "tree, or the tree changed between the scans)";
+}
+
+Peers::~Peers() {
+    stop();
+}
+
+void Peers::start() {
+    for (unsigned i = 0; i < std::max(opt_.server_threads, 1u); ++i)
+        servers_.emplace_back([this] { serve_loop(); });
+    transport_.start();
+}
+
+void Peers::stop() {
+    {
+        std::lock_guard lk(mu_);
+        if (stopping_ && servers_.empty()) return;
+        stopping_ = true;
+    }
+    jobs_cv_.notify_all();
+    for (auto& t : servers_) t.join();
+    servers_.clear();
+    transport_.stop();
+    // Nobody answers now: every waiting fetch goes to the shared file system.
+    std::lock_guard lk(mu_);
+    for (auto& [req, w] : waiting_) {
+        w->done = true;
+        w->error = -EHOSTDOWN;
+        w->cv.notify_all();
+    }
+    waiting_.clear();
+}
+
+int Peers::home_of(index::NodeId id) const {
+    // A seeded hash, not id % size: neighbouring ids (one class folder)
+    // spread over every member.
+    uint64_t h = XXH3_64bits_withSeed(&id, sizeof id, 0x636c616972667321ULL);
+    return static_cast<int>(h % static_cast<uint64_t>(group_.size()));
+}
+
+bool Peers::usable(int peer) const {
+    if (peer == group_.self || peer < 0 || peer >= group_.size()) return false;
+    {
+        std::lock_guard lk(mu_);
+        if (!down_why_[peer].empty() || stopping_) return false;
+    }
+    return transport_.connected(peer);
+}
+
+PeerReply Peers::fetch(int home, index::NodeId id, uint64_t expect, bool demand) {
+    const auto start = Clock::now();
+    auto w = std::make_shared<Waiting>();
+    w->home = home;
+    w->id = id;
+    uint64_t req;
+    {
+        std::lock_guard lk(mu_);
+        if (stopping_ || !down_why_[home].empty()) return {-EHOSTDOWN, nullptr};
+        req = next_request_++;
+        waiting_.emplace(req, w);
+    }
+    FrameHeader h;
+    h.type = FrameType::get;
+    h.file = id;
+    h.request = req;
+    h.flags = demand ? 1 : 0;
+    if (!transport_.send(home, h)) {
+        std::lock_guard lk(mu_);
+        waiting_.erase(req);
+        return {-EHOSTDOWN, nullptr};
+    }
+    std::unique_lock lk(mu_);
+    bool in_time = true;
+    if (opt_.wait_bound.count() > 0)
+        in_time = w->cv.wait_for(lk, opt_.wait_bound, [&] { return w->done; });
+    else
+        w->cv.wait(lk, [&] { return w->done; });
+    if (!in_time) {
+        // Alive (it pings) but slow: this file comes from the shared file
+        // system; a late answer finds no waiter and is dropped.
+        waiting_.erase(req);
+        ++errors_;
+        return {-ETIMEDOUT, nullptr};
+    }
+    if (w->error) {
+        if (w->error == -EHOSTDOWN)
+            ++down_fallbacks_;
+        else
+            ++errors_;
+        return {w->error, nullptr};
+    }
+    lk.unlock();
+    // The home checksummed what it sent; what arrived must match, and be the
+    // file the index describes.
+    auto& p = w->payload;
+    uint64_t got = p ? p->size : 0;
+    bool ok = w->h.length == expect && got == expect &&
+              payload_matches(w->h, {p ? p->bytes.get() : nullptr, got});
+    lk.lock();
+    if (!ok) {
+        ++errors_;
+        ++corrupt_;
+        lk.unlock();
+        LOG_WARN("file %u from peer %d failed its checksum (%llu bytes, %llu expected); reading "
+                 "it from the shared file system",
+                 id, home, static_cast<unsigned long long>(got),
+                 static_cast<unsigned long long>(expect));
+        return {-EBADMSG, nullptr};
+    }
+    ++files_in_;
+    bytes_in_ += got;
+    Rate& r = rates_[home];
+    ++r.files;
+    r.bytes += got;
+    r.seconds += std::chrono::duration<double>(Clock::now() - start).count();
+    if (!p) p = cache::Blob::make(0);
+    return {0, std::move(p)};
+}
+
+void Peers::on_frame(int from, const FrameHeader& h, std::shared_ptr<cache::Blob> payload) {
+    if (h.type == FrameType::get) {
+        {
+            std::lock_guard lk(mu_);
+            if (stopping_ || !down_why_[from].empty()) return;
+            // Demand gets go ahead of prefetch gets; each kind in order.
+            if (h.flags & 1) {
+                auto it = jobs_.begin();
+                while (it != jobs_.end() && (it->h.flags & 1)) ++it;
+                jobs_.insert(it, Job{from, h});
+            } else {
+                jobs_.push_back(Job{from, h});
+            }
+        }
+        jobs_cv_.notify_one();
+        return;
+    }
+    if (h.type != FrameType::data && h.type != FrameType::fail) return; // notes: later
+    std::lock_guard lk(mu_);
+    auto it = waiting_.find(h.request);
+    if (it == waiting_.end() || it->second->home != from) return; // late, or not ours
+    auto w = it->second;
+    waiting_.erase(it);
+    w->done = true;
+    w->h = h;
+    if (h.type == FrameType::fail)
+        w->error = -static_cast<int>(h.error ? h.error : EIO);
+    else
+        w->payload = std::move(payload);
+    w->cv.notify_all();
+}
+
+void Peers::on_down(int peer, const std::string& why) {
+    bool first, stopping;
+    {
+        std::lock_guard lk(mu_);
+        stopping = stopping_;
+        first = down_why_[peer].empty();
+        if (first) down_why_[peer] = why.empty() ? "down" : why;
+        for (auto it = waiting_.begin(); it != waiting_.end();) {
+            if (it->second->home != peer) {
+                ++it;
+                continue;
+            }
+            it->second->done = true;
+            it->second->error = -EHOSTDOWN;
+            it->second->cv.notify_all();
+            it = waiting_.erase(it);
+        }
+        std::erase_if(jobs_, [&](const Job& j) { return j.from == peer; });
+    }
+    if (!first || stopping) return;
+    // A peer that said bye unmounted on purpose: news, not a fault.
+    if (why.find("unmounted") != std::string::npos)
+        LOG_INFO("peer %d left (%s); its files now come from the shared file system", peer,
+                 why.c_str());
+    else
+        LOG_WARN("peer %d is down (%s); its files now come from the shared file system", peer,
+                 why.c_str());
+}
+
+void Peers::serve_loop() {
+    pthread_setname_np(pthread_self(), "clairfs-serve");
+    for (;;) {
+        Job j;
+        {
+            std::unique_lock lk(mu_);
+            jobs_cv_.wait(lk, [&] { return stopping_ || !jobs_.empty(); });
+            if (stopping_) return;
+            j = jobs_.front();
+            jobs_.pop_front();
+        }
+        ServeResult r;
+        if (auto why = sys::contained("serving a peer", [&] { r = serve_(j.h.file); });
+            !why.empty())
+            r = {-EIO, nullptr};
+        FrameHeader out;
+        out.file = j.h.file;
+        out.request = j.h.request;
+        if (r.error || !r.blob) {
+            out.type = FrameType::fail;
+            out.error = static_cast<uint32_t>(r.error ? -r.error : EIO);
+            transport_.send(j.from, out);
+            continue;
+        }
+        out.type = FrameType::data;
+        out.payload_hash = payload_checksum({r.blob->bytes.get(), r.blob->size});
+        uint64_t n = r.blob->size;
+        if (transport_.send(j.from, out, std::move(r.blob))) {
+            std::lock_guard lk(mu_);
+            ++files_out_;
+            bytes_out_ += n;
+        }
+    }
+}
+
+void Peers::status(nlohmann::json& out) const {
+    std::lock_guard lk(mu_);
+    auto& p = out["peers"];
+    p["rank"] = group_.self;
+    p["count"] = group_.size();
+    int alive = 1; // this daemon
+    nlohmann::json dead = nlohmann::json::array();
+    nlohmann::json why = nlohmann::json::object();
+    nlohmann::json sources = nlohmann::json::array();
+    for (const Member& m : group_.members) {
+        if (m.rank == group_.self) continue;
+        bool up = down_why_[m.rank].empty() && transport_.connected(m.rank);
+        alive += up;
+        if (!down_why_[m.rank].empty()) {
+            dead.push_back(m.rank);
+            why[std::to_string(m.rank)] = down_why_[m.rank];
+        }
+        const Rate& r = rates_[m.rank];
+        nlohmann::json s = {{"rank", m.rank}, {"host", m.host}, {"files", r.files},
+                            {"bytes", r.bytes}};
+        s["state"] = up ? "up" : down_why_[m.rank].empty() ? "joining" : "down";
+        if (r.files) {
+            s["seconds_per_file"] = r.seconds / static_cast<double>(r.files);
+            s["bytes_per_second"] = r.seconds > 0 ? static_cast<double>(r.bytes) / r.seconds : 0.0;
+        }
+        sources.push_back(std::move(s));
+    }
+    p["alive"] = alive;
+    p["formed"] = transport_.settled();
+    p["dead"] = std::move(dead);
+    p["down_reasons"] = std::move(why);
+    p["files_in"] = files_in_;
+    p["bytes_in"] = bytes_in_;
+    p["files_out"] = files_out_;
+    p["bytes_out"] = bytes_out_;
+    p["errors"] = errors_;
+    p["corrupt"] = corrupt_;
+    p["down_fallbacks"] = down_fallbacks_;
+    p["sources"] = std::move(sources);
+    TransportStats t = transport_.stats();
+    p["bad_frames"] = t.bad_frames;
+}
+
+} // namespace clairfs::peer

@@ -1,0 +1,213 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""Issue 15: three daemons started by one real mpiexec on this host, each
+with its own mount point, over one backing directory, each with --mem at
+about 40% of the dataset; three real torch jobs, DistributedSampler world
+size 3, rank i reading through mount i.
+
+- every byte every job got equals the backing file's, in every epoch;
+- over 3 epochs the backing store is read once per file across the group
+  (the sum of the daemons' backing.files is the file count), the rest
+  coming from the files' homes (peers.files_in);
+- `kill -9` of one daemon mid-epoch: the other two jobs finish with correct
+  bytes, their mounts marking the dead peer within about --peer-timeout;
+- every unmount, with and without the killed peer, takes under 5 s.
+
+Skips (77) only where this machine has no mpiexec.mpich or no /dev/fuse."""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "mount"))
+import mountlib as ml  # noqa: E402
+
+ml.skip_unless_fuse()
+MPIEXEC = shutil.which("mpiexec.mpich")
+if not MPIEXEC:
+    print("SKIP: mpiexec.mpich is not installed (package mpich)")
+    sys.exit(77)
+
+import torchlib as tl  # noqa: E402  (exits 77 without torchvision)
+
+NODES = 3
+PEER_TIMEOUT = 2.0
+
+
+class Group:
+    """The three daemons of one mpiexec launch, started with -f."""
+
+    def __init__(self, tmp, backing, mem, extra=()):
+        self.mps = [os.path.join(tmp, f"mnt{i}") for i in range(NODES)]
+        self.logs = [os.path.join(tmp, f"daemon{i}.log") for i in range(NODES)]
+        cmd = [MPIEXEC, "-disable-auto-cleanup"]
+        for i, mp in enumerate(self.mps):
+            os.makedirs(mp, exist_ok=True)
+            if i:
+                cmd.append(":")
+            cmd += ["-n", "1", ml.CLAIRFS, "mount", backing, mp, "-f", "--peers", "mpi",
+                    "--mem", str(mem), "--peer-timeout", str(PEER_TIMEOUT),
+                    "--log-file", self.logs[i], *extra]
+        self.err = open(os.path.join(tmp, "mpiexec.err"), "w+")
+        self.proc = subprocess.Popen(cmd, stdout=self.err, stderr=subprocess.STDOUT)
+        for mp in self.mps:
+            r = ml.clairfs("wait", mp, "--timeout", "120", timeout=150)
+            ml.check(r.returncode == 0, f"clairfs wait {mp}: {r.stderr.strip()} "
+                     f"(mpiexec: {self.mpiexec_output()})")
+
+    def mpiexec_output(self):
+        self.err.flush()
+        self.err.seek(0)
+        return self.err.read()[-2000:]
+
+    def status(self, i):
+        return tl.status(self.mps[i])
+
+    def pid(self, i):
+        pids = ml.daemon_pids(self.mps[i])
+        # The daemon and the launched process it was forked from both name
+        # the mount point; the daemon is the child of the other.
+        def ppid(p):
+            with open(f"/proc/{p}/stat") as f:
+                return int(f.read().rsplit(")", 1)[1].split()[1])
+        own = [p for p in pids if ppid(p) in pids] or (pids if len(pids) == 1 else [])
+        ml.check(len(own) == 1, f"daemon of {self.mps[i]}: pids {pids}, forked {own}")
+        return own[0]
+
+    def unmount_all(self, skip=()):
+        """Unmounts every live node; returns the seconds each took, from
+        `clairfs umount` to the daemon's exit."""
+        took = {}
+        for i, mp in enumerate(self.mps):
+            if i in skip:
+                continue
+            pid = self.pid(i)
+            t0 = time.monotonic()
+            r = ml.clairfs("umount", mp, timeout=30)
+            ml.check(r.returncode == 0, f"umount {mp}: {r.stderr.strip()}")
+            ml.check(ml.wait_exit([pid], 10), f"daemon of {mp} did not exit")
+            took[i] = time.monotonic() - t0
+        try:
+            self.proc.wait(20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            ml.check(False, "mpiexec did not end after every daemon had exited")
+        return took
+
+    def cleanup(self):
+        for mp in self.mps:
+            ml.lazy_unmount(mp)
+            for p in ml.daemon_pids(mp):
+                try:
+                    os.kill(p, signal.SIGKILL)
+                except OSError:
+                    pass
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+        self.err.close()
+
+
+def register_all(g, n_files):
+    for i, mp in enumerate(g.mps):
+        tl.register(mp, sampler="distributed", world_size=NODES, ranks=[i], seed=tl.SEED,
+                    batch_size=4, num_workers=2, epochs=3)
+
+
+def start_jobs(g, epochs=3):
+    return [tl.start_job(mp, sampler="distributed", world_size=NODES, rank=i, epochs=epochs)
+            for i, mp in enumerate(g.mps)]
+
+
+def case_once_per_file(tmp, expected, size):
+    backing = os.path.join(tmp, "data")
+    g = Group(tmp, backing, int(size * 0.4))
+    try:
+        for i in range(NODES):
+            st = g.status(i)["peers"]
+            ml.check(st["count"] == NODES and st["alive"] == NODES and st["formed"],
+                     f"node {i} peers {st}")
+            ml.check(st["rank"] == i, f"node {i} has peer rank {st['rank']}")
+        register_all(g, len(expected))
+        runs = [tl.finish(p, f"rank {r}") for r, p in enumerate(start_jobs(g))]
+        for r, epochs in enumerate(runs):
+            tl.check_bytes(epochs, expected, f"rank {r}", share=len(expected) // NODES)
+        sts = [g.status(i) for i in range(NODES)]
+        backing_files = sum(s["backing"]["files"] for s in sts)
+        peer_in = sum(s["peers"]["files_in"] for s in sts)
+        peer_out = sum(s["peers"]["files_out"] for s in sts)
+        ml.log(f"backing files per node {[s['backing']['files'] for s in sts]}, "
+               f"peer files in {[s['peers']['files_in'] for s in sts]}, "
+               f"pinned {[s['peers']['pinned'] for s in sts]}, modes {[s['mode'] for s in sts]}")
+        ml.check(backing_files == len(expected),
+                 f"the group read the backing store {backing_files} times for "
+                 f"{len(expected)} files")
+        ml.check(peer_in > 0 and peer_in == peer_out, f"peer files in {peer_in}, out {peer_out}")
+        for s in sts:
+            ml.check(s["mode"] == "clairvoyant", f"mode {s['mode']}: {s.get('reason')}")
+            ml.check(s["peers"]["errors"] == 0 and s["peers"]["corrupt"] == 0,
+                     f"peer errors {s['peers']}")
+        took = g.unmount_all()
+        ml.log(f"unmount seconds {took}")
+        ml.check(all(t < 5 for t in took.values()), f"unmounts took {took}")
+    finally:
+        g.cleanup()
+
+
+def case_peer_killed(tmp, expected, size):
+    backing = os.path.join(tmp, "data")
+    g = Group(tmp, backing, int(size * 0.4))
+    try:
+        register_all(g, len(expected))
+        procs = start_jobs(g, epochs=2)
+        # Mid-epoch 0 on node 2: its rank has opened some files.
+        ml.check(ml.wait_until(lambda: g.status(2)["ranks"] and
+                               g.status(2)["ranks"][0]["opened"] >= 40, 120),
+                 "node 2's rank never got going")
+        victim = g.pid(2)
+        t_kill = time.monotonic()
+        os.kill(victim, signal.SIGKILL)
+        seen = ml.wait_until(lambda: all(2 in g.status(i)["peers"]["dead"] for i in (0, 1)),
+                             PEER_TIMEOUT + 5)
+        noticed = time.monotonic() - t_kill
+        ml.check(seen, "the survivors never marked node 2 dead")
+        ml.log(f"node 2 killed; survivors marked it dead after {noticed:.2f} s")
+        runs = [tl.finish(procs[r], f"rank {r}") for r in (0, 1)]
+        procs[2].kill()
+        procs[2].wait()
+        for r, epochs in enumerate(runs):
+            tl.check_bytes(epochs, expected, f"rank {r} after the kill",
+                           share=len(expected) // NODES)
+        for i in (0, 1):
+            s = g.status(i)
+            ml.check(s["peers"]["alive"] == 2, f"node {i}: {s['peers']}")
+            reason = s["peers"]["down_reasons"].get("2", "")
+            ml.check(reason, f"node {i} gives no reason for node 2: {s['peers']}")
+        ml.lazy_unmount(g.mps[2])  # the killed daemon's dead mount
+        took = g.unmount_all(skip=(2,))
+        ml.log(f"unmount seconds with a dead peer {took}")
+        ml.check(all(t < 5 for t in took.values()), f"unmounts took {took}")
+    finally:
+        g.cleanup()
+
+
+def main():
+    with ml.temp_dir() as tmp:
+        backing = os.path.join(tmp, "data")
+        os.makedirs(backing)
+        size = tl.make_dataset(backing)
+        expected = tl.digests(backing)
+        for case in (case_once_per_file, case_peer_killed):
+            sub = os.path.join(tmp, case.__name__)
+            os.makedirs(sub)
+            os.symlink(backing, os.path.join(sub, "data"))
+            ml.log(f"--- {case.__name__}")
+            case(sub, expected, size)
+    print("peers over MPI: OK")
+
+
+if __name__ == "__main__":
+    ml.main(main)
