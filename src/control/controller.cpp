@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+#include <map>
 #include "clairfs/control/controller.hpp"
 
 #include "clairfs/config/utf8_text.hpp"
@@ -90,6 +91,7 @@ int Controller::write_control(std::string_view text, std::string& why) {
     }
     LOG_INFO("job %s registered: %zu loader%s, %zu samples", id.c_str(), count,
              count == 1 ? "" : "s", samples);
+    share_with_peers();
     if (req.stage) engine_.stage();
     return 0;
 }
@@ -113,7 +115,19 @@ int Controller::unregister(const std::string& id, std::string& why) {
     }
     if (!dropped.empty())
         LOG_INFO("%s unregistered", id.empty() ? "every job" : ("job " + id).c_str());
+    share_with_peers();
     return 0;
+}
+
+// The other daemons of a peer group check these against their own
+// registrations (Engine::share_registrations).
+void Controller::share_with_peers() {
+    std::map<std::string, std::string> keys;
+    {
+        std::lock_guard lock(mu_);
+        for (const JobRegistration& j : active_) keys[j.id] = agreed_keys(j);
+    }
+    engine_.share_registrations(std::move(keys));
 }
 
 int Controller::refuse(const std::string& why) {

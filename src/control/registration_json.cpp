@@ -61,6 +61,16 @@ std::string job_json(const JobRegistration& job) {
     return out.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }
 
+std::string agreed_keys(const JobRegistration& job) {
+    nlohmann::ordered_json out = nlohmann::ordered_json::array();
+    for (const Registration& reg : job.loaders) {
+        nlohmann::ordered_json l = loader_json(reg);
+        l.erase("ranks");
+        out.push_back(std::move(l));
+    }
+    return out.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
 namespace {
 
 nlohmann::ordered_json optional_json(const auto& v) {

@@ -5,6 +5,7 @@
 #include "clairfs/sys/contained.hpp"
 
 #include <cerrno>
+#include <cstring>
 #include <nlohmann/json.hpp>
 #include <pthread.h>
 #include <xxhash.h>
@@ -31,7 +32,8 @@ Peers::Peers(Group group, int listen_fd, PeerOptions opt)
                      [this](int from, const FrameHeader& h, std::shared_ptr<cache::Blob> p) {
                          on_frame(from, h, std::move(p));
                      },
-                     [this](int peer, const std::string& why) { on_down(peer, why); }}),
+                     [this](int peer, const std::string& why) { on_down(peer, why); },
+                     [this](int peer) { on_up(peer); }}),
       down_why_(group_.members.size()), rates_(group_.members.size()) {
     // A member whose index differs would serve other bytes under the same
     // file ids: it is never asked, and never answered.
@@ -175,7 +177,17 @@ void Peers::on_frame(int from, const FrameHeader& h, std::shared_ptr<cache::Blob
         jobs_cv_.notify_one();
         return;
     }
-    if (h.type != FrameType::data && h.type != FrameType::fail) return; // notes: later
+    if (h.type == FrameType::note) {
+        if (!payload || !payload_matches(h, {payload->bytes.get(), payload->size})) return;
+        {
+            std::lock_guard lk(mu_);
+            if (!down_why_[from].empty()) return;
+            notes_[from] = std::string(payload->bytes.get(), payload->size);
+        }
+        if (note_changed_) note_changed_();
+        return;
+    }
+    if (h.type != FrameType::data && h.type != FrameType::fail) return;
     std::lock_guard lk(mu_);
     auto it = waiting_.find(h.request);
     if (it == waiting_.end() || it->second->home != from) return; // late, or not ours
@@ -208,6 +220,7 @@ void Peers::on_down(int peer, const std::string& why) {
             it = waiting_.erase(it);
         }
         std::erase_if(jobs_, [&](const Job& j) { return j.from == peer; });
+        notes_.erase(peer); // a dead member's registration no longer counts
     }
     if (!first || stopping) return;
     // A peer that said bye unmounted on purpose: news, not a fault.
@@ -217,6 +230,38 @@ void Peers::on_down(int peer, const std::string& why) {
     else
         LOG_WARN("peer %d is down (%s); its files now come from the shared file system", peer,
                  why.c_str());
+}
+
+void Peers::send_note(int peer, const std::string& text) {
+    auto b = cache::Blob::make(text.size(), nullptr);
+    std::memcpy(b->bytes.get(), text.data(), text.size());
+    FrameHeader h;
+    h.type = FrameType::note;
+    h.payload_hash = payload_checksum({b->bytes.get(), b->size});
+    transport_.send(peer, h, std::move(b));
+}
+
+void Peers::share_note(std::string text) {
+    {
+        std::lock_guard lk(mu_);
+        own_note_ = text;
+    }
+    for (const Member& m : group_.members)
+        if (usable(m.rank)) send_note(m.rank, text);
+}
+
+void Peers::on_up(int peer) {
+    std::string text;
+    {
+        std::lock_guard lk(mu_);
+        text = own_note_;
+    }
+    if (!text.empty()) send_note(peer, text);
+}
+
+std::map<int, std::string> Peers::notes() const {
+    std::lock_guard lk(mu_);
+    return notes_;
 }
 
 void Peers::serve_loop() {

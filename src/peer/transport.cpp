@@ -338,10 +338,15 @@ bool Transport::read_from(Link& l) {
                     queue_hello(l); // answer, so the caller knows the link is up
                 }
                 l.hello_in = true;
+                bool now_up = false;
                 {
                     std::lock_guard lk(mu_);
-                    if (state_[rank] == State::pending) state_[rank] = State::connected;
+                    if (state_[rank] == State::pending) {
+                        state_[rank] = State::connected;
+                        now_up = true;
+                    }
                 }
+                if (now_up && ev_.up) ev_.up(rank);
                 continue;
             }
             if (!l.hello_in) {

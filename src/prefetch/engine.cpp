@@ -8,6 +8,8 @@
 #include "clairfs/sys/contained.hpp"
 #include "ssd_writer.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <sys/stat.h>
 
 namespace clairfs::prefetch {
@@ -64,6 +66,104 @@ void Engine::attach_peers(std::unique_ptr<peer::Peers> peers) {
     for (const auto& m : peers_->members()) group_mem += m.mem;
     pin_homed_ = group_mem >= dataset && opt_.mem >= homed_bytes_;
     peers_->set_server([this](index::NodeId id) { return serve_peer(id); });
+    peers_->set_note_handler([this] { check_agreement(); });
+}
+
+void Engine::share_registrations(std::map<std::string, std::string> keys) {
+    if (!peers_) return;
+    nlohmann::json note;
+    note["jobs"] = nlohmann::json::object();
+    for (const auto& [id, k] : keys) note["jobs"][id] = k;
+    {
+        std::lock_guard lk(agree_mu_);
+        own_keys_ = std::move(keys);
+    }
+    peers_->share_note(note.dump());
+    check_agreement();
+}
+
+namespace {
+
+// The keys two registrations of one job differ in, as "seed 43 there, 42
+// here"; at most three, then "...".
+std::string key_differences(const std::string& theirs, const std::string& ours) {
+    nlohmann::json a, b;
+    try {
+        a = nlohmann::json::parse(theirs);
+        b = nlohmann::json::parse(ours);
+    } catch (const nlohmann::json::exception&) {
+        return "unreadable keys";
+    }
+    if (!a.is_array() || !b.is_array() || a.size() != b.size())
+        return std::to_string(a.size()) + " loaders there, " + std::to_string(b.size()) + " here";
+    std::string out;
+    int n = 0;
+    for (size_t i = 0; i < a.size(); ++i) {
+        for (auto it = b[i].begin(); it != b[i].end(); ++it) {
+            const auto& mine = it.value();
+            auto there = a[i].contains(it.key()) ? a[i][it.key()] : nlohmann::json();
+            if (there == mine) continue;
+            if (++n > 3) return out + ", ...";
+            if (!out.empty()) out += ", ";
+            out += it.key() + " " + there.dump() + " there, " + mine.dump() + " here";
+        }
+    }
+    return out.empty() ? "keys differ" : out;
+}
+
+} // namespace
+
+void Engine::check_agreement() {
+    if (!peers_) return;
+    std::map<std::string, std::string> own;
+    {
+        std::lock_guard lk(agree_mu_);
+        own = own_keys_;
+    }
+    std::map<int, std::string> notes = peers_->notes();
+    std::map<std::string, std::string> broken; // job id -> why
+    size_t agreeing = 0;
+    for (const auto& [rank, text] : notes) {
+        nlohmann::json theirs;
+        try {
+            theirs = nlohmann::json::parse(text).at("jobs");
+        } catch (const nlohmann::json::exception&) {
+            continue;
+        }
+        bool all_same = !own.empty();
+        for (const auto& [id, keys] : own) {
+            if (!theirs.contains(id) || !theirs[id].is_string()) {
+                all_same = false;
+                continue;
+            }
+            const std::string& other = theirs[id].get_ref<const std::string&>();
+            if (other == keys) continue;
+            all_same = false;
+            if (!broken.contains(id))
+                broken[id] = "node " + std::to_string(rank) + " registered job '" + id +
+                             "' with other keys (" + key_differences(other, keys) + ")";
+        }
+        agreeing += all_same;
+    }
+    std::string line;
+    if (!broken.empty())
+        line = broken.begin()->second;
+    else if (!own.empty())
+        line = "agreed with " + std::to_string(agreeing) + " of " +
+               std::to_string(peers_->size() - 1) + " peers";
+    {
+        std::lock_guard lk(agree_mu_);
+        agreement_ = line;
+    }
+    if (broken.empty()) return;
+    // Every node sees the same notes, so each puts its own copy of the job
+    // in fallback: the group never prefetches by two different orders.
+    for (const auto& j : *jobs()) {
+        auto it = broken.find(j->id);
+        if (it == broken.end()) continue;
+        for (auto& l : j->loaders)
+            if (l.tracker->mode() == track::Mode::clairvoyant) l.tracker->abandon(it->second);
+    }
 }
 
 bool Engine::peers_settled() const {

@@ -209,6 +209,9 @@ void Engine::status(nlohmann::json& out) const {
         out["peers"]["homed_bytes"] = homed_bytes_;
         out["peers"]["homed_held_bytes"] = homed_held_.load();
         out["peers"]["pinned"] = pin_homed_;
+        std::lock_guard lk(agree_mu_);
+        out["peers"]["agreement"] = agreement_.empty() ? nlohmann::json(nullptr)
+                                                       : nlohmann::json(agreement_);
     } else {
         out["peers"] = nullptr;
     }

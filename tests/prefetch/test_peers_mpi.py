@@ -9,6 +9,8 @@ size 3, rank i reading through mount i.
 - over 3 epochs the backing store is read once per file across the group
   (the sum of the daemons' backing.files is the file count), the rest
   coming from the files' homes (peers.files_in);
+- a node that registers other keys puts every node in fallback, each
+  saying which node differs in which key;
 - `kill -9` of one daemon mid-epoch: the other two jobs finish with correct
   bytes, their mounts marking the dead peer within about --peer-timeout;
 - every unmount, with and without the killed peer, takes under 5 s.
@@ -157,6 +159,39 @@ def case_once_per_file(tmp, expected, size):
         g.cleanup()
 
 
+def case_registration_differs(tmp, expected, size):
+    """Node 2 registers another seed: every node falls back, says why, and
+    still serves the right bytes."""
+    backing = os.path.join(tmp, "data")
+    g = Group(tmp, backing, int(size * 0.4))
+    try:
+        for i, mp in enumerate(g.mps):
+            tl.register(mp, sampler="distributed", world_size=NODES, ranks=[i],
+                        seed=tl.SEED + (1 if i == 2 else 0), batch_size=4, num_workers=2,
+                        epochs=1)
+        ok = ml.wait_until(lambda: all(g.status(i)["mode"] == "fallback" for i in range(NODES)),
+                           10)
+        sts = [g.status(i) for i in range(NODES)]
+        ml.check(ok, f"modes {[s['mode'] for s in sts]}, agreement "
+                     f"{[s['peers']['agreement'] for s in sts]}")
+        for i, s in enumerate(sts):
+            why = s["peers"]["agreement"] or ""
+            other = "node 0" if i == 2 else "node 2"
+            ml.check(other in why and "seed" in why, f"node {i}'s agreement line: {why!r}")
+            ml.check("seed" in (s.get("reason") or ""), f"node {i}'s reason: {s.get('reason')}")
+        ml.log(f"node 0: {sts[0]['peers']['agreement']}")
+        procs = [tl.start_job(mp, sampler="distributed", world_size=NODES, rank=i,
+                              seed=tl.SEED + (1 if i == 2 else 0), epochs=1)
+                 for i, mp in enumerate(g.mps)]
+        for r, p in enumerate(procs):
+            tl.check_bytes(tl.finish(p, f"rank {r}"), expected, f"rank {r} in fallback",
+                           share=len(expected) // NODES)
+        took = g.unmount_all()
+        ml.check(all(t < 5 for t in took.values()), f"unmounts took {took}")
+    finally:
+        g.cleanup()
+
+
 def case_peer_killed(tmp, expected, size):
     backing = os.path.join(tmp, "data")
     g = Group(tmp, backing, int(size * 0.4))
@@ -200,7 +235,7 @@ def main():
         os.makedirs(backing)
         size = tl.make_dataset(backing)
         expected = tl.digests(backing)
-        for case in (case_once_per_file, case_peer_killed):
+        for case in (case_once_per_file, case_registration_differs, case_peer_killed):
             sub = os.path.join(tmp, case.__name__)
             os.makedirs(sub)
             os.symlink(backing, os.path.join(sub, "data"))

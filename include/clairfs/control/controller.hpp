@@ -30,6 +30,7 @@ public:
     // A write refused before it could be parsed (too large): recorded as
     // the error like any other refusal. Returns -EINVAL.
     int refuse(const std::string& why);
+    void share_with_peers();
 
     // What reading .clairfs/control returns: the active registration as
     // JSON, or "{}\n" when none.

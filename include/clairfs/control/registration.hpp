@@ -92,4 +92,9 @@ std::string registration_json(const Registration& reg);
 // or the list of its loaders' objects.
 std::string job_json(const JobRegistration& job);
 
+// What the nodes of a peer group must agree on for job `job`: every
+// loader's keys but its ranks (each node registers its own ranks), one
+// line of JSON, equal on two nodes exactly when their jobs agree.
+std::string agreed_keys(const JobRegistration& job);
+
 } // namespace clairfs::control

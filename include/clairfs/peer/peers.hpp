@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json_fwd.hpp>
@@ -83,6 +84,16 @@ public:
     // prefetches).
     PeerReply fetch(int home, index::NodeId id, uint64_t expect, bool demand);
 
+    // Notes: one small text per member that the others keep (the agreed
+    // keys of its registered jobs). share_note() replaces this member's
+    // and sends it to every peer now up, and to each one that comes up
+    // later; `changed` runs, on the links' thread, whenever a peer's note
+    // arrives.
+    void share_note(std::string text);
+    void set_note_handler(std::function<void()> changed) { note_changed_ = std::move(changed); }
+    // The latest note of every live peer that sent one, by rank.
+    std::map<int, std::string> notes() const;
+
     // Fills status["peers"] (clairfs-control(5)).
     void status(nlohmann::json& out) const;
 
@@ -94,11 +105,14 @@ private:
     };
     void on_frame(int from, const FrameHeader& h, std::shared_ptr<cache::Blob> payload);
     void on_down(int peer, const std::string& why);
+    void on_up(int peer);
+    void send_note(int peer, const std::string& text);
     void serve_loop();
 
     Group group_;
     PeerOptions opt_;
     Serve serve_;
+    std::function<void()> note_changed_;
     Transport transport_;
 
     // Guards everything below. Lock order: mu_, then the transport's (its
@@ -121,6 +135,8 @@ private:
     uint64_t corrupt_ = 0;        // ... of which failed their checksum
     uint64_t down_fallbacks_ = 0; // fetches that ended because the home went down
     std::vector<std::thread> servers_;
+    std::string own_note_;
+    std::map<int, std::string> notes_; // by rank, live peers only
 };
 
 } // namespace clairfs::peer

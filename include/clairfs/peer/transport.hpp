@@ -47,6 +47,8 @@ public:
             frame;
         // Once per peer that goes down, with a one-line reason.
         std::function<void(int peer, const std::string& why)> down;
+        // Once per peer, when its link is up (hellos exchanged).
+        std::function<void(int peer)> up;
     };
 
     // `listen_fd`: a listening socket (open_listener), owned from here on.

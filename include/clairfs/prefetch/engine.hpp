@@ -19,6 +19,7 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json_fwd.hpp>
@@ -102,6 +103,11 @@ public:
     void attach_peers(std::unique_ptr<peer::Peers> peers);
     // Whether the group has formed as far as it will (true without peers).
     bool peers_settled() const;
+    // This node's registered jobs, by id, as the keys every node of a peer
+    // group must agree on (control::agreed_keys). Sent to the peers; a job
+    // another node registered under the same id with other keys puts this
+    // node's job in fallback, and the other node's likewise.
+    void share_registrations(std::map<std::string, std::string> keys);
 
     // --- the FUSE side -------------------------------------------------
     // Whether reads of this file are served whole from the tiers (false:
@@ -161,6 +167,9 @@ private:
     // A peer's get, on a peer server thread: the RAM tier's copy, or a
     // demand fetch (SSD, else the backing store) that admit() then keeps.
     peer::ServeResult serve_peer(index::NodeId id);
+    // After this node's or a peer's registrations changed: abandons the
+    // prediction of every job whose keys differ on some node.
+    void check_agreement();
     // Whether the RAM tier holds on to `id` whatever the local ranks need:
     // a file homed here, while the group's RAM together holds the dataset.
     bool pinned(index::NodeId id) const { return !homed_.empty() && homed_[id] && pin_homed_; }
@@ -213,6 +222,11 @@ private:
     // pinned files do not happen). Room beyond the homed files' is all a
     // file from elsewhere may take.
     std::atomic<uint64_t> homed_held_{0};
+    // This node's agreed keys per job id, as last shared; and the line
+    // status shows about the agreement. Leaf lock.
+    mutable std::mutex agree_mu_;
+    std::map<std::string, std::string> own_keys_;
+    std::string agreement_;
 
     // Guards jobs_ (the pointer only: the list is immutable, replaced whole)
     // and retired_; leaf lock. A job is built before it and freed after it,

@@ -223,7 +223,7 @@ TEST_CASE("bytes that fail their checksum are refused and counted; the link stay
                               d.payload_hash = payload_checksum({s.data(), s.size()}) ^ 1;
                               bad->send(from, d, blob_of(s));
                           },
-                          nullptr});
+                          nullptr, nullptr});
     p.start();
     bad->start();
     REQUIRE(eventually([&] { return p.usable(1); }));
