@@ -17,6 +17,7 @@ namespace {
 struct StatusArgs {
     std::string mount;
     bool json = false;
+    bool cluster = false; // one row per node of the peer group
     double watch = 0; // seconds between reports; 0: report once
 };
 
@@ -27,6 +28,8 @@ std::string parse(const std::vector<std::string>& args, StatusArgs& out, bool& h
             help = true;
         } else if (a == "--json") {
             out.json = true;
+        } else if (a == "--cluster") {
+            out.cluster = true;
         } else if (a == "--watch" || a.starts_with("--watch=")) {
             std::string v = a.size() > 7 ? a.substr(8) : i + 1 < args.size() ? args[++i] : "";
             if (!config::parse_seconds(v, out.watch) || out.watch <= 0)
@@ -43,14 +46,62 @@ std::string parse(const std::vector<std::string>& args, StatusArgs& out, bool& h
     return "";
 }
 
+// `--cluster`: one row per node of the peer group, from the summaries the
+// daemons send each other every second (peers.nodes).
+std::string cluster_table(const nlohmann::json& st, bool json) {
+    nlohmann::json nodes = st.contains("peers") && st["peers"].is_object()
+                               ? st["peers"].value("nodes", nlohmann::json::array())
+                               : nlohmann::json::array();
+    if (json) return nodes.dump(2) + "\n";
+    if (nodes.empty()) return "no peer group: the mount was made without --peers\n";
+    std::string out;
+    char line[512];
+    snprintf(line, sizeof line, "%-5s %-16s %-8s %-12s %6s %9s %10s %8s %8s %7s %8s\n", "node",
+             "host", "state", "mode", "match", "backing", "backing", "peer", "peer", "RAM",
+             "stall");
+    out += line;
+    snprintf(line, sizeof line, "%-5s %-16s %-8s %-12s %6s %9s %10s %8s %8s %7s %8s\n", "", "",
+             "", "", "rate", "files", "MB", "in", "out", "hit %", "s");
+    out += line;
+    for (const auto& n : nodes) {
+        const auto& s = n["summary"];
+        std::string host = n.value("host", "");
+        if (host.size() > 16) host = host.substr(0, 16);
+        if (!s.is_object()) {
+            snprintf(line, sizeof line, "%-5d %-16s %-8s (no report yet)\n", n.value("rank", -1),
+                     host.c_str(), n.value("state", "").c_str());
+            out += line;
+            continue;
+        }
+        const uint64_t zero = 0;
+        uint64_t hits = s.value("ram_hits", zero), misses = s.value("ram_misses", zero);
+        double hit = hits + misses ? 100.0 * static_cast<double>(hits) /
+                                         static_cast<double>(hits + misses)
+                                   : 0.0;
+        std::string match = s["match_rate"].is_number()
+                                ? std::to_string(s["match_rate"].get<double>()).substr(0, 5)
+                                : "-";
+        snprintf(line, sizeof line, "%-5d %-16s %-8s %-12s %6s %9llu %10.1f %8llu %8llu %7.1f %8.1f\n",
+                 n.value("rank", -1), host.c_str(), n.value("state", "").c_str(),
+                 s.value("mode", "").c_str(), match.c_str(),
+                 static_cast<unsigned long long>(s.value("backing_files", zero)),
+                 static_cast<double>(s.value("backing_bytes", zero)) / 1e6,
+                 static_cast<unsigned long long>(s.value("peer_files_in", zero)),
+                 static_cast<unsigned long long>(s.value("peer_files_out", zero)), hit,
+                 s.value("stall_seconds", 0.0));
+        out += line;
+    }
+    return out;
+}
+
 // One report; false (after saying why) if the status cannot be read.
-bool report(const std::string& abs, bool json) {
+bool report(const std::string& abs, bool json, bool cluster) {
     std::string text;
     if (int rv = read_control_file(status_path(abs), text); rv < 0) {
         LOG_ERROR("cannot read %s: %s", status_path(abs).c_str(), sys::error_text(rv));
         return false;
     }
-    if (json) {
+    if (json && !cluster) {
         fputs(text.c_str(), stdout);
     } else {
         auto j = nlohmann::json::parse(text, nullptr, false);
@@ -58,7 +109,7 @@ bool report(const std::string& abs, bool json) {
             LOG_ERROR("%s is not a JSON object", status_path(abs).c_str());
             return false;
         }
-        fputs(status_summary(j).c_str(), stdout);
+        fputs(cluster ? cluster_table(j, json).c_str() : status_summary(j).c_str(), stdout);
     }
     fflush(stdout);
     return true;
@@ -74,11 +125,14 @@ int status_command(const std::vector<std::string>& args) {
         return exit_usage;
     }
     if (help) {
-        printf("usage: clairfs status MOUNT [--json] [--watch SECONDS]\n\n"
+        printf("usage: clairfs status MOUNT [--json] [--cluster] [--watch SECONDS]\n\n"
                "Shows what a mount is doing: mode, the registered job's progress per rank,\n"
                "RAM use and hit rate, backing-store reads, stalls and prefetch lead.\n"
                "  --json             print MOUNT/.clairfs/status as it is (keys in\n"
                "                     clairfs-control(5))\n"
+               "  --cluster          one row per node of the mount's peer group (--peers),\n"
+               "                     from the summaries the daemons send each other every\n"
+               "                     second; with --json, the rows as JSON\n"
                "  --watch SECONDS    report again every SECONDS until interrupted\n");
         return exit_ok;
     }
@@ -89,7 +143,7 @@ int status_command(const std::vector<std::string>& args) {
             std::this_thread::sleep_for(std::chrono::duration<double>(a.watch));
             if (!a.json) fputs("\n", stdout);
         }
-        if (!report(abs, a.json)) return exit_failure;
+        if (!report(abs, a.json, a.cluster)) return exit_failure;
         if (a.watch <= 0) return exit_ok;
     }
 }

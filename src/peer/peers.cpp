@@ -14,6 +14,10 @@ namespace clairfs::peer {
 
 using Clock = std::chrono::steady_clock;
 
+// Note kinds, in the frame's flags.
+constexpr uint16_t note_registrations = 0;
+constexpr uint16_t note_summary = 1;
+
 // One fetch from a peer, waited on by the thread that asked.
 struct Peers::Waiting {
     int home = 0;
@@ -52,6 +56,7 @@ void Peers::start() {
     for (unsigned i = 0; i < std::max(opt_.server_threads, 1u); ++i)
         servers_.emplace_back([this] { serve_loop(); });
     transport_.start();
+    if (summary_) reporter_ = std::thread([this] { report_loop(); });
 }
 
 void Peers::stop() {
@@ -61,8 +66,10 @@ void Peers::stop() {
         stopping_ = true;
     }
     jobs_cv_.notify_all();
+    report_cv_.notify_all();
     for (auto& t : servers_) t.join();
     servers_.clear();
+    if (reporter_.joinable()) reporter_.join();
     transport_.stop();
     // Nobody answers now: every waiting fetch goes to the shared file system.
     std::lock_guard lk(mu_);
@@ -179,10 +186,15 @@ void Peers::on_frame(int from, const FrameHeader& h, std::shared_ptr<cache::Blob
     }
     if (h.type == FrameType::note) {
         if (!payload || !payload_matches(h, {payload->bytes.get(), payload->size})) return;
+        std::string text(payload->bytes.get(), payload->size);
         {
             std::lock_guard lk(mu_);
             if (!down_why_[from].empty()) return;
-            notes_[from] = std::string(payload->bytes.get(), payload->size);
+            if (h.flags == note_summary) {
+                summaries_[from] = {std::move(text), Clock::now()};
+                return;
+            }
+            notes_[from] = std::move(text);
         }
         if (note_changed_) note_changed_();
         return;
@@ -221,6 +233,7 @@ void Peers::on_down(int peer, const std::string& why) {
         }
         std::erase_if(jobs_, [&](const Job& j) { return j.from == peer; });
         notes_.erase(peer); // a dead member's registration no longer counts
+        summaries_.erase(peer);
     }
     if (!first || stopping) return;
     // A peer that said bye unmounted on purpose: news, not a fault.
@@ -232,11 +245,12 @@ void Peers::on_down(int peer, const std::string& why) {
                  why.c_str());
 }
 
-void Peers::send_note(int peer, const std::string& text) {
+void Peers::send_note(int peer, const std::string& text, uint16_t kind) {
     auto b = cache::Blob::make(text.size(), nullptr);
     std::memcpy(b->bytes.get(), text.data(), text.size());
     FrameHeader h;
     h.type = FrameType::note;
+    h.flags = kind;
     h.payload_hash = payload_checksum({b->bytes.get(), b->size});
     transport_.send(peer, h, std::move(b));
 }
@@ -247,7 +261,26 @@ void Peers::share_note(std::string text) {
         own_note_ = text;
     }
     for (const Member& m : group_.members)
-        if (usable(m.rank)) send_note(m.rank, text);
+        if (usable(m.rank)) send_note(m.rank, text, note_registrations);
+}
+
+void Peers::report_loop() {
+    pthread_setname_np(pthread_self(), "clairfs-report");
+    for (;;) {
+        std::string text;
+        if (auto why = sys::contained("summarising for the peers", [&] { text = summary_(); });
+            !why.empty())
+            text.clear();
+        {
+            std::unique_lock lk(mu_);
+            if (!text.empty()) summaries_[group_.self] = {text, Clock::now()};
+        }
+        if (!text.empty())
+            for (const Member& m : group_.members)
+                if (usable(m.rank)) send_note(m.rank, text, note_summary);
+        std::unique_lock lk(mu_);
+        if (report_cv_.wait_for(lk, summary_period_, [&] { return stopping_; })) return;
+    }
 }
 
 void Peers::on_up(int peer) {
@@ -256,7 +289,7 @@ void Peers::on_up(int peer) {
         std::lock_guard lk(mu_);
         text = own_note_;
     }
-    if (!text.empty()) send_note(peer, text);
+    if (!text.empty()) send_note(peer, text, note_registrations);
 }
 
 std::map<int, std::string> Peers::notes() const {
@@ -338,6 +371,26 @@ void Peers::status(nlohmann::json& out) const {
     p["corrupt"] = corrupt_;
     p["down_fallbacks"] = down_fallbacks_;
     p["sources"] = std::move(sources);
+    // Every member's latest summary, this daemon's included.
+    auto nodes = nlohmann::json::array();
+    auto now = Clock::now();
+    for (const Member& m : group_.members) {
+        nlohmann::json n = {{"rank", m.rank}, {"host", m.host}};
+        bool up = m.rank == group_.self ||
+                  (down_why_[m.rank].empty() && transport_.connected(m.rank));
+        n["state"] = m.rank == group_.self ? "self"
+                     : up                  ? "up"
+                     : down_why_[m.rank].empty() ? "joining"
+                                                 : "down";
+        if (auto it = summaries_.find(m.rank); it != summaries_.end()) {
+            n["summary"] = nlohmann::json::parse(it->second.text, nullptr, false);
+            n["age_seconds"] = std::chrono::duration<double>(now - it->second.at).count();
+        } else {
+            n["summary"] = nullptr;
+        }
+        nodes.push_back(std::move(n));
+    }
+    p["nodes"] = std::move(nodes);
     TransportStats t = transport_.stats();
     p["bad_frames"] = t.bad_frames;
 }

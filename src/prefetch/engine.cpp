@@ -67,6 +67,26 @@ void Engine::attach_peers(std::unique_ptr<peer::Peers> peers) {
     pin_homed_ = group_mem >= dataset && opt_.mem >= homed_bytes_;
     peers_->set_server([this](index::NodeId id) { return serve_peer(id); });
     peers_->set_note_handler([this] { check_agreement(); });
+    peers_->set_summary([this] { return summary_for_peers(); });
+}
+
+// What `clairfs status --cluster` shows of this node, from its status.
+std::string Engine::summary_for_peers() const {
+    nlohmann::json st;
+    status(st);
+    nlohmann::json s;
+    for (const char* k : {"mode", "match_rate", "stall_seconds"})
+        if (st.contains(k)) s[k] = st[k];
+    const uint64_t zero = 0;
+    s["backing_files"] = st["backing"].value("files", zero);
+    s["backing_bytes"] = st["backing"].value("bytes", zero);
+    s["ram_hits"] = st["ram"].value("hits", zero);
+    s["ram_misses"] = st["ram"].value("misses", zero);
+    s["ram_bytes"] = st["ram"].value("bytes", zero);
+    const auto& p = st["peers"];
+    for (const char* k : {"files_in", "bytes_in", "files_out", "bytes_out", "errors", "alive"})
+        s[std::string("peer_") + k] = p.value(k, zero);
+    return s.dump();
 }
 
 void Engine::share_registrations(std::map<std::string, std::string> keys) {

@@ -152,6 +152,21 @@ def case_once_per_file(tmp, expected, size):
             ml.check(s["mode"] == "clairvoyant", f"mode {s['mode']}: {s.get('reason')}")
             ml.check(s["peers"]["errors"] == 0 and s["peers"]["corrupt"] == 0,
                      f"peer errors {s['peers']}")
+        # One row per node, from the summaries the daemons send each other.
+        def cluster_rows():
+            r = ml.clairfs("status", g.mps[0], "--cluster", "--json")
+            ml.check(r.returncode == 0, f"status --cluster: {r.stderr.strip()}")
+            return json.loads(r.stdout)
+        ml.check(ml.wait_until(lambda: sum(n["summary"]["backing_files"]
+                                           for n in cluster_rows() if n["summary"])
+                               == len(expected), 5),
+                 f"status --cluster rows: {cluster_rows()}")
+        rows = cluster_rows()
+        ml.check([n["state"] for n in rows] == ["self", "up", "up"], f"states {rows}")
+        table = ml.clairfs("status", g.mps[1], "--cluster").stdout
+        ml.check(len([l for l in table.splitlines() if "clairvoyant" in l]) == NODES,
+                 f"status --cluster table:\n{table}")
+        ml.log("status --cluster:\n" + table)
         took = g.unmount_all()
         ml.log(f"unmount seconds {took}")
         ml.check(all(t < 5 for t in took.values()), f"unmounts took {took}")

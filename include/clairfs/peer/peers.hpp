@@ -94,6 +94,15 @@ public:
     // The latest note of every live peer that sent one, by rank.
     std::map<int, std::string> notes() const;
 
+    // Before start(): a one-line JSON summary of this daemon (mode, reads,
+    // hits), which a thread sends the peers every `period`; status shows
+    // every member's latest as peers.nodes (`clairfs status --cluster`).
+    void set_summary(std::function<std::string()> summary,
+                     std::chrono::milliseconds period = std::chrono::milliseconds(1000)) {
+        summary_ = std::move(summary);
+        summary_period_ = period;
+    }
+
     // Fills status["peers"] (clairfs-control(5)).
     void status(nlohmann::json& out) const;
 
@@ -106,13 +115,16 @@ private:
     void on_frame(int from, const FrameHeader& h, std::shared_ptr<cache::Blob> payload);
     void on_down(int peer, const std::string& why);
     void on_up(int peer);
-    void send_note(int peer, const std::string& text);
+    void send_note(int peer, const std::string& text, uint16_t kind = 0);
+    void report_loop();
     void serve_loop();
 
     Group group_;
     PeerOptions opt_;
     Serve serve_;
     std::function<void()> note_changed_;
+    std::function<std::string()> summary_;
+    std::chrono::milliseconds summary_period_{1000};
     Transport transport_;
 
     // Guards everything below. Lock order: mu_, then the transport's (its
@@ -137,6 +149,13 @@ private:
     std::vector<std::thread> servers_;
     std::string own_note_;
     std::map<int, std::string> notes_; // by rank, live peers only
+    struct Summary {
+        std::string text;
+        std::chrono::steady_clock::time_point at;
+    };
+    std::map<int, Summary> summaries_; // by rank, this daemon's included
+    std::condition_variable report_cv_; // wakes the reporter to stop
+    std::thread reporter_;
 };
 
 } // namespace clairfs::peer

@@ -170,6 +170,7 @@ private:
     // After this node's or a peer's registrations changed: abandons the
     // prediction of every job whose keys differ on some node.
     void check_agreement();
+    std::string summary_for_peers() const;
     // Whether the RAM tier holds on to `id` whatever the local ranks need:
     // a file homed here, while the group's RAM together holds the dataset.
     bool pinned(index::NodeId id) const { return !homed_.empty() && homed_[id] && pin_homed_; }
