@@ -200,7 +200,8 @@ peer::ServeResult Engine::serve_peer(index::NodeId id) {
 void Engine::start() {
     if (writer_) writer_->start();
     pool_ = std::make_unique<FetchPool>(
-        [this](index::NodeId id) { return read_whole(id); }, opt_.fetch_threads,
+        [this](index::NodeId id, bool demanded) { return read_whole(id, demanded); },
+        opt_.fetch_threads,
         queue_depth(opt_.fetch_threads),
         [this](index::NodeId id, const FetchResult& r, bool demanded) { admit(id, r, demanded); },
         opt_.io_timeout);
@@ -267,7 +268,7 @@ void Engine::note_io_timeout(const index::Node& n) {
 // RAM), else the backing store. A copy the SSD fails to return (an I/O
 // error, a checksum mismatch) is dropped by the tier and read again from
 // the backing store: a bad SSD costs time, never bytes.
-FetchResult Engine::read_whole(index::NodeId id) {
+FetchResult Engine::read_whole(index::NodeId id, bool demanded) {
     // Read from the backing store a moment ago and still on its way to the
     // SSD. Asked before the tier: the writer publishes there before it
     // lets go, so one of the two looks finds it.
@@ -283,7 +284,7 @@ FetchResult Engine::read_whole(index::NodeId id) {
     if (peers_) {
         int home = peers_->home_of(id);
         if (home != peers_->self() && peers_->usable(home)) {
-            peer::PeerReply p = peers_->fetch(home, id, index_.node(id).size, false);
+            peer::PeerReply p = peers_->fetch(home, id, index_.node(id).size, demanded);
             if (p.error == 0) return {0, std::move(p.blob), Source::peer};
         }
     }

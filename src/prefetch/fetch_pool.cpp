@@ -26,7 +26,7 @@ struct FetchPool::Pending {
 FetchPool::FetchPool(cache::BackingStore& store, unsigned threads, size_t max_queued,
                      Completion done, std::chrono::milliseconds wait_bound)
     : FetchPool(
-          [&store](index::NodeId id) {
+          [&store](index::NodeId id, bool) {
               FetchResult r;
               r.error = store.read_whole(id, r.blob);
               return r;
@@ -210,6 +210,7 @@ void FetchPool::run() {
     for (;;) {
         index::NodeId id;
         std::shared_ptr<Pending> p;
+        bool demanded;
         {
             std::unique_lock lk(mu_);
             work_cv_.wait(lk, [&] {
@@ -230,12 +231,13 @@ void FetchPool::run() {
             q.pop_front();
             p = pending_.at(id);
             p->running = true;
+            demanded = p->demanded;
             ++stats_.running;
         }
 
         FetchResult r;
         try {
-            r = read_(id);
+            r = read_(id, demanded);
         } catch (const std::bad_alloc&) {
             r = {-ENOMEM, nullptr};
         } catch (...) {

@@ -163,7 +163,7 @@ public:
 
 private:
     void admit(index::NodeId id, const FetchResult& r, bool demanded);
-    FetchResult read_whole(index::NodeId id);
+    FetchResult read_whole(index::NodeId id, bool demanded);
     // A peer's get, on a peer server thread: the RAM tier's copy, or a
     // demand fetch (SSD, else the backing store) that admit() then keeps.
     peer::ServeResult serve_peer(index::NodeId id);

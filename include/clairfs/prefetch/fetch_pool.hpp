@@ -51,7 +51,8 @@ public:
     using Completion = std::function<void(index::NodeId id, const FetchResult& r, bool demanded)>;
 
     // Reads one whole file, on a pool thread, with no pool lock held.
-    using Reader = std::function<FetchResult(index::NodeId id)>;
+    // `demanded`: a reader waits for it (peers put such fetches first).
+    using Reader = std::function<FetchResult(index::NodeId id, bool demanded)>;
 
     // `threads` >= 1. At most `max_queued` prefetches, and as many
     // background fetches, wait for a thread; prefetch() and background()

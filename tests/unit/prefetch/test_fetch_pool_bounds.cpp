@@ -7,6 +7,8 @@
 #include <atomic>
 #include <doctest/doctest.h>
 #include <latch>
+#include <map>
+#include <mutex>
 #include <memory>
 #include <stdexcept>
 
@@ -24,7 +26,7 @@ constexpr index::NodeId hung = 1;
 struct HangingReader {
     std::shared_ptr<std::latch> release = std::make_shared<std::latch>(1);
     FetchPool::Reader reader() const {
-        return [r = release](index::NodeId id) {
+        return [r = release](index::NodeId id, bool) {
             if (id == hung) r->wait();
             auto b = cache::Blob::make(1);
             b->bytes[0] = static_cast<char>(id);
@@ -66,7 +68,7 @@ TEST_CASE("stop gives up on a hung fetch after its bound, and joins once it retu
 
 TEST_CASE("a reader that throws fails its fetch with EIO; the thread serves on") {
     FetchPool pool(
-        [](index::NodeId id) -> FetchResult {
+        [](index::NodeId id, bool) -> FetchResult {
             if (id == hung) throw std::runtime_error("a broken reader");
             auto b = cache::Blob::make(1);
             b->bytes[0] = static_cast<char>(id);
@@ -77,4 +79,28 @@ TEST_CASE("a reader that throws fails its fetch with EIO; the thread serves on")
     FetchResult good = pool.demand(5);
     REQUIRE(good.error == 0);
     CHECK(good.blob->bytes[0] == 5);
+}
+
+TEST_CASE("the reader is told whether a reader waits for the fetch") {
+    // A peer's home puts demanded fetches ahead of prefetches: the flag
+    // must say which is which.
+    std::mutex mu;
+    std::map<index::NodeId, bool> seen;
+    std::latch prefetched(1);
+    FetchPool pool(
+        [&](index::NodeId id, bool demanded) -> FetchResult {
+            {
+                std::lock_guard lk(mu);
+                seen[id] = demanded;
+            }
+            if (id == 7) prefetched.count_down();
+            return FetchResult{0, cache::Blob::make(1)};
+        },
+        1, 8, {}, 2000ms);
+    REQUIRE(pool.prefetch(7));
+    prefetched.wait();
+    REQUIRE(pool.demand(9).error == 0);
+    std::lock_guard lk(mu);
+    CHECK(seen.at(7) == false);
+    CHECK(seen.at(9) == true);
 }
