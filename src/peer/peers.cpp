@@ -38,7 +38,8 @@ Peers::Peers(Group group, int listen_fd, PeerOptions opt)
                      },
                      [this](int peer, const std::string& why) { on_down(peer, why); },
                      [this](int peer) { on_up(peer); }}),
-      down_why_(group_.members.size()), rates_(group_.members.size()) {
+      down_why_(group_.members.size()), rates_(group_.members.size()),
+      link_rates_(std::make_unique<SourceRate[]>(group_.members.size())) {
     // A member whose index differs would serve other bytes under the same
     // file ids: it is never asked, and never answered.
     const uint64_t mine = group_.members[group_.self].fingerprint;
@@ -114,7 +115,10 @@ PeerReply Peers::fetch(int home, index::NodeId id, uint64_t expect, bool demand)
     h.file = id;
     h.request = req;
     h.flags = demand ? 1 : 0;
+    SourceRate& link = link_rates_[static_cast<size_t>(home)];
+    link.begin();
     if (!transport_.send(home, h)) {
+        link.end(0, false);
         std::lock_guard lk(mu_);
         waiting_.erase(req);
         return {-EHOSTDOWN, nullptr};
@@ -125,6 +129,12 @@ PeerReply Peers::fetch(int home, index::NodeId id, uint64_t expect, bool demand)
         in_time = w->cv.wait_for(lk, opt_.wait_bound, [&] { return w->done; });
     else
         w->cv.wait(lk, [&] { return w->done; });
+    // The link's own cost: the round trip less the time the home held the
+    // request (its queue and its backing store are not the link's).
+    double trip = std::chrono::duration<double>(Clock::now() - start).count();
+    bool answered = in_time && w->done && !w->error;
+    double held = answered ? static_cast<double>(w->h.error) / 1e6 : 0.0;
+    link.end(std::max(trip - held, 0.0), answered);
     if (!in_time) {
         // Alive (it pings) but slow: this file comes from the shared file
         // system; a late answer finds no waiter and is dropped.
@@ -176,9 +186,9 @@ void Peers::on_frame(int from, const FrameHeader& h, std::shared_ptr<cache::Blob
             if (h.flags & 1) {
                 auto it = jobs_.begin();
                 while (it != jobs_.end() && (it->h.flags & 1)) ++it;
-                jobs_.insert(it, Job{from, h});
+                jobs_.insert(it, Job{from, h, Clock::now()});
             } else {
-                jobs_.push_back(Job{from, h});
+                jobs_.push_back(Job{from, h, Clock::now()});
             }
         }
         jobs_cv_.notify_one();
@@ -322,6 +332,13 @@ void Peers::serve_loop() {
             continue;
         }
         out.type = FrameType::data;
+        out.flags = r.cached ? 1 : 0;
+        // How long this daemon held the request (queue, tiers or backing
+        // store), in microseconds: the asker takes it off its round trip to
+        // know what the link itself costs.
+        out.error = static_cast<uint32_t>(std::min<int64_t>(
+            std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - j.queued).count(),
+            UINT32_MAX));
         out.payload_hash = payload_checksum({r.blob->bytes.get(), r.blob->size});
         uint64_t n = r.blob->size;
         if (transport_.send(j.from, out, std::move(r.blob))) {
@@ -357,6 +374,9 @@ void Peers::status(nlohmann::json& out) const {
             s["seconds_per_file"] = r.seconds / static_cast<double>(r.files);
             s["bytes_per_second"] = r.seconds > 0 ? static_cast<double>(r.bytes) / r.seconds : 0.0;
         }
+        // The source model's view: files its tiers held, recent ones weigh most.
+        double link = link_rates_[static_cast<size_t>(m.rank)].seconds_per_file();
+        s["link_seconds_per_file"] = link < 0 ? nlohmann::json(nullptr) : nlohmann::json(link);
         sources.push_back(std::move(s));
     }
     p["alive"] = alive;

@@ -192,9 +192,9 @@ bool Engine::peers_settled() const {
 
 peer::ServeResult Engine::serve_peer(index::NodeId id) {
     if (!index_.contains(id) || tier_size_[id] == not_tiered) return {-EINVAL, nullptr};
-    if (cache::BlobRef b = ram_.peek(id)) return {0, std::move(b)};
+    if (cache::BlobRef b = ram_.peek(id)) return {0, std::move(b), true};
     FetchResult r = pool_->demand(id, [&] { return ram_.peek(id); });
-    return {r.error, std::move(r.blob)};
+    return {r.error, std::move(r.blob), r.from != Source::backing};
 }
 
 void Engine::start() {
@@ -284,12 +284,24 @@ FetchResult Engine::read_whole(index::NodeId id, bool demanded) {
     if (peers_) {
         int home = peers_->home_of(id);
         if (home != peers_->self() && peers_->usable(home)) {
-            peer::PeerReply p = peers_->fetch(home, id, index_.node(id).size, demanded);
-            if (p.error == 0) return {0, std::move(p.blob), Source::peer};
+            const peer::SourceRate& link = peers_->rate(home);
+            peer::Choice c = peer::choose_source(
+                {link.seconds_per_file(), link.inflight(), peers_->server_threads()},
+                {backing_rate_.seconds_per_file(), backing_rate_.inflight(), opt_.fetch_threads});
+            if (c == peer::Choice::peer) {
+                peer::PeerReply p = peers_->fetch(home, id, index_.node(id).size, demanded);
+                if (p.error == 0) return {0, std::move(p.blob), Source::peer};
+            } else {
+                chose_backing_.fetch_add(1, std::memory_order_relaxed);
+            }
         }
     }
     FetchResult r;
+    backing_rate_.begin();
+    auto t0 = std::chrono::steady_clock::now();
     r.error = backing_.read_whole(id, r.blob);
+    backing_rate_.end(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
+                      r.error == 0);
     return r;
 }
 

@@ -209,6 +209,9 @@ void Engine::status(nlohmann::json& out) const {
         out["peers"]["homed_bytes"] = homed_bytes_;
         out["peers"]["homed_held_bytes"] = homed_held_.load();
         out["peers"]["pinned"] = pin_homed_;
+        double b = backing_rate_.seconds_per_file();
+        out["peers"]["backing_seconds_per_file"] = b < 0 ? nlohmann::json(nullptr) : nlohmann::json(b);
+        out["peers"]["chose_backing"] = chose_backing_.load();
         std::lock_guard lk(agree_mu_);
         out["peers"]["agreement"] = agreement_.empty() ? nlohmann::json(nullptr)
                                                        : nlohmann::json(agreement_);

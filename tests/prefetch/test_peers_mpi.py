@@ -3,7 +3,10 @@
 """Issue 15: three daemons started by one real mpiexec on this host, each
 with its own mount point, over one backing directory, each with --mem at
 about 40% of the dataset; three real torch jobs, DistributedSampler world
-size 3, rank i reading through mount i.
+size 3, rank i reading through mount i. The backing directory is served by
+faultfs with every read delayed 30 ms, a slow shared file system: on this
+host's page-cached disk the source model would rightly prefer the backing
+store to a peer (peer/source_model.hpp, tested apart with set rates).
 
 - every byte every job got equals the backing file's, in every epoch;
 - over 3 epochs the backing store is read once per file across the group
@@ -25,7 +28,9 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "mount"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "faults"))
 import mountlib as ml  # noqa: E402
+import faultlib as fl  # noqa: E402
 
 ml.skip_unless_fuse()
 MPIEXEC = shutil.which("mpiexec.mpich")
@@ -244,18 +249,25 @@ def case_peer_killed(tmp, expected, size):
         g.cleanup()
 
 
+SLOW_MS = 30
+
+
 def main():
     with ml.temp_dir() as tmp:
-        backing = os.path.join(tmp, "data")
-        os.makedirs(backing)
-        size = tl.make_dataset(backing)
-        expected = tl.digests(backing)
-        for case in (case_once_per_file, case_registration_differs, case_peer_killed):
-            sub = os.path.join(tmp, case.__name__)
-            os.makedirs(sub)
-            os.symlink(backing, os.path.join(sub, "data"))
-            ml.log(f"--- {case.__name__}")
-            case(sub, expected, size)
+        source = os.path.join(tmp, "source")
+        os.makedirs(source)
+        size = tl.make_dataset(source)
+        expected = tl.digests(source)
+        slow = os.path.join(tmp, "slow")
+        os.makedirs(slow)
+        with fl.faultfs(source, slow) as f:
+            f.rule(f"delay {SLOW_MS} *")
+            for case in (case_once_per_file, case_registration_differs, case_peer_killed):
+                sub = os.path.join(tmp, case.__name__)
+                os.makedirs(sub)
+                os.symlink(slow, os.path.join(sub, "data"))
+                ml.log(f"--- {case.__name__}")
+                case(sub, expected, size)
     print("peers over MPI: OK")
 
 

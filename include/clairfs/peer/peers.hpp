@@ -9,6 +9,7 @@
 #include "clairfs/cache/blob.hpp"
 #include "clairfs/index/node.hpp"
 #include "clairfs/peer/group.hpp"
+#include "clairfs/peer/source_model.hpp"
 #include "clairfs/peer/transport.hpp"
 
 #include <chrono>
@@ -50,6 +51,7 @@ struct PeerReply {
 struct ServeResult {
     int error = 0;
     cache::BlobRef blob;
+    bool cached = false; // from the home's tiers, not read for this request
 };
 
 class Peers {
@@ -76,6 +78,11 @@ public:
     int home_of(index::NodeId id) const;
     // Whether `peer` can be asked now: connected and never down.
     bool usable(int peer) const;
+    // What fetches from `peer` cost: seconds per file over the link (each
+    // answer's round trip less the time the home spent on it, which it
+    // reports), and the fetches on it now (choose_source).
+    const SourceRate& rate(int peer) const { return link_rates_[static_cast<size_t>(peer)]; }
+    unsigned server_threads() const { return opt_.server_threads; }
     // Every member connected or down: the group is as formed as it will be.
     bool settled() const { return transport_.settled(); }
 
@@ -111,6 +118,7 @@ private:
     struct Job {
         int from;
         FrameHeader h;
+        std::chrono::steady_clock::time_point queued;
     };
     void on_frame(int from, const FrameHeader& h, std::shared_ptr<cache::Blob> payload);
     void on_down(int peer, const std::string& why);
@@ -142,6 +150,7 @@ private:
         double seconds = 0; // summed fetch time
     };
     std::vector<Rate> rates_; // by rank: fetches from that peer
+    std::unique_ptr<SourceRate[]> link_rates_; // by rank: the link's cost, for the source model
     uint64_t files_in_ = 0, bytes_in_ = 0, files_out_ = 0, bytes_out_ = 0;
     uint64_t errors_ = 0;         // failed fetches (not counting a peer's death)
     uint64_t corrupt_ = 0;        // ... of which failed their checksum

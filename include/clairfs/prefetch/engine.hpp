@@ -9,6 +9,7 @@
 #include "clairfs/cache/backing_store.hpp"
 #include "clairfs/cache/ram_tier.hpp"
 #include "clairfs/cache/tier.hpp"
+#include "clairfs/peer/source_model.hpp"
 #include "clairfs/plan/job.hpp"
 #include "clairfs/prefetch/fetch_pool.hpp"
 #include "clairfs/sys/bounded_calls.hpp"
@@ -223,6 +224,10 @@ private:
     // pinned files do not happen). Room beyond the homed files' is all a
     // file from elsewhere may take.
     std::atomic<uint64_t> homed_held_{0};
+    // The backing store's measured cost per whole file, against which a
+    // peer's is weighed (peer/source_model.hpp); and how often it won.
+    peer::SourceRate backing_rate_;
+    std::atomic<uint64_t> chose_backing_{0};
     // This node's agreed keys per job id, as last shared; and the line
     // status shows about the agreement. Leaf lock.
     mutable std::mutex agree_mu_;
