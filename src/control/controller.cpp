@@ -123,11 +123,15 @@ int Controller::unregister(const std::string& id, std::string& why) {
 // registrations (Engine::share_registrations).
 void Controller::share_with_peers() {
     std::map<std::string, std::string> keys;
+    std::map<std::string, std::vector<uint32_t>> ranks;
     {
         std::lock_guard lock(mu_);
-        for (const JobRegistration& j : active_) keys[j.id] = agreed_keys(j);
+        for (const JobRegistration& j : active_) {
+            keys[j.id] = agreed_keys(j);
+            if (!j.loaders.empty()) ranks[j.id] = j.loaders.front().ranks;
+        }
     }
-    engine_.share_registrations(std::move(keys));
+    engine_.share_registrations(std::move(keys), std::move(ranks));
 }
 
 int Controller::refuse(const std::string& why) {

@@ -3,6 +3,7 @@
 
 #include "clairfs/log.hpp"
 #include "clairfs/sys/contained.hpp"
+#include "clairfs/sys/syscalls.hpp"
 
 #include <cerrno>
 #include <cstring>
@@ -143,11 +144,16 @@ PeerReply Peers::fetch(int home, index::NodeId id, uint64_t expect, bool demand)
         return {-ETIMEDOUT, nullptr};
     }
     if (w->error) {
-        if (w->error == -EHOSTDOWN)
+        int err = w->error;
+        if (err == -EHOSTDOWN)
             ++down_fallbacks_;
         else
             ++errors_;
-        return {w->error, nullptr};
+        lk.unlock();
+        if (err != -EHOSTDOWN)
+            LOG_WARN("peer %d could not send file %u (%s); reading it from the shared file system",
+                     home, id, sys::error_text(err));
+        return {err, nullptr};
     }
     lk.unlock();
     // The home checksummed what it sent; what arrived must match, and be the

@@ -3,12 +3,15 @@
 
 #include "active_job.hpp"
 #include "clairfs/cache/ssd_tier.hpp"
+#include "clairfs/layout/dataset.hpp"
 #include "clairfs/log.hpp"
+#include "clairfs/order/samplers.hpp"
 #include "clairfs/peer/peers.hpp"
 #include "clairfs/sys/contained.hpp"
 #include "ssd_writer.hpp"
 
 #include <nlohmann/json.hpp>
+#include <xxhash.h>
 
 #include <sys/stat.h>
 
@@ -49,25 +52,91 @@ void Engine::attach_ssd(std::unique_ptr<cache::Tier> ssd) {
 void Engine::attach_peers(std::unique_ptr<peer::Peers> peers) {
     peers_ = std::move(peers);
     if (!peers_) return;
-    homed_.assign(index_.size(), 0);
+    std::vector<int16_t> of(index_.size(), -1);
+    for (index::NodeId id = 0; id < index_.size(); ++id)
+        if (tier_size_[id] != not_tiered) of[id] = static_cast<int16_t>(peers_->home_of(id));
+    homes_.store(std::make_shared<const Homes>(make_homes(std::move(of), "hash")));
+    peers_->set_server([this](index::NodeId id) { return serve_peer(id); });
+    peers_->set_note_handler([this] { check_agreement(); });
+    peers_->set_summary([this] { return summary_for_peers(); });
+}
+
+Engine::Homes Engine::make_homes(std::vector<int16_t> of, const char* by) const {
+    Homes h;
+    h.by = by;
+    h.here.assign(index_.size(), 0);
     uint64_t dataset = 0;
     for (index::NodeId id = 0; id < index_.size(); ++id) {
         if (tier_size_[id] == not_tiered) continue;
         dataset += tier_size_[id];
-        if (peers_->home_of(id) == peers_->self()) {
-            homed_[id] = 1;
-            homed_bytes_ += tier_size_[id];
+        if (of[id] == peers_->self()) {
+            h.here[id] = 1;
+            h.here_bytes += tier_size_[id];
+            ++h.here_files;
         }
     }
+    h.digest = XXH3_64bits(of.data(), of.size() * sizeof(of[0]));
+    h.of = std::move(of);
     // Each home keeps its files for good only while every home can: then
     // the shared file system is read once per file. Otherwise eviction
     // goes by next use alone, as without peers.
     uint64_t group_mem = 0;
     for (const auto& m : peers_->members()) group_mem += m.mem;
-    pin_homed_ = group_mem >= dataset && opt_.mem >= homed_bytes_;
-    peers_->set_server([this](index::NodeId id) { return serve_peer(id); });
-    peers_->set_note_handler([this] { check_agreement(); });
-    peers_->set_summary([this] { return summary_for_peers(); });
+    h.pin = group_mem >= dataset && opt_.mem >= h.here_bytes;
+    return h;
+}
+
+// A DistributedSampler job that every member registered alike, with ranks
+// that are each on one node: each file's home becomes the node whose rank
+// opens it first, in the job's first epoch, so that epoch reads every file
+// from the shared file system where it is needed anyway, and no node asks
+// another for anything until the second. Only before anything was read:
+// files already kept by their hash home would otherwise be read again.
+void Engine::plan_homes(const std::string& job_id,
+                        const std::map<int, std::vector<uint32_t>>& ranks) {
+    auto cur = homes_.load();
+    if (!cur || std::string(cur->by) == "schedule") return;
+    if (backing_.stats().files > 0) return;
+    std::shared_ptr<const Active> job;
+    for (const auto& j : *jobs())
+        if (j->id == job_id) job = j;
+    if (!job || job->loaders.size() != 1) return;
+    const plan::Job& pj = *job->loaders.front().job;
+    const order::JobSpec& spec = pj.spec;
+    if (spec.framework != order::Framework::pytorch ||
+        spec.sampler != order::SamplerKind::distributed || spec.world_size == 0 ||
+        spec.world_size > 32768)
+        return;
+    std::vector<int16_t> node_of_rank(spec.world_size, -1);
+    for (const auto& [node, rs] : ranks)
+        for (uint32_t r : rs) {
+            if (r >= spec.world_size || node_of_rank[r] >= 0) return; // out of range, or twice
+            node_of_rank[r] = static_cast<int16_t>(node);
+        }
+    if (std::ranges::any_of(node_of_rank, [](int16_t n) { return n < 0; })) return;
+    const auto n = static_cast<uint32_t>(pj.dataset.samples.size());
+    std::vector<order::Sample> perm, mine;
+    order::distributed_sampler_epoch(n, spec, spec.start_epoch, perm, mine);
+    std::vector<int16_t> of = cur->of; // files outside the job keep their hash home
+    std::vector<uint8_t> set(index_.size(), 0);
+    const uint64_t used =
+        spec.sampler_drop_last ? uint64_t{n} / spec.world_size * spec.world_size : n;
+    for (uint64_t k = 0; k < used; ++k) {
+        index::NodeId id = layout::opened_node(index_, pj.dataset.samples[perm[k]]);
+        if (id == layout::no_node || id >= of.size() || of[id] < 0 || set[id]) continue;
+        set[id] = 1; // the first position that opens it, in rank order
+        of[id] = node_of_rank[k % spec.world_size];
+    }
+    auto next = std::make_shared<const Homes>(make_homes(std::move(of), "schedule"));
+    if (backing_.stats().files > 0) return; // a read slipped in meanwhile
+    homes_.store(next);
+    LOG_INFO("job %s: each file's home is now the node that reads it first (%llu files here)",
+             job_id.c_str(), static_cast<unsigned long long>(next->here_files));
+}
+
+int Engine::home_of(index::NodeId id) const {
+    auto h = homes_.load();
+    return h && id < h->of.size() && h->of[id] >= 0 ? h->of[id] : peers_->home_of(id);
 }
 
 // What `clairfs status --cluster` shows of this node, from its status.
@@ -89,14 +158,17 @@ std::string Engine::summary_for_peers() const {
     return s.dump();
 }
 
-void Engine::share_registrations(std::map<std::string, std::string> keys) {
+void Engine::share_registrations(std::map<std::string, std::string> keys,
+                                 std::map<std::string, std::vector<uint32_t>> ranks) {
     if (!peers_) return;
     nlohmann::json note;
     note["jobs"] = nlohmann::json::object();
     for (const auto& [id, k] : keys) note["jobs"][id] = k;
+    note["ranks"] = ranks;
     {
         std::lock_guard lk(agree_mu_);
         own_keys_ = std::move(keys);
+        own_ranks_ = std::move(ranks);
     }
     peers_->share_note(note.dump());
     check_agreement();
@@ -136,19 +208,34 @@ std::string key_differences(const std::string& theirs, const std::string& ours) 
 void Engine::check_agreement() {
     if (!peers_) return;
     std::map<std::string, std::string> own;
+    std::map<std::string, std::vector<uint32_t>> own_ranks;
     {
         std::lock_guard lk(agree_mu_);
         own = own_keys_;
+        own_ranks = own_ranks_;
     }
     std::map<int, std::string> notes = peers_->notes();
     std::map<std::string, std::string> broken; // job id -> why
+    // Per job: each node's ranks, for the nodes that registered it alike.
+    std::map<std::string, std::map<int, std::vector<uint32_t>>> placed;
+    for (const auto& [id, r] : own_ranks) placed[id][peers_->self()] = r;
     size_t agreeing = 0;
     for (const auto& [rank, text] : notes) {
-        nlohmann::json theirs;
+        nlohmann::json theirs, their_ranks;
         try {
-            theirs = nlohmann::json::parse(text).at("jobs");
+            auto j = nlohmann::json::parse(text);
+            theirs = j.at("jobs");
+            their_ranks = j.value("ranks", nlohmann::json::object());
         } catch (const nlohmann::json::exception&) {
             continue;
+        }
+        for (const auto& [id, keys] : own) {
+            if (theirs.contains(id) && theirs[id] == keys && their_ranks.contains(id)) {
+                try {
+                    placed[id][rank] = their_ranks[id].get<std::vector<uint32_t>>();
+                } catch (const nlohmann::json::exception&) {
+                }
+            }
         }
         bool all_same = !own.empty();
         for (const auto& [id, keys] : own) {
@@ -175,7 +262,12 @@ void Engine::check_agreement() {
         std::lock_guard lk(agree_mu_);
         agreement_ = line;
     }
-    if (broken.empty()) return;
+    if (broken.empty()) {
+        // Every member alive registered the job alike: place its files.
+        for (const auto& [id, by_node] : placed)
+            if (by_node.size() == static_cast<size_t>(peers_->size())) plan_homes(id, by_node);
+        return;
+    }
     // Every node sees the same notes, so each puts its own copy of the job
     // in fallback: the group never prefetches by two different orders.
     for (const auto& j : *jobs()) {
@@ -193,7 +285,11 @@ bool Engine::peers_settled() const {
 peer::ServeResult Engine::serve_peer(index::NodeId id) {
     if (!index_.contains(id) || tier_size_[id] == not_tiered) return {-EINVAL, nullptr};
     if (cache::BlobRef b = ram_.peek(id)) return {0, std::move(b), true};
-    FetchResult r = pool_->demand(id, [&] { return ram_.peek(id); });
+    // Read on this server thread, never by asking another peer: a pool
+    // thread may be waiting on the very peer this request came from, and
+    // two daemons whose fetch threads all wait on each other would stall
+    // until --io-timeout (measured: 60 s stalls at an epoch boundary).
+    FetchResult r = pool_->run_here(id, [this](index::NodeId f, bool) { return read_local(f); });
     return {r.error, std::move(r.blob), r.from != Source::backing};
 }
 
@@ -269,20 +365,12 @@ void Engine::note_io_timeout(const index::Node& n) {
 // error, a checksum mismatch) is dropped by the tier and read again from
 // the backing store: a bad SSD costs time, never bytes.
 FetchResult Engine::read_whole(index::NodeId id, bool demanded) {
-    // Read from the backing store a moment ago and still on its way to the
-    // SSD. Asked before the tier: the writer publishes there before it
-    // lets go, so one of the two looks finds it.
-    if (writer_) {
-        if (cache::BlobRef b = writer_->peek(id)) return {0, std::move(b), Source::ssd};
-    }
-    if (ssd_ && ssd_->contains(id)) {
-        if (cache::BlobRef b = ssd_->get(id)) return {0, std::move(b), Source::ssd};
-    }
+    if (FetchResult r = read_ssd(id); r.blob) return r;
     // Its home's copy, when the home is another daemon that is alive. A
     // home that fails, dies or sends bytes that fail their checksum costs
     // this one fetch its wait; the file then comes from the backing store.
     if (peers_) {
-        int home = peers_->home_of(id);
+        int home = home_of(id);
         if (home != peers_->self() && peers_->usable(home)) {
             const peer::SourceRate& link = peers_->rate(home);
             peer::Choice c = peer::choose_source(
@@ -296,6 +384,29 @@ FetchResult Engine::read_whole(index::NodeId id, bool demanded) {
             }
         }
     }
+    return read_backing(id);
+}
+
+// Read from the backing store a moment ago and still on its way to the SSD,
+// or held by the SSD tier; an empty result otherwise. The writer is asked
+// before the tier: it publishes there before it lets go, so one of the two
+// looks finds it.
+FetchResult Engine::read_ssd(index::NodeId id) {
+    if (writer_) {
+        if (cache::BlobRef b = writer_->peek(id)) return {0, std::move(b), Source::ssd};
+    }
+    if (ssd_ && ssd_->contains(id)) {
+        if (cache::BlobRef b = ssd_->get(id)) return {0, std::move(b), Source::ssd};
+    }
+    return {0, nullptr, Source::ssd};
+}
+
+FetchResult Engine::read_local(index::NodeId id) {
+    if (FetchResult r = read_ssd(id); r.blob) return r;
+    return read_backing(id);
+}
+
+FetchResult Engine::read_backing(index::NodeId id) {
     FetchResult r;
     backing_rate_.begin();
     auto t0 = std::chrono::steady_clock::now();
@@ -375,13 +486,14 @@ int Engine::bytes_of(index::NodeId id, cache::BlobRef& out) {
 // restarted job finds again.
 void Engine::admit(index::NodeId id, const FetchResult& r, bool) {
     if (r.error == 0) {
-        if (!homed_.empty() && !homed_[id]) {
+        auto homes = this->homes();
+        if (homes && !homes->here[id]) {
             // With peers, a file from elsewhere may not take the room the
             // files homed here will need: they are what the others ask for.
             cache::TierStats t = ram_.stats();
-            uint64_t reserved = homed_bytes_ - std::min(homed_bytes_, homed_held_.load());
+            uint64_t reserved = homes->here_bytes - std::min(homes->here_bytes, homed_held_.load());
             if (t.bytes + r.blob->size + reserved <= t.capacity) ram_.put(id, r.blob);
-        } else if (!homed_.empty()) {
+        } else if (homes) {
             bool had = ram_.contains(id);
             if (ram_.put(id, r.blob) && !had) homed_held_.fetch_add(r.blob->size);
         } else {

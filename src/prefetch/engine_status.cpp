@@ -203,12 +203,15 @@ void Engine::status(nlohmann::json& out) const {
     out["jobs"] = std::move(jobs);
     if (peers_) {
         peers_->status(out);
-        uint64_t homed = 0;
-        for (uint8_t h : homed_) homed += h;
-        out["peers"]["homed_files"] = homed;
-        out["peers"]["homed_bytes"] = homed_bytes_;
+        auto h = homes();
+        out["peers"]["homes"] = h->by;
+        char digest[17];
+        snprintf(digest, sizeof digest, "%016llx", static_cast<unsigned long long>(h->digest));
+        out["peers"]["homes_digest"] = digest;
+        out["peers"]["homed_files"] = h->here_files;
+        out["peers"]["homed_bytes"] = h->here_bytes;
         out["peers"]["homed_held_bytes"] = homed_held_.load();
-        out["peers"]["pinned"] = pin_homed_;
+        out["peers"]["pinned"] = h->pin;
         double b = backing_rate_.seconds_per_file();
         out["peers"]["backing_seconds_per_file"] = b < 0 ? nlohmann::json(nullptr) : nlohmann::json(b);
         out["peers"]["chose_backing"] = chose_backing_.load();

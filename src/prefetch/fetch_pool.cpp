@@ -145,6 +145,48 @@ FetchResult FetchPool::demand(index::NodeId id, const std::function<cache::BlobR
     return r;
 }
 
+FetchResult FetchPool::run_here(index::NodeId id, const Reader& read) {
+    std::unique_lock lk(mu_);
+    if (stopping_) return {-ESHUTDOWN, nullptr};
+    std::shared_ptr<Pending> p;
+    if (auto it = pending_.find(id); it != pending_.end()) {
+        p = it->second;
+        if (p->running) {
+            // Being read by a pool thread: wait for it like a demand.
+            p->demanded = true;
+            ++waiters_;
+            bool in_time = wait_bound_.count() > 0
+                               ? p->cv.wait_for(lk, wait_bound_, [&] { return p->done; })
+                               : (p->cv.wait(lk, [&] { return p->done; }), true);
+            FetchResult r = in_time ? p->result : FetchResult{-EIO, nullptr};
+            if (--waiters_ == 0 && stopping_) idle_cv_.notify_all();
+            return r;
+        }
+        // Queued: take it off its queue and read it here.
+        for (auto* q : {&demand_queue_, &prefetch_queue_, &background_queue_})
+            if (auto at = std::find(q->begin(), q->end(), id); at != q->end()) q->erase(at);
+        p->background = false;
+    } else {
+        p = std::make_shared<Pending>();
+        pending_.emplace(id, p);
+    }
+    p->running = true;
+    p->demanded = true;
+    ++stats_.running;
+    lk.unlock();
+    FetchResult r;
+    try {
+        r = read(id, true);
+    } catch (const std::bad_alloc&) {
+        r = {-ENOMEM, nullptr};
+    } catch (...) {
+        r = {-EIO, nullptr};
+    }
+    FetchResult out = r;
+    finish(id, *p, std::move(r));
+    return out;
+}
+
 bool FetchPool::prefetch(index::NodeId id, const std::function<bool()>& held) {
     std::lock_guard lk(mu_);
     if (stopping_ || prefetch_queue_.size() >= max_queued_) return false;

@@ -224,10 +224,11 @@ void Engine::schedule_round(const Jobs& jobs) {
     int64_t free = static_cast<int64_t>(ram.capacity) - static_cast<int64_t>(ram.bytes);
     // With peers, room the files homed here will take is not free for
     // files from elsewhere (Engine::admit() would not keep them).
+    auto homes = this->homes();
     const int64_t reserved =
-        homed_.empty() ? 0
-                       : static_cast<int64_t>(homed_bytes_ -
-                                              std::min(homed_bytes_, homed_held_.load()));
+        !homes ? 0
+               : static_cast<int64_t>(homes->here_bytes -
+                                      std::min(homes->here_bytes, homed_held_.load()));
     std::vector<std::pair<uint64_t, index::NodeId>> victims; // built on first need
     bool victims_built = false;
     uint64_t lead = 0;
@@ -247,7 +248,7 @@ void Engine::schedule_round(const Jobs& jobs) {
         auto size = static_cast<int64_t>(tier_size_[id]);
         if (busy) free -= size; // on its way in
         if (have || busy) continue;
-        const int64_t need = size + (homed_.empty() || homed_[id] ? 0 : reserved);
+        const int64_t need = size + (!homes || homes->here[id] ? 0 : reserved);
         if (free < need) {
             if (!victims_built) {
                 window.complete();
@@ -256,7 +257,8 @@ void Engine::schedule_round(const Jobs& jobs) {
                 // The window has walked `future` to its end; eviction asks
                 // it only where each file is next due, which it still knows.
                 // Pinned files (homed here, for the group) are never victims.
-                if (pin_homed_) std::erase_if(held, [&](index::NodeId h) { return pinned(h); });
+                if (homes && homes->pin)
+                    std::erase_if(held, [&](index::NodeId h) { return homes->here[h] != 0; });
                 victims = eviction_order(
                     future, held, WindowMarks{in_window_, window_index_, round, window.size()});
                 victims_built = true;
@@ -272,7 +274,8 @@ void Engine::schedule_round(const Jobs& jobs) {
             while (free < need && !victims.empty() && victims.back().first > keep_upto) {
                 index::NodeId v = victims.back().second;
                 uint64_t freed = ram_.evict(v);
-                if (!homed_.empty() && homed_[v]) homed_held_.fetch_sub(std::min(freed, homed_held_.load()));
+                if (homes && homes->here[v])
+                    homed_held_.fetch_sub(std::min(freed, homed_held_.load()));
                 free += static_cast<int64_t>(freed);
                 victims.pop_back();
             }

@@ -70,6 +70,17 @@ class Group:
         self.err.seek(0)
         return self.err.read()[-2000:]
 
+    def warnings(self):
+        out = []
+        for path in self.logs:
+            with open(path, errors="replace") as f:
+                out += [line.strip() for line in f
+                        if "warn" in line.lower() or "error" in line.lower()][:10]
+        if os.environ.get("CLAIRFS_KEEP_LOGS"):
+            for path in self.logs:
+                shutil.copy(path, os.environ["CLAIRFS_KEEP_LOGS"])
+        return out
+
     def status(self, i):
         return tl.status(self.mps[i])
 
@@ -139,6 +150,12 @@ def case_once_per_file(tmp, expected, size):
                      f"node {i} peers {st}")
             ml.check(st["rank"] == i, f"node {i} has peer rank {st['rank']}")
         register_all(g, len(expected))
+        # Once all three registered alike, each file's home is the node
+        # whose rank opens it first.
+        ml.check(ml.wait_until(lambda: all(g.status(i)["peers"]["homes"] == "schedule"
+                                           for i in range(NODES)), 10),
+                 f"homes {[g.status(i)['peers']['homes'] for i in range(NODES)]}, agreement "
+                 f"{[g.status(i)['peers']['agreement'] for i in range(NODES)]}")
         runs = [tl.finish(p, f"rank {r}") for r, p in enumerate(start_jobs(g))]
         for r, epochs in enumerate(runs):
             tl.check_bytes(epochs, expected, f"rank {r}", share=len(expected) // NODES)
@@ -148,10 +165,26 @@ def case_once_per_file(tmp, expected, size):
         peer_out = sum(s["peers"]["files_out"] for s in sts)
         ml.log(f"backing files per node {[s['backing']['files'] for s in sts]}, "
                f"peer files in {[s['peers']['files_in'] for s in sts]}, "
-               f"pinned {[s['peers']['pinned'] for s in sts]}, modes {[s['mode'] for s in sts]}")
+               f"pinned {[s['peers']['pinned'] for s in sts]}, modes {[s['mode'] for s in sts]}, "
+               f"chose backing {[s['peers']['chose_backing'] for s in sts]}, errors "
+               f"{[s['peers']['errors'] for s in sts]}, down fallbacks "
+               f"{[s['peers']['down_fallbacks'] for s in sts]}, homed held MB "
+               f"{[round(s['peers']['homed_held_bytes'] / 1e6, 1) for s in sts]} of "
+               f"{[round(s['peers']['homed_bytes'] / 1e6, 1) for s in sts]}, ram MB "
+               f"{[round(s['ram']['bytes'] / 1e6, 1) for s in sts]} of "
+               f"{[round(s['ram']['capacity'] / 1e6, 1) for s in sts]}")
         ml.check(backing_files == len(expected),
                  f"the group read the backing store {backing_files} times for "
-                 f"{len(expected)} files")
+                 f"{len(expected)} files; daemons' warnings: {g.warnings()}")
+        # Every node placed the files alike, each with the node whose rank
+        # opens it first. (Files prefetched before the last node registered
+        # were read at their hash home, so a node's own reads are near its
+        # epoch-0 share rather than equal to it.)
+        digests = {s["peers"]["homes_digest"] for s in sts}
+        ml.check(len(digests) == 1, f"the nodes placed files differently: {digests}")
+        for i, s in enumerate(sts):
+            ml.check(s["peers"]["homed_files"] == len(expected) // NODES,
+                     f"node {i} is home to {s['peers']['homed_files']} files")
         ml.check(peer_in > 0 and peer_in == peer_out, f"peer files in {peer_in}, out {peer_out}")
         for s in sts:
             ml.check(s["mode"] == "clairvoyant", f"mode {s['mode']}: {s.get('reason')}")

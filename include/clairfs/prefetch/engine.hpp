@@ -108,7 +108,10 @@ public:
     // group must agree on (control::agreed_keys). Sent to the peers; a job
     // another node registered under the same id with other keys puts this
     // node's job in fallback, and the other node's likewise.
-    void share_registrations(std::map<std::string, std::string> keys);
+    // `ranks`: each job's local ranks (its first loader's), from which the
+    // group can place each file with the node that reads it first.
+    void share_registrations(std::map<std::string, std::string> keys,
+                             std::map<std::string, std::vector<uint32_t>> ranks = {});
 
     // --- the FUSE side -------------------------------------------------
     // Whether reads of this file are served whole from the tiers (false:
@@ -165,6 +168,9 @@ public:
 private:
     void admit(index::NodeId id, const FetchResult& r, bool demanded);
     FetchResult read_whole(index::NodeId id, bool demanded);
+    FetchResult read_ssd(index::NodeId id);     // empty blob: not there
+    FetchResult read_local(index::NodeId id);   // SSD, else the backing store
+    FetchResult read_backing(index::NodeId id); // timed for the source model
     // A peer's get, on a peer server thread: the RAM tier's copy, or a
     // demand fetch (SSD, else the backing store) that admit() then keeps.
     peer::ServeResult serve_peer(index::NodeId id);
@@ -174,7 +180,23 @@ private:
     std::string summary_for_peers() const;
     // Whether the RAM tier holds on to `id` whatever the local ranks need:
     // a file homed here, while the group's RAM together holds the dataset.
-    bool pinned(index::NodeId id) const { return !homed_.empty() && homed_[id] && pin_homed_; }
+    // Which daemon is home to each file, and what that means here. Built
+    // from a hash of each file when the peers are attached; rebuilt from
+    // the registered schedules once every node agreed on a DistributedSampler
+    // job, if nothing has been read yet (Engine::plan_homes).
+    struct Homes {
+        std::vector<int16_t> of;   // per node: the home's rank
+        std::vector<uint8_t> here; // per node: homed here
+        uint64_t here_bytes = 0;   // tiered bytes of the files homed here
+        uint64_t here_files = 0;
+        bool pin = false; // the group's RAM budgets add up to the dataset
+        const char* by = "hash"; // or "schedule"
+        uint64_t digest = 0;     // of `of`: equal on every member that placed alike
+    };
+    std::shared_ptr<const Homes> homes() const { return homes_.load(); }
+    Homes make_homes(std::vector<int16_t> of, const char* by) const;
+    void plan_homes(const std::string& job_id, const std::map<int, std::vector<uint32_t>>& ranks);
+    int home_of(index::NodeId id) const;
     void ssd_status(nlohmann::json& out) const;
     void stage_loop();
     void stage_pass();
@@ -216,10 +238,9 @@ private:
     std::unique_ptr<SsdWriter> writer_; // after ssd_: drains into it when destroyed
     std::unique_ptr<peer::Peers> peers_; // before the pool: its threads fetch from peers
     std::unique_ptr<FetchPool> pool_;   // after the tiers: its threads admit into them
-    // Per node: homed here (1) or elsewhere (0); empty without peers.
-    std::vector<uint8_t> homed_;
-    bool pin_homed_ = false;       // the group's RAM budgets add up to the dataset
-    uint64_t homed_bytes_ = 0;     // tiered bytes of the files homed here
+    // Null without peers; replaced whole, read by fetch threads, the
+    // scheduler and status.
+    std::atomic<std::shared_ptr<const Homes>> homes_;
     // Of those, held in the RAM tier now (admit() adds; evictions of
     // pinned files do not happen). Room beyond the homed files' is all a
     // file from elsewhere may take.
@@ -232,6 +253,7 @@ private:
     // status shows about the agreement. Leaf lock.
     mutable std::mutex agree_mu_;
     std::map<std::string, std::string> own_keys_;
+    std::map<std::string, std::vector<uint32_t>> own_ranks_;
     std::string agreement_;
 
     // Guards jobs_ (the pointer only: the list is immutable, replaced whole)

@@ -87,6 +87,13 @@ public:
     // this second look finds it instead of reading the file again.
     FetchResult demand(index::NodeId id, const std::function<cache::BlobRef()>& landed = {});
 
+    // The file's bytes, read on the calling thread with `read` unless a
+    // pool thread is reading it already (then its result, as demand()
+    // waits for it). A queued fetch of the file is taken off its queue and
+    // run here. For a peer's server thread: it must never wait for a pool
+    // thread, which may itself be waiting on that peer.
+    FetchResult run_here(index::NodeId id, const Reader& read);
+
     // Queues a prefetch behind the others. False if the file is already
     // queued or being fetched, or the queue is full. `held`, if given, is
     // asked with the pool's lock held before a new fetch is queued, as
