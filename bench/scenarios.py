@@ -157,8 +157,10 @@ def unmount(path):
         subprocess.run(["umount", "-l", path], capture_output=True)
 
 
-def daemon_pid_of(mnt):
-    """The process with MNT as an exact argument (like pgrep -f, no prefix)."""
+def pids_with_arg(mnt):
+    """The processes with MNT as an exact argument (like pgrep -f, no
+    prefix), `umount` commands left out."""
+    out = []
     for p in os.listdir("/proc"):
         if not p.isdigit() or int(p) == os.getpid():
             continue
@@ -167,8 +169,14 @@ def daemon_pid_of(mnt):
         except OSError:
             continue
         if mnt.encode() in args and b"umount" not in args:
-            return int(p)
-    return None
+            out.append(int(p))
+    return out
+
+
+def daemon_pid_of(mnt):
+    """The process with MNT as an exact argument (like pgrep -f, no prefix)."""
+    pids = pids_with_arg(mnt)
+    return pids[0] if pids else None
 
 
 def frameworks_python():
@@ -243,6 +251,8 @@ def cg_read(st, ctl, knob):
 
 
 class Bench:
+    known = ALL  # the scenarios a config may name
+
     def __init__(self, args, cfg):
         self.a, self.cfg = args, cfg
         self.clairfs = os.path.join(os.path.abspath(args.build), "src", "clairfs")
@@ -250,13 +260,15 @@ class Bench:
         self.work = None
 
     # --- plumbing -------------------------------------------------------
-    def cg_prefix(self):
-        c = self.st["cgroups"]
+    def cg_prefix(self, cgroups=None):
+        """cgexec.sh into CGROUPS ({"blkio", "memory", "cpuacct"}: the slow
+        FS's own by default)."""
+        c = cgroups or self.st["cgroups"]
         return [os.path.join(HERE, "cgexec.sh"), c["blkio"], c["memory"],
                 c["cpuacct"], "--"]
 
-    def spawn(self, cmd, **kw):
-        p = subprocess.Popen(self.cg_prefix() + cmd, **kw)
+    def spawn(self, cmd, cgroups=None, **kw):
+        p = subprocess.Popen(self.cg_prefix(cgroups) + cmd, **kw)
         RUNNING.append(p)
         return p
 
@@ -281,10 +293,11 @@ class Bench:
     def has_val(self):
         return bool(self.cfg["dataset"].get("val_files"))
 
-    def job_cmd(self, data, seed, daemon_pid=None, go=None):
+    def job_cmd(self, data, seed, daemon_pid=None, go=None, rank=None, cpuacct=None):
         """train_job.py, or keras_job.py for a "keras" job with the flags of
         train_job.py's that mean something to it (no workers, sampler or
-        generator: tf.data's)."""
+        generator: tf.data's). rank and cpuacct default to job.rank and the
+        slow FS's cpuacct cgroup."""
         j = self.cfg["job"]
         train = os.path.join(data, "train") if self.has_val() else data
         keras = framework_of(self.cfg) == "keras"
@@ -303,10 +316,10 @@ class Bench:
                    "--generator", j.get("generator", "explicit"),
                    "--transform", j.get("transform", "rrc"),
                    "--world", str(j.get("world", 1)),
-                   "--rank", str(j.get("rank", 0))]
+                   "--rank", str(j.get("rank", 0) if rank is None else rank)]
         cmd += ["--step-sleep", str(j.get("step_sleep", 0)),
                 "--loop-dev", self.st["loop"],
-                "--cpuacct", self.st["cgroups"]["cpuacct"]]
+                "--cpuacct", cpuacct or self.st["cgroups"]["cpuacct"]]
         if keras and j.get("validation_split"):
             cmd += ["--validation-split", str(j["validation_split"])]
         if self.has_val():
@@ -322,19 +335,35 @@ class Bench:
         One job: {"setup_s", "epochs"}; several: {"jobs": [{"id", "seed",
         "setup_s", "epochs"}...], "span_s"}."""
         specs = self.job_specs()
-        multi = self.cfg.get("jobs") is not None
-        go = os.path.join(self.work, "go") if multi else None
-        if go and os.path.exists(go):
+        go = self.go_path() if self.cfg.get("jobs") is not None else None
+        return self.run_jobs(specs, [self.job_cmd(data, spec["seed"], daemon_pid, go)
+                                     for spec in specs], go)
+
+    def go_path(self):
+        """The file whose creation lets jobs started together begin (their
+        --wait-for), removed if an earlier run left it."""
+        go = os.path.join(self.work, "go")
+        if os.path.exists(go):
             os.unlink(go)
+        return go
+
+    def run_jobs(self, specs, cmds, go=None, on_go=None, on_epoch=None):
+        """Runs one job per spec ({"id", "seed"}, and "cgroups" to start it
+        in other cgroups than the slow FS's) with the command of the same
+        index. With GO (several jobs) they begin together once each has
+        scanned the dataset; on_go() is called just before, on_epoch(idx,
+        record) after each epoch line of job idx (from its reader thread).
+        Returns what run_job returns."""
+        multi = go is not None
         jobs = []
-        for k, spec in enumerate(specs):
+        for k, (spec, cmd) in enumerate(zip(specs, cmds)):
             errpath = os.path.join(self.work, f"job{k}.stderr")
-            p = self.spawn(self.job_cmd(data, spec["seed"], daemon_pid, go),
+            p = self.spawn(cmd, spec.get("cgroups"),
                            stdout=subprocess.PIPE, stderr=open(errpath, "w"), text=True)
             jobs.append({"spec": spec, "p": p, "err": errpath, "setup": None,
                          "epochs": [], "ready": threading.Event(), "rc": None})
 
-        def read_lines(job):
+        def read_lines(idx, job):
             who = f"job {job['spec']['id']} " if multi else ""
             for line in job["p"].stdout:
                 if not line.startswith("{"):
@@ -345,6 +374,8 @@ class Bench:
                     job["ready"].set()
                     continue
                 job["epochs"].append(rec)
+                if on_epoch:
+                    on_epoch(idx, rec)
                 val = (f", val {rec['val_wall_s']:.1f} s (with val {rec['epoch_with_val_s']:.1f} s)"
                        if "val_wall_s" in rec else "")
                 log(f"    {who}epoch {rec['epoch']}: {rec['wall_s']:.1f} s{val}, "
@@ -355,7 +386,8 @@ class Bench:
                                         rec["daemon_threads_cpu_s"].items()) + ")"
                        if rec.get("daemon_threads_cpu_s") else ""))
 
-        readers = [threading.Thread(target=read_lines, args=(j,), daemon=True) for j in jobs]
+        readers = [threading.Thread(target=read_lines, args=(idx, j), daemon=True)
+                   for idx, j in enumerate(jobs)]
         for t in readers:
             t.start()
         # The jobs' stdout is read until it closes, so a job that hangs (a
@@ -380,6 +412,8 @@ class Bench:
                     if expired.is_set() or any(j["p"].poll() is not None for j in jobs):
                         break
                     time.sleep(0.05)
+                if on_go:
+                    on_go()
                 open(go, "w").close()
                 t_go = time.perf_counter()
             # Wait for all; once one job fails, the others are ended rather
@@ -559,10 +593,11 @@ class Bench:
                                f"{mnt}/.clairfs/control: {os.strerror(e.errno or 0)}: "
                                f"{why}") from None
 
-    def registration(self, seed=None, job_id=None):
+    def registration(self, seed=None, job_id=None, rank=None):
         """The job's sampler as .clairfs/control takes it (see train_job.py).
         On a train/val dataset, the train loader ("root": "train"); with a
-        job id, that job's ("job": ID, issue 24's interface)."""
+        job id, that job's ("job": ID, issue 24's interface); rank defaults
+        to job.rank."""
         j = self.cfg["job"]
         reg = {}
         if job_id is not None:
@@ -575,7 +610,8 @@ class Bench:
                     "batch_size": j.get("batch", 64),
                     "num_workers": j.get("workers", 2), "epochs": j.get("epochs", 2)})
         if j.get("world", 1) > 1:
-            reg.update(sampler="distributed", world_size=j["world"], ranks=[j.get("rank", 0)])
+            reg.update(sampler="distributed", world_size=j["world"],
+                       ranks=[j.get("rank", 0) if rank is None else rank])
         else:
             reg.update(sampler="random", generator=j.get("generator", "explicit"))
         return reg
@@ -673,9 +709,9 @@ class Bench:
     def main(self):
         a, cfg = self.a, self.cfg
         self.scenarios = a.scenarios.split(",") if a.scenarios else cfg["scenarios"]
-        bad = [s for s in self.scenarios if s not in ALL]
+        bad = [s for s in self.scenarios if s not in self.known]
         if bad:
-            sys.exit(f"scenarios: unknown scenario(s) {bad}; known: {ALL}")
+            sys.exit(f"scenarios: unknown scenario(s) {bad}; known: {self.known}")
         reps = a.reps or cfg.get("repetitions", 1)
         if framework_of(cfg) not in FRAMEWORKS:
             sys.exit(f"scenarios: job.framework {framework_of(cfg)!r}: expected one of {FRAMEWORKS}")
@@ -715,6 +751,7 @@ class Bench:
             if "local-warm" in runnable:
                 self.local = os.path.join(self.work, "local")
                 subprocess.run(["cp", "-a", self.data, self.local], check=True)
+            self.prepare(state, info)
             runs = []
             self.failures = []
             for rep in range(reps):
@@ -742,8 +779,15 @@ class Bench:
             slowfs.down(state, quiet=True)
             shutil.rmtree(self.work, ignore_errors=True)
 
+    def prepare(self, state, info):
+        """Called once the slow FS (its state file STATE) and the dataset
+        exist, before the first run: a subclass's own set-up (cluster.py's
+        nodes), undone by slowfs.down. Nothing here."""
+
     # --- output -----------------------------------------------------------
-    def report(self, info, runs, unavailable, reps):
+    def output_names(self):
+        """(OUT/<date>-<config> or OUT/--out-name, the exact command, the
+        git revision) of this invocation's results."""
         a, cfg = self.a, self.cfg
         stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M")
         name = cfg.get("name", os.path.splitext(os.path.basename(a.config))[0])
@@ -755,6 +799,11 @@ class Bench:
         command = "sudo " + env + " ".join(shlex.quote(x) for x in [PY] + sys.argv)
         rev = subprocess.run(["git", "-C", HERE, "rev-parse", "--short", "HEAD"],
                              capture_output=True, text=True).stdout.strip()
+        return prefix, command, rev
+
+    def report(self, info, runs, unavailable, reps):
+        a, cfg = self.a, self.cfg
+        prefix, command, rev = self.output_names()
         floor = floors(info, self.st)
         summary = summarize(self.scenarios, runs, unavailable, info["files"], info["bytes"],
                             floor)
@@ -1164,13 +1213,21 @@ def series(runs, sc):
     return [(sc, [r["epochs"] for r in rs])]
 
 
-def plot(path, scenarios, runs, cfg, info):
+def pyplot():
+    """matplotlib.pyplot drawing to files, or None (and a note) without it."""
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
         log("matplotlib missing: no plot (bash scripts/install-deps.sh bench)")
+        return None
+    return plt
+
+
+def plot(path, scenarios, runs, cfg, info):
+    plt = pyplot()
+    if plt is None:
         return
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for sc in scenarios:
@@ -1200,14 +1257,22 @@ def plot(path, scenarios, runs, cfg, info):
     plt.close(fig)
 
 
-def append_results(path, command, rev, info, st, cfg, reps, table, prefix, runs):
-    head = "## End-to-end training input (issue 4)"
+def append_section(path, head, intro, prefix, rev, command, paragraph, table):
+    """Appends to RESULTS.md (PATH) one invocation's section: its heading
+    (the results' file name and the git revision), the exact command, a
+    paragraph on the set-up and the table; first HEAD and INTRO unless the
+    file has HEAD already."""
     text = open(path).read() if os.path.exists(path) else "# Benchmark results\n"
     add = []
     if head not in text:
-        add += ["", head, "",
-                "Produced by `bench/scenarios.py` (see bench/README.md); every "
-                "section below was appended by one invocation.", ""]
+        add += ["", head, "", intro, ""]
+    add += [f"### {os.path.basename(prefix)} (git {rev})", "",
+            "```sh", command, "```", "", paragraph, "", table, ""]
+    with open(path, "a") as f:
+        f.write("\n".join(add) + "\n")
+
+
+def append_results(path, command, rev, info, st, cfg, reps, table, prefix, runs):
     j = cfg["job"]
     others = max(max(ep.get("others_cpu_s", 0) for ep in run_epochs(r)) for r in runs) if runs else 0
     split = (f" ({info['train_files']} train + {info['val_files']} val, a validation pass "
@@ -1217,20 +1282,20 @@ def append_results(path, command, rev, info, st, cfg, reps, table, prefix, runs)
         jobs = (f"; {len(cfg['jobs'])} jobs at once ("
                 + ", ".join(f"{x['id']} seed {x.get('seed', j.get('seed', 0))}" for x in cfg["jobs"])
                 + ")")
-    add += [f"### {os.path.basename(prefix)} (git {rev})", "",
-            "```sh", command, "```", "",
-            f"Dataset {info['files']} JPEGs{split} ({info.get('style', 'imagenet')} style), "
-            f"{info['bytes'] / 1e9:.2f} GB (mean "
-            f"{info['mean'] / 1e3:.0f} KB, median {info['median'] / 1e3:.0f} KB); slow FS "
-            f"{st['bps'] / 1e6:g} MB/s + {st['iops']} read IOPS (loop direct-io "
-            f"{st['direct_io']}), memory cgroup {st['mem'] >> 20} MiB; {job_text(j)}, "
-            f"step sleep {j.get('step_sleep', 0)} s{jobs}; {reps} repetition(s), medians "
-            f"(min–max when they differ). Largest CPU of processes outside the "
-            f"cgroups in any epoch: {others:.1f} s. Raw: `{os.path.relpath(prefix, os.path.dirname(path))}.json`, "
-            f"plot `{os.path.relpath(prefix, os.path.dirname(path))}.png`.", "",
-            table, ""]
-    with open(path, "a") as f:
-        f.write("\n".join(add) + "\n")
+    paragraph = (
+        f"Dataset {info['files']} JPEGs{split} ({info.get('style', 'imagenet')} style), "
+        f"{info['bytes'] / 1e9:.2f} GB (mean "
+        f"{info['mean'] / 1e3:.0f} KB, median {info['median'] / 1e3:.0f} KB); slow FS "
+        f"{st['bps'] / 1e6:g} MB/s + {st['iops']} read IOPS (loop direct-io "
+        f"{st['direct_io']}), memory cgroup {st['mem'] >> 20} MiB; {job_text(j)}, "
+        f"step sleep {j.get('step_sleep', 0)} s{jobs}; {reps} repetition(s), medians "
+        f"(min–max when they differ). Largest CPU of processes outside the "
+        f"cgroups in any epoch: {others:.1f} s. Raw: `{os.path.relpath(prefix, os.path.dirname(path))}.json`, "
+        f"plot `{os.path.relpath(prefix, os.path.dirname(path))}.png`.")
+    append_section(path, "## End-to-end training input (issue 4)",
+                   "Produced by `bench/scenarios.py` (see bench/README.md); every "
+                   "section below was appended by one invocation.",
+                   prefix, rev, command, paragraph, table)
 
 
 def job_text(j):
@@ -1271,8 +1336,9 @@ def abort_cleanup():
         subprocess.run(["umount", "-l", m], capture_output=True)
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def arg_parser(doc):
+    """The options every harness built on Bench takes (DOC: its docstring)."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
     ap.add_argument("config")
     ap.add_argument("--reps", type=int)
     ap.add_argument("--scenarios")
@@ -1281,10 +1347,32 @@ def main():
     ap.add_argument("--out-name", help="file name prefix instead of <date>-<config>")
     ap.add_argument("--workdir", help="local-disk directory for scratch (default /var/tmp)")
     ap.add_argument("--no-results-md", action="store_true")
-    ap.add_argument("--full-table", action="store_true",
-                    help="print the RESULTS.md table instead of the short one")
     ap.add_argument("--from-json", metavar="RESULT",
                     help="re-render table and plot of an earlier RESULT.json, run nothing")
+    return ap
+
+
+def run_bench(cls, a, prog):
+    """Runs cls(a, config).main() as root, SIGTERM, SIGHUP and SIGINT
+    turned into an exit so that its clean-up runs."""
+    if os.geteuid() != 0:
+        sys.exit(f"{prog}: needs root (loop device, mounts, cgroups, drop_caches)")
+    if not os.path.exists("/dev/fuse"):
+        sys.exit(f"{prog}: /dev/fuse is missing (modprobe fuse)")
+    with open(a.config) as f:
+        cfg = json.load(f)
+
+    def on_signal(signum, _frame):
+        raise SystemExit(128 + signum)
+    for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        signal.signal(s, on_signal)
+    return cls(a, cfg).main()
+
+
+def main():
+    ap = arg_parser(__doc__)
+    ap.add_argument("--full-table", action="store_true",
+                    help="print the RESULTS.md table instead of the short one")
     a = ap.parse_args()
     if a.from_json:
         with open(a.from_json) as f:
@@ -1298,18 +1386,7 @@ def main():
         print((markdown(summary, scs, d["unavailable"], cfg) if a.full_table
                else short_table(summary, scs)) + floor_lines(floor, summary, scs, cfg))
         return
-    if os.geteuid() != 0:
-        sys.exit("scenarios: needs root (loop device, mounts, cgroups, drop_caches)")
-    if not os.path.exists("/dev/fuse"):
-        sys.exit("scenarios: /dev/fuse is missing (modprobe fuse)")
-    with open(a.config) as f:
-        cfg = json.load(f)
-
-    def on_signal(signum, _frame):
-        raise SystemExit(128 + signum)
-    for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
-        signal.signal(s, on_signal)
-    Bench(a, cfg).main()
+    run_bench(Bench, a, "scenarios")
 
 
 if __name__ == "__main__":

@@ -110,6 +110,24 @@ def up(state_file, workdir, size="3G", bps="20M", iops=250, mem="640M"):
     return st
 
 
+def add_node(state_file, st, label, mem):
+    """A memory cgroup limited to MEM and a cpuacct cgroup of their own,
+    <name>-<label>, for one simulated node (bench/cluster.py): recorded in
+    the state file, so `down` removes them first. A node keeps the blkio
+    cgroup of `up`: the throttle is per cgroup, so the nodes' reads share
+    it as nodes share one file system. Returns the cgexec.sh cgroups."""
+    cgs = {"blkio": st["cgroups"]["blkio"]}
+    for ctl in ("memory", "cpuacct"):
+        d = os.path.join(CG, ctl, f"{st['name']}-{label}")
+        os.mkdir(d)
+        st["created"].append(["cgroup", d])
+        _save(state_file, st)
+        cgs[ctl] = d
+    with open(os.path.join(cgs["memory"], "memory.limit_in_bytes"), "w") as f:
+        f.write(str(parse_size(mem)))
+    return cgs
+
+
 def _mounted(path):
     with open("/proc/self/mountinfo") as f:
         return any(line.split()[4] == path for line in f)
