@@ -90,13 +90,11 @@ Engine::Homes Engine::make_homes(std::vector<int16_t> of, const char* by) const 
 // that are each on one node: each file's home becomes the node whose rank
 // opens it first, in the job's first epoch, so that epoch reads every file
 // from the shared file system where it is needed anyway, and no node asks
-// another for anything until the second. Only before anything was read:
-// files already kept by their hash home would otherwise be read again.
+// another for anything until the second.
 void Engine::plan_homes(const std::string& job_id,
                         const std::map<int, std::vector<uint32_t>>& ranks) {
     auto cur = homes_.load();
     if (!cur || std::string(cur->by) == "schedule") return;
-    if (backing_.stats().files > 0) return;
     std::shared_ptr<const Active> job;
     for (const auto& j : *jobs())
         if (j->id == job_id) job = j;
@@ -128,8 +126,17 @@ void Engine::plan_homes(const std::string& job_id,
         of[id] = node_of_rank[k % spec.world_size];
     }
     auto next = std::make_shared<const Homes>(make_homes(std::move(of), "schedule"));
-    if (backing_.stats().files > 0) return; // a read slipped in meanwhile
+    // Every node switches on the same notes, so the homes stay the same on
+    // all of them; a file read before the switch may have to be read again
+    // by its new home (the scheduler holds prefetches until the nodes agree,
+    // so normally none was).
     homes_.store(next);
+    std::vector<index::NodeId> held;
+    ram_.held(held);
+    uint64_t here_held = 0;
+    for (index::NodeId h : held)
+        if (next->here[h]) here_held += tier_size_[h];
+    homed_held_.store(here_held);
     LOG_INFO("job %s: each file's home is now the node that reads it first (%llu files here)",
              job_id.c_str(), static_cast<unsigned long long>(next->here_files));
 }
@@ -170,6 +177,7 @@ void Engine::share_registrations(std::map<std::string, std::string> keys,
         own_keys_ = std::move(keys);
         own_ranks_ = std::move(ranks);
     }
+    hold_until_.store(std::chrono::steady_clock::now() + agreement_grace);
     peers_->share_note(note.dump());
     check_agreement();
 }
@@ -251,6 +259,19 @@ void Engine::check_agreement() {
                              "' with other keys (" + key_differences(other, keys) + ")";
         }
         agreeing += all_same;
+    }
+    // Prefetching waits (agreement_grace at most) until every live peer has
+    // registered this node's jobs alike: until then the homes may move.
+    size_t live = 0;
+    for (const auto& m : peers_->members()) live += peers_->usable(m.rank);
+    bool pending = !own.empty() && broken.empty() && agreeing < live;
+    if (agreement_pending_.exchange(pending) && !pending) {
+        {
+            std::lock_guard lk(wake_mu_);
+            force_round_ = true;
+            wake_ = true;
+        }
+        wake_cv_.notify_one();
     }
     std::string line;
     if (!broken.empty())
@@ -526,6 +547,12 @@ static Engine::Jobs take_jobs(std::shared_ptr<const Engine::Jobs>& jobs, Engine:
 }
 
 Engine::Jobs Engine::activate(std::shared_ptr<Active> prepared) {
+    if (peers_) {
+        // Before the job is visible to the scheduler: its first round waits
+        // for the other nodes' registrations (share_registrations).
+        hold_until_.store(std::chrono::steady_clock::now() + agreement_grace);
+        agreement_pending_.store(true);
+    }
     Jobs replaced;
     {
         std::lock_guard lk(job_mu_);

@@ -142,6 +142,10 @@ void Engine::schedule_loop() {
         wake_cv_.wait_for(lk, idle_round, [this] { return wake_ || stopping_; });
         if (stopping_) break;
         wake_ = false;
+        if (force_round_) {
+            force_round_ = false;
+            ran_ = false;
+        }
         lk.unlock();
         auto jobs = this->jobs();
         // A round that fails ends the predictions (the mount serves on as
@@ -150,7 +154,7 @@ void Engine::schedule_loop() {
         auto why = sys::contained("a prefetch round", [&] {
             retire_exited();
             if (jobs->empty()) pages_dropped_ = false; // a job registered later drops anew
-            if (!jobs->empty() && round_due(*jobs)) schedule_round(*jobs);
+            if (!jobs->empty() && !holding() && round_due(*jobs)) schedule_round(*jobs);
             if (drop_) drop_pages(!jobs->empty() && mode() == track::Mode::clairvoyant);
         });
         if (!why.empty())

@@ -177,14 +177,15 @@ def case_once_per_file(tmp, expected, size):
                  f"the group read the backing store {backing_files} times for "
                  f"{len(expected)} files; daemons' warnings: {g.warnings()}")
         # Every node placed the files alike, each with the node whose rank
-        # opens it first. (Files prefetched before the last node registered
-        # were read at their hash home, so a node's own reads are near its
-        # epoch-0 share rather than equal to it.)
+        # opens it first; prefetching waited for all three registrations, so
+        # each node read exactly its rank's first epoch.
         digests = {s["peers"]["homes_digest"] for s in sts}
         ml.check(len(digests) == 1, f"the nodes placed files differently: {digests}")
         for i, s in enumerate(sts):
             ml.check(s["peers"]["homed_files"] == len(expected) // NODES,
                      f"node {i} is home to {s['peers']['homed_files']} files")
+            ml.check(s["backing"]["files"] == len(expected) // NODES,
+                     f"node {i} read {s['backing']['files']} files, not its epoch-0 share")
         ml.check(peer_in > 0 and peer_in == peer_out, f"peer files in {peer_in}, out {peer_out}")
         for s in sts:
             ml.check(s["mode"] == "clairvoyant", f"mode {s['mode']}: {s.get('reason')}")

@@ -254,6 +254,16 @@ private:
     mutable std::mutex agree_mu_;
     std::map<std::string, std::string> own_keys_;
     std::map<std::string, std::vector<uint32_t>> own_ranks_;
+    // With peers, a registration's prefetches wait until every live peer
+    // registered the job alike, or agreement_grace after it: homes that
+    // move after files were read would read them again.
+    static constexpr std::chrono::seconds agreement_grace{10};
+    std::atomic<bool> agreement_pending_{false};
+    std::atomic<std::chrono::steady_clock::time_point> hold_until_{};
+    bool holding() const {
+        return agreement_pending_.load() && std::chrono::steady_clock::now() < hold_until_.load();
+    }
+    bool force_round_ = false; // under wake_mu_: the hold ended, run a round
     std::string agreement_;
 
     // Guards jobs_ (the pointer only: the list is immutable, replaced whole)
