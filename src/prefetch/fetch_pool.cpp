@@ -145,6 +145,21 @@ FetchResult FetchPool::demand(index::NodeId id, const std::function<cache::BlobR
     return r;
 }
 
+// One read, its failure contained: the fetch fails alone (its waiters get
+// EIO or ENOMEM) and the calling thread, a pool thread or a peer's server,
+// lives on.
+FetchResult FetchPool::read_contained(const Reader& read, index::NodeId id, bool demanded) {
+    try {
+        return read(id, demanded);
+    } catch (const std::bad_alloc&) {
+        return {-ENOMEM, nullptr};
+    } catch (...) {
+        LOG_ERROR("fetch of node %u failed inside clairfs: %s", id,
+                  sys::current_exception_text().c_str());
+        return {-EIO, nullptr};
+    }
+}
+
 FetchResult FetchPool::run_here(index::NodeId id, const Reader& read) {
     std::unique_lock lk(mu_);
     if (stopping_) return {-ESHUTDOWN, nullptr};
@@ -174,14 +189,7 @@ FetchResult FetchPool::run_here(index::NodeId id, const Reader& read) {
     p->demanded = true;
     ++stats_.running;
     lk.unlock();
-    FetchResult r;
-    try {
-        r = read(id, true);
-    } catch (const std::bad_alloc&) {
-        r = {-ENOMEM, nullptr};
-    } catch (...) {
-        r = {-EIO, nullptr};
-    }
+    FetchResult r = read_contained(read, id, true);
     FetchResult out = r;
     finish(id, *p, std::move(r));
     return out;
@@ -277,18 +285,7 @@ void FetchPool::run() {
             ++stats_.running;
         }
 
-        FetchResult r;
-        try {
-            r = read_(id, demanded);
-        } catch (const std::bad_alloc&) {
-            r = {-ENOMEM, nullptr};
-        } catch (...) {
-            // This fetch fails alone; its waiters get EIO, the thread lives.
-            LOG_ERROR("fetch of node %u failed inside clairfs: %s", id,
-                      sys::current_exception_text().c_str());
-            r = {-EIO, nullptr};
-        }
-        finish(id, *p, std::move(r));
+        finish(id, *p, read_contained(read_, id, demanded));
     }
 }
 

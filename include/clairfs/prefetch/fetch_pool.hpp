@@ -127,6 +127,7 @@ private:
     struct Pending; // one file queued or being fetched, and who waits for it
 
     void run();
+    static FetchResult read_contained(const Reader& read, index::NodeId id, bool demanded);
     void finish(index::NodeId id, Pending& p, FetchResult r);
 
     Reader read_;
