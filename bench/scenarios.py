@@ -1287,8 +1287,8 @@ def append_results(path, command, rev, info, st, cfg, reps, table, prefix, runs)
         f"{info['bytes'] / 1e9:.2f} GB (mean "
         f"{info['mean'] / 1e3:.0f} KB, median {info['median'] / 1e3:.0f} KB); slow FS "
         f"{st['bps'] / 1e6:g} MB/s + {st['iops']} read IOPS (loop direct-io "
-        f"{st['direct_io']}), memory cgroup {st['mem'] >> 20} MiB; {job_text(j)}, "
-        f"step sleep {j.get('step_sleep', 0)} s{jobs}; {reps} repetition(s), medians "
+        f"{st['direct_io']}), memory cgroup {st['mem'] >> 20} MiB; {job_text(j)}"
+        f"{jobs}; {reps} repetition(s), medians "
         f"(min–max when they differ). Largest CPU of processes outside the "
         f"cgroups in any epoch: {others:.1f} s. Raw: `{os.path.relpath(prefix, os.path.dirname(path))}.json`, "
         f"plot `{os.path.relpath(prefix, os.path.dirname(path))}.png`.")
@@ -1305,9 +1305,10 @@ def job_text(j):
         vs = (f", validation_split {j['validation_split']}" if j.get("validation_split") else "")
         return (f"Keras job (keras_job.py: image_dataset_from_directory {size}, shuffle seed "
                 f"{j.get('seed', 0)}{vs}, model.fit) batch {j.get('batch', 64)}, "
-                f"{j.get('epochs', 2)} epochs")
+                f"{j.get('epochs', 2)} epochs, step sleep {j.get('step_sleep', 0)} s")
     return (f"job batch {j.get('batch', 64)}, {j.get('workers', 2)} workers, "
-            f"{j.get('epochs', 2)} epochs, generator {j.get('generator', 'explicit')}")
+            f"{j.get('epochs', 2)} epochs, generator {j.get('generator', 'explicit')}, "
+            f"transform {j.get('transform', 'rrc')}, step sleep {j.get('step_sleep', 0)} s")
 
 
 def kill_cgroup_procs(st):

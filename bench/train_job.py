@@ -4,7 +4,7 @@
 
     train_job.py DATA [--epochs 2] [--batch 64] [--workers 2] [--seed 0]
         [--generator explicit|global] [--val DIR]
-        [--transform rrc|none] [--world W --rank R] [--step-sleep S]
+        [--transform rrc|none|bytes] [--world W --rank R] [--step-sleep S]
         [--loop-dev loopN] [--cpuacct DIR] [--daemon-pid PID]
         [--wait-for PATH]
 
@@ -13,6 +13,13 @@ seeded generator, or DistributedSampler(world, rank, seed) with set_epoch),
 RandomResizedCrop(224)+ToTensor. Nothing in the loop knows about clairfs:
 the data path is the only thing that changes between scenarios. --step-sleep
 sleeps that many seconds per batch, standing in for a GPU step.
+
+--transform none decodes and resizes to 224x224 (no random crop); bytes
+decodes nothing: each sample is its file read whole, as a pipeline that
+decodes on the GPU (NVIDIA DALI's) hands the encoded bytes over. The loop
+gets a (batch,) tensor of the files' sizes. With --step-sleep it models a
+node whose own cores keep up with decoding, which simulated nodes sharing
+this host's two cores cannot do (bench/README.md, cluster.py).
 
 --generator explicit (the default) passes
 DataLoader(generator=torch.Generator().manual_seed(seed)); global passes no
@@ -140,6 +147,13 @@ def snapshot(a):
             "daemon": pid_cpu(a.daemon_pid), "threads": thread_cpu(a.daemon_pid)}
 
 
+def read_whole(path):
+    """--transform bytes: the file read whole, as its size (a pipeline
+    that decodes on the GPU would hand these bytes over)."""
+    with open(path, "rb") as f:
+        return len(f.read())
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("data")
@@ -147,7 +161,7 @@ def main():
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--transform", choices=["rrc", "none"], default="rrc")
+    ap.add_argument("--transform", choices=["rrc", "none", "bytes"], default="rrc")
     ap.add_argument("--world", type=int, default=1)
     ap.add_argument("--rank", type=int, default=0)
     ap.add_argument("--step-sleep", type=float, default=0.0)
@@ -164,18 +178,21 @@ def main():
     from torchvision import datasets, transforms
 
     torch.manual_seed(a.seed)
+    folder_kw = {}
     if a.transform == "rrc":
-        tf = transforms.Compose([transforms.RandomResizedCrop(224),
-                                 transforms.ToTensor()])
+        folder_kw["transform"] = transforms.Compose([transforms.RandomResizedCrop(224),
+                                                     transforms.ToTensor()])
+    elif a.transform == "none":
+        folder_kw["transform"] = transforms.Compose([transforms.Resize((224, 224)),
+                                                     transforms.ToTensor()])
     else:
-        tf = transforms.Compose([transforms.Resize((224, 224)),
-                                 transforms.ToTensor()])
+        folder_kw["loader"] = read_whole
     t0 = time.perf_counter()
-    ds = datasets.ImageFolder(a.data, transform=tf)
+    ds = datasets.ImageFolder(a.data, **folder_kw)
     setup = {"setup_s": None, "files": len(ds)}
     val_ds = None
     if a.val:
-        val_ds = datasets.ImageFolder(a.val, transform=tf)
+        val_ds = datasets.ImageFolder(a.val, **folder_kw)
         setup["val_files"] = len(val_ds)
     setup["setup_s"] = round(time.perf_counter() - t0, 3)
     print(json.dumps(setup), flush=True)
