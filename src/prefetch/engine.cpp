@@ -141,6 +141,16 @@ void Engine::plan_homes(const std::string& job_id,
              job_id.c_str(), static_cast<unsigned long long>(next->here_files));
 }
 
+// On the scheduler thread: the placements check_agreement() queued.
+void Engine::place_due_homes() {
+    std::map<std::string, std::map<int, std::vector<uint32_t>>> due;
+    {
+        std::lock_guard lk(agree_mu_);
+        due.swap(homes_due_);
+    }
+    for (const auto& [id, by_node] : due) plan_homes(id, by_node);
+}
+
 int Engine::home_of(index::NodeId id) const {
     auto h = homes_.load();
     return h && id < h->of.size() && h->of[id] >= 0 ? h->of[id] : peers_->home_of(id);
@@ -260,19 +270,16 @@ void Engine::check_agreement() {
         }
         agreeing += all_same;
     }
-    // Prefetching waits (agreement_grace at most) until every live peer has
-    // registered this node's jobs alike: until then the homes may move.
-    size_t live = 0;
-    for (const auto& m : peers_->members()) live += peers_->usable(m.rank);
-    bool pending = !own.empty() && broken.empty() && agreeing < live;
-    if (agreement_pending_.exchange(pending) && !pending) {
-        {
-            std::lock_guard lk(wake_mu_);
-            force_round_ = true;
-            wake_ = true;
-        }
-        wake_cv_.notify_one();
-    }
+    // Every member alive registered the job alike: its files are placed,
+    // on the scheduler thread (plan_homes draws the whole epoch's order,
+    // ~0.5 s at 14M samples, which would delay this links thread's pings).
+    // Queued before the hold below is lifted, so the round it lets run
+    // places the homes first.
+    std::map<std::string, std::map<int, std::vector<uint32_t>>> due;
+    if (broken.empty())
+        for (auto& [id, by_node] : placed)
+            if (by_node.size() == static_cast<size_t>(peers_->size()))
+                due.emplace(id, std::move(by_node));
     std::string line;
     if (!broken.empty())
         line = broken.begin()->second;
@@ -282,13 +289,22 @@ void Engine::check_agreement() {
     {
         std::lock_guard lk(agree_mu_);
         agreement_ = line;
+        for (auto& [id, by_node] : due) homes_due_[id] = std::move(by_node);
     }
-    if (broken.empty()) {
-        // Every member alive registered the job alike: place its files.
-        for (const auto& [id, by_node] : placed)
-            if (by_node.size() == static_cast<size_t>(peers_->size())) plan_homes(id, by_node);
-        return;
+    // Prefetching waits (agreement_grace at most) until every live peer has
+    // registered this node's jobs alike: until then the homes may move.
+    size_t live = 0;
+    for (const auto& m : peers_->members()) live += peers_->usable(m.rank);
+    bool pending = !own.empty() && broken.empty() && agreeing < live;
+    if ((agreement_pending_.exchange(pending) && !pending) || !due.empty()) {
+        {
+            std::lock_guard lk(wake_mu_);
+            force_round_ = true;
+            wake_ = true;
+        }
+        wake_cv_.notify_one();
     }
+    if (broken.empty()) return;
     // Every node sees the same notes, so each puts its own copy of the job
     // in fallback: the group never prefetches by two different orders.
     for (const auto& j : *jobs()) {

@@ -154,7 +154,11 @@ void Engine::schedule_loop() {
         auto why = sys::contained("a prefetch round", [&] {
             retire_exited();
             if (jobs->empty()) pages_dropped_ = false; // a job registered later drops anew
-            if (!jobs->empty() && !holding() && round_due(*jobs)) schedule_round(*jobs);
+            // holding() before the placements: check_agreement() queues
+            // them before it lifts the hold.
+            const bool hold = holding();
+            if (peers_ && !hold) place_due_homes();
+            if (!jobs->empty() && !hold && round_due(*jobs)) schedule_round(*jobs);
             if (drop_) drop_pages(!jobs->empty() && mode() == track::Mode::clairvoyant);
         });
         if (!why.empty())

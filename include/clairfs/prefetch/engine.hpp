@@ -196,6 +196,7 @@ private:
     std::shared_ptr<const Homes> homes() const { return homes_.load(); }
     Homes make_homes(std::vector<int16_t> of, const char* by) const;
     void plan_homes(const std::string& job_id, const std::map<int, std::vector<uint32_t>>& ranks);
+    void place_due_homes();
     int home_of(index::NodeId id) const;
     void ssd_status(nlohmann::json& out) const;
     void stage_loop();
@@ -254,6 +255,9 @@ private:
     mutable std::mutex agree_mu_;
     std::map<std::string, std::string> own_keys_;
     std::map<std::string, std::vector<uint32_t>> own_ranks_;
+    // Jobs every member registered alike, by id: each node's ranks, for
+    // plan_homes on the scheduler thread.
+    std::map<std::string, std::map<int, std::vector<uint32_t>>> homes_due_;
     // With peers, a registration's prefetches wait until every live peer
     // registered the job alike, or agreement_grace after it: homes that
     // move after files were read would read them again.
