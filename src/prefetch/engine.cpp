@@ -8,6 +8,7 @@
 #include "clairfs/order/samplers.hpp"
 #include "clairfs/peer/peers.hpp"
 #include "clairfs/sys/contained.hpp"
+#include "group_uses.hpp"
 #include "ssd_writer.hpp"
 
 #include <nlohmann/json.hpp>
@@ -125,7 +126,9 @@ void Engine::plan_homes(const std::string& job_id,
         set[id] = 1; // the first position that opens it, in rank order
         of[id] = node_of_rank[k % spec.world_size];
     }
-    auto next = std::make_shared<const Homes>(make_homes(std::move(of), "schedule"));
+    auto placed = make_homes(std::move(of), "schedule");
+    placed.job = job_id;
+    auto next = std::make_shared<const Homes>(std::move(placed));
     // Every node switches on the same notes, so the homes stay the same on
     // all of them; a file read before the switch may have to be read again
     // by its new home (the scheduler holds prefetches until the nodes agree,
@@ -524,22 +527,36 @@ int Engine::bytes_of(index::NodeId id, cache::BlobRef& out) {
 void Engine::admit(index::NodeId id, const FetchResult& r, bool) {
     if (r.error == 0) {
         auto homes = this->homes();
-        if (homes && !homes->here[id]) {
-            // With peers, a file from elsewhere may not take the room the
-            // files homed here will need: they are what the others ask for.
+        if (homes && homes->pin && !homes->here[id]) {
+            // With peers, while the group holds the dataset, a file from
+            // elsewhere may not take the room the files homed here will
+            // need: they are what the others ask for. (Short of that, the
+            // scheduler's eviction by the group's next use decides.)
             cache::TierStats t = ram_.stats();
             uint64_t reserved = homes->here_bytes - std::min(homes->here_bytes, homed_held_.load());
             if (t.bytes + r.blob->size + reserved <= t.capacity) ram_.put(id, r.blob);
-        } else if (homes) {
-            bool had = ram_.contains(id);
-            if (ram_.put(id, r.blob) && !had) homed_held_.fetch_add(r.blob->size);
         } else {
-            ram_.put(id, r.blob);
+            bool had = ram_.contains(id);
+            if (ram_.put(id, r.blob)) {
+                if (!had && homes && homes->here[id]) homed_held_.fetch_add(r.blob->size);
+            } else if (homes && !homes->pin && homes->here[id]) {
+                offer_keep(id, r.blob);
+            }
         }
         if (writer_ && r.from == Source::backing && !ssd_->contains(id))
             writer_->enqueue(id, r.blob);
     }
     landed_.fetch_add(1, std::memory_order_release);
+}
+
+// The next round weighs it (Engine::weigh_offers); no round of its own:
+// rounds follow the ranks' opens closely enough, and one per offer would
+// cost a walk of the whole window each.
+void Engine::offer_keep(index::NodeId id, const cache::BlobRef& blob) {
+    std::lock_guard lk(offer_mu_);
+    if (offer_bytes_ + blob->size > keep_offer_cap()) return;
+    offer_bytes_ += blob->size;
+    keep_offers_.emplace_back(id, blob);
 }
 
 std::shared_ptr<Engine::Active>

@@ -9,19 +9,24 @@ uint64_t next_use(const track::Snapshot& snap, index::NodeId id) {
     return Timeline(snap).next_use(id);
 }
 
+uint64_t due(const Timeline& future, const WindowMarks& window, const GroupDue& group,
+             index::NodeId id) {
+    uint64_t d;
+    if (window.in_window[id] == window.round) {
+        d = window.window_index[id];
+    } else {
+        uint64_t n = future.next_use(id);
+        d = n == UINT64_MAX ? n : window.size + n;
+    }
+    return group ? std::min(d, group(id)) : d;
+}
+
 std::vector<std::pair<uint64_t, index::NodeId>>
 eviction_order(const Timeline& future, const std::vector<index::NodeId>& held,
-               const WindowMarks& window) {
+               const WindowMarks& window, const GroupDue& group) {
     std::vector<std::pair<uint64_t, index::NodeId>> out;
     out.reserve(held.size());
-    for (index::NodeId id : held) {
-        if (window.in_window[id] == window.round) {
-            out.emplace_back(window.window_index[id], id);
-        } else {
-            uint64_t d = future.next_use(id);
-            out.emplace_back(d == UINT64_MAX ? UINT64_MAX : window.size + d, id);
-        }
-    }
+    for (index::NodeId id : held) out.emplace_back(due(future, window, group, id), id);
     std::sort(out.begin(), out.end());
     return out;
 }

@@ -10,6 +10,7 @@
 #include "timeline.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <utility>
 #include <vector>
 
@@ -29,12 +30,22 @@ struct WindowMarks {
     size_t size;
 };
 
-// `held` ranked for eviction, the first to go last: window files by their
-// window index, then the rest by window size + next_use, files never used
-// again (UINT64_MAX) at the very end.
+// The next use by any rank of the group of a file homed here, in the
+// window's units (files of this node's timeline); UINT64_MAX: none, or the
+// file is homed elsewhere. Empty: no group to weigh.
+using GroupDue = std::function<uint64_t(index::NodeId)>;
+
+// When `id` is due, as eviction ranks it: its window index, else window
+// size + next_use; with `group`, the earlier of that and group(id), so that
+// a home keeps what any node needs next. UINT64_MAX: never again.
+uint64_t due(const Timeline& future, const WindowMarks& window, const GroupDue& group,
+             index::NodeId id);
+
+// `held` ranked for eviction by due(), the first to go last: files never
+// used again (UINT64_MAX) at the very end.
 std::vector<std::pair<uint64_t, index::NodeId>>
 eviction_order(const Timeline& future, const std::vector<index::NodeId>& held,
-               const WindowMarks& window);
+               const WindowMarks& window, const GroupDue& group = {});
 // The same for one job of one loader.
 std::vector<std::pair<uint64_t, index::NodeId>>
 eviction_order(const track::Snapshot& snap, const std::vector<index::NodeId>& held,

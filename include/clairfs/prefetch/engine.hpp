@@ -38,6 +38,7 @@ struct ServeResult;
 namespace clairfs::prefetch {
 
 class SsdWriter;
+class GroupUses;
 
 struct EngineOptions {
     uint64_t mem = 0;            // RAM tier budget in bytes; 0 disables the tiers
@@ -191,12 +192,19 @@ private:
         uint64_t here_files = 0;
         bool pin = false; // the group's RAM budgets add up to the dataset
         const char* by = "hash"; // or "schedule"
+        std::string job;         // by "schedule": the job whose first epoch placed them
         uint64_t digest = 0;     // of `of`: equal on every member that placed alike
     };
     std::shared_ptr<const Homes> homes() const { return homes_.load(); }
     Homes make_homes(std::vector<int16_t> of, const char* by) const;
     void plan_homes(const std::string& job_id, const std::map<int, std::vector<uint32_t>>& ranks);
     void place_due_homes();
+    // With the group's RAM short of the dataset: the next use of a file
+    // homed here by any node's rank, for eviction; empty when the homes
+    // are not from a job's schedule (or its ranks are not followed now).
+    std::function<uint64_t(index::NodeId)>
+    group_next_use(const Homes& homes, const Jobs& jobs,
+                   const std::vector<std::vector<track::Snapshot>>& snaps);
     int home_of(index::NodeId id) const;
     void ssd_status(nlohmann::json& out) const;
     void stage_loop();
@@ -242,6 +250,7 @@ private:
     // Null without peers; replaced whole, read by fetch threads, the
     // scheduler and status.
     std::atomic<std::shared_ptr<const Homes>> homes_;
+    std::unique_ptr<GroupUses> group_uses_; // scheduler thread only
     // Of those, held in the RAM tier now (admit() adds; evictions of
     // pinned files do not happen). Room beyond the homed files' is all a
     // file from elsewhere may take.
@@ -329,6 +338,17 @@ private:
     // with when, appended by FUSE threads and taken by the scheduler thread, which keeps them in
     // read order until they are old enough.
     Dropper drop_;
+    // With peers, short of the dataset (Homes::pin false): files homed here
+    // that admit() read (for a peer, or a local rank) and found no room
+    // for. The scheduler weighs each against what the RAM tier holds, by
+    // the group's next use, and keeps it if something held is due later.
+    // Bounded (keep_offer_cap bytes): past it a file just passes through.
+    std::mutex offer_mu_; // guards keep_offers_, offer_bytes_; leaf lock
+    std::vector<std::pair<index::NodeId, cache::BlobRef>> keep_offers_;
+    uint64_t offer_bytes_ = 0;
+    std::atomic<uint64_t> kept_offers_{0}; // status: peers.kept_for_group
+    uint64_t keep_offer_cap() const { return std::max<uint64_t>(opt_.mem / 16, 1); }
+    void offer_keep(index::NodeId id, const cache::BlobRef& blob);
     std::mutex drop_mu_; // guards read_log_; leaf lock
     std::vector<std::pair<index::NodeId, std::chrono::steady_clock::time_point>> read_log_;
     std::deque<std::pair<index::NodeId, std::chrono::steady_clock::time_point>> to_drop_;

@@ -156,3 +156,32 @@ TEST_CASE("window files rank by window index, before every file outside it") {
     CHECK(ranked[2] == std::pair<uint64_t, index::NodeId>{2 + 2, 4});
     CHECK(ranked[3] == std::pair<uint64_t, index::NodeId>{2 + 3, 5});
 }
+
+TEST_CASE("with the group's next use, a home keeps what any node needs first") {
+    auto e0 = make_plan(0, {1, 2, 3, 4, 5, 6, 7, 8}, index_size);
+    auto e1 = make_plan(1, {8, 7, 6, 5, 4, 3, 2, 1}, index_size);
+    track::Tracker t({0}, {source_of({e0, e1})}, loaders(1, 0));
+    open_at(t, e0, {0});
+    track::Snapshot snap = t.snapshot(t0 + 10s);
+    std::vector<uint32_t> in_window(index_size, 0), window_index(index_size, 0);
+    in_window[3] = 7, window_index[3] = 0;
+    in_window[2] = 7, window_index[2] = 1;
+    WindowMarks w{in_window, window_index, 7, 2};
+    // Nodes 2 and 20 are homed here; another node's rank opens 20 next
+    // (due 0), 2 only later (due 9). Node 30 is homed elsewhere.
+    GroupDue group = [](index::NodeId id) -> uint64_t {
+        return id == 20 ? 0 : id == 2 ? 9 : UINT64_MAX;
+    };
+    Timeline future(snap);
+    CHECK(due(future, w, group, 20) == 0);           // no local use at all
+    CHECK(due(future, w, group, 2) == 1);            // its window index comes first
+    CHECK(due(future, w, group, 5) == 2 + 3);        // not homed here: local use only
+    CHECK(due(future, w, group, 30) == UINT64_MAX);  // nobody needs it
+    auto ranked = eviction_order(future, {5, 2, 30, 20, 3}, w, group);
+    std::vector<index::NodeId> order;
+    for (auto& [when, id] : ranked) order.push_back(id);
+    CHECK(order == std::vector<index::NodeId>{3, 20, 2, 5, 30}); // ties by id
+    // Without the group, node 20 is never due: among the first to go.
+    auto alone = eviction_order(future, {5, 2, 30, 20, 3}, w);
+    CHECK(alone[3] == std::pair<uint64_t, index::NodeId>{UINT64_MAX, 20});
+}

@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: MIT
+// With peers, when the group's RAM budgets together cannot hold the
+// dataset: when some rank of the whole group, on any node, next opens each
+// file of a DistributedSampler job. A home that evicts by this instead of
+// by its own ranks' next use keeps the files the other nodes are about to
+// ask for, so the shared file system is read the fewest times (Belady's
+// rule over the group's future, not one node's).
+//
+// The ranks of a data-parallel job move in step (every step ends in an
+// all-reduce), so position p of this node's slowest rank is position p of
+// every rank: rank r's p-th sample is the sampler's index p * world + r.
+#pragma once
+
+#include "clairfs/index/index.hpp"
+#include "clairfs/plan/job.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+namespace clairfs::prefetch {
+
+class GroupUses {
+public:
+    // Where the group is: the slowest local rank's epoch (the value
+    // DistributedSampler adds to its seed, its EpochPlan::seed_epoch), its
+    // length in positions and its frontier; and the next epoch's, if known.
+    // An epoch's order is drawn once and kept while it is one of the two.
+    void set(const plan::Job& job, const index::Index& idx, uint64_t seed_epoch,
+             uint64_t epoch_size, uint64_t position, std::optional<uint64_t> next_seed_epoch);
+    // Positions from the frontier until some rank opens `id`; UINT64_MAX if
+    // no rank does in either epoch (or before set()).
+    uint64_t next_use(index::NodeId id) const;
+
+private:
+    struct Epoch {
+        uint64_t seed_epoch = 0;
+        std::vector<uint32_t> position; // per node: first position any rank opens it
+    };
+    std::shared_ptr<const Epoch> epoch(const plan::Job& job, const index::Index& idx,
+                                       uint64_t seed_epoch) const;
+
+    std::shared_ptr<const Epoch> now_, next_;
+    uint64_t size_ = 0, at_ = 0;
+};
+
+} // namespace clairfs::prefetch
