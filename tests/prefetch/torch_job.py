@@ -5,13 +5,16 @@ torchvision ImageFolder over the mount, a DataLoader with workers, and
 optionally a DistributedSampler for one rank. Its loader reads each sample's
 file whole and yields the bytes' SHA-1, so the test can check every byte
 the job was served. Prints one JSON line per epoch: the samples it got, as
-[dataset index, sha1] pairs in the order the loop received them, and with
-"status": PATH in the config, that file's JSON as the epoch ended.
+[dataset index, sha1] pairs in the order the loop received them, the
+CLOCK_MONOTONIC time each batch arrived ("batch_t", so a test can measure
+a stall), and with "status": PATH in the config, that file's JSON as the
+epoch ended.
 
 usage: torch_job.py '{"root": ..., "seed": 0, "batch_size": 4, ...}'"""
 import hashlib
 import json
 import sys
+import time
 
 import torch
 import torchvision
@@ -52,10 +55,11 @@ def main():
     for epoch in range(cfg.get("epochs", 1)):
         if sampler is not None and not cfg.get("forget_set_epoch"):
             sampler.set_epoch(epoch)
-        got = []
+        got, batch_t = [], []
         for idx, digests in loader:
+            batch_t.append(time.monotonic())
             got.extend(zip(idx.tolist(), digests))
-        line = {"epoch": epoch, "samples": got}
+        line = {"epoch": epoch, "samples": got, "batch_t": batch_t}
         if cfg.get("status"):  # the mount's status as this epoch ends
             with open(cfg["status"]) as f:
                 line["status"] = json.load(f)
