@@ -537,26 +537,13 @@ void Engine::admit(index::NodeId id, const FetchResult& r, bool) {
             if (t.bytes + r.blob->size + reserved <= t.capacity) ram_.put(id, r.blob);
         } else {
             bool had = ram_.contains(id);
-            if (ram_.put(id, r.blob)) {
-                if (!had && homes && homes->here[id]) homed_held_.fetch_add(r.blob->size);
-            } else if (homes && !homes->pin && homes->here[id]) {
-                offer_keep(id, r.blob);
-            }
+            if (ram_.put(id, r.blob) && !had && homes && homes->here[id])
+                homed_held_.fetch_add(r.blob->size);
         }
         if (writer_ && r.from == Source::backing && !ssd_->contains(id))
             writer_->enqueue(id, r.blob);
     }
     landed_.fetch_add(1, std::memory_order_release);
-}
-
-// The next round weighs it (Engine::weigh_offers); no round of its own:
-// rounds follow the ranks' opens closely enough, and one per offer would
-// cost a walk of the whole window each.
-void Engine::offer_keep(index::NodeId id, const cache::BlobRef& blob) {
-    std::lock_guard lk(offer_mu_);
-    if (offer_bytes_ + blob->size > keep_offer_cap()) return;
-    offer_bytes_ += blob->size;
-    keep_offers_.emplace_back(id, blob);
 }
 
 std::shared_ptr<Engine::Active>

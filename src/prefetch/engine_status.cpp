@@ -212,7 +212,6 @@ void Engine::status(nlohmann::json& out) const {
         out["peers"]["homed_bytes"] = h->here_bytes;
         out["peers"]["homed_held_bytes"] = homed_held_.load();
         out["peers"]["pinned"] = h->pin;
-        out["peers"]["kept_for_group"] = kept_offers_.load(std::memory_order_relaxed);
         double b = backing_rate_.seconds_per_file();
         out["peers"]["backing_seconds_per_file"] = b < 0 ? nlohmann::json(nullptr) : nlohmann::json(b);
         out["peers"]["chose_backing"] = chose_backing_.load();

@@ -274,32 +274,6 @@ void Engine::schedule_round(const Jobs& jobs) {
                                    std::min(homes->here_bytes, homed_held_.load()));
     std::vector<std::pair<uint64_t, index::NodeId>> victims; // built on first need
     bool victims_built = false;
-    GroupDue group;
-    auto build_victims = [&] {
-        if (victims_built) return;
-        window.complete();
-        std::vector<index::NodeId> held;
-        ram_.held(held);
-        // The window has walked `future` to its end; eviction asks it only
-        // where each file is next due, which it still knows. Pinned files
-        // (homed here, for the group) are never victims. Short of that, a
-        // file homed here is due when any node needs it next.
-        if (homes && homes->pin)
-            std::erase_if(held, [&](index::NodeId h) { return homes->here[h] != 0; });
-        else if (homes)
-            group = group_next_use(*homes, jobs, snaps);
-        victims = eviction_order(future, held,
-                                 WindowMarks{in_window_, window_index_, round, window.size()},
-                                 group);
-        victims_built = true;
-    };
-    auto evict_last = [&] {
-        index::NodeId v = victims.back().second;
-        uint64_t freed = ram_.evict(v);
-        if (homes && homes->here[v]) homed_held_.fetch_sub(std::min(freed, homed_held_.load()));
-        victims.pop_back();
-        return static_cast<int64_t>(freed);
-    };
     uint64_t lead = 0;
     bool ready = true;
     for (size_t i = 0; window.reach(i); ++i) {
@@ -317,13 +291,27 @@ void Engine::schedule_round(const Jobs& jobs) {
         auto size = static_cast<int64_t>(tier_size_[id]);
         if (busy) free -= size; // on its way in
         if (have || busy) continue;
-        // Short of the dataset, the group's RAM is for one copy of each
-        // file, at its home: a file homed elsewhere is fetched from there
-        // within the lead only, not held through the window in a second copy.
-        if (homes && !homes->pin && !homes->here[id] && i >= lead_target_) continue;
         const int64_t need = size + (!homes || homes->here[id] ? 0 : reserved);
         if (free < need) {
-            build_victims();
+            if (!victims_built) {
+                window.complete();
+                std::vector<index::NodeId> held;
+                ram_.held(held);
+                // The window has walked `future` to its end; eviction asks
+                // it only where each file is next due, which it still knows.
+                // Pinned files (homed here, for the group) are never victims.
+                // Short of that, a file homed here is due when any node
+                // needs it next.
+                GroupDue group;
+                if (homes && homes->pin)
+                    std::erase_if(held, [&](index::NodeId h) { return homes->here[h] != 0; });
+                else if (homes)
+                    group = group_next_use(*homes, jobs, snaps);
+                victims = eviction_order(future, held,
+                                         WindowMarks{in_window_, window_index_, round, window.size()},
+                                         group);
+                victims_built = true;
+            }
             // Within the lead, any file needed later than this one may go;
             // beyond it only files never needed again, which cannot cost a
             // read. Evicting files that are merely needed later than the
@@ -332,8 +320,14 @@ void Engine::schedule_round(const Jobs& jobs) {
             // time the fetched one is needed (1364 reads against 1159 in
             // the 30% torch test).
             uint64_t keep_upto = i < lead_target_ ? i : UINT64_MAX - 1;
-            while (free < need && !victims.empty() && victims.back().first > keep_upto)
-                free += evict_last();
+            while (free < need && !victims.empty() && victims.back().first > keep_upto) {
+                index::NodeId v = victims.back().second;
+                uint64_t freed = ram_.evict(v);
+                if (homes && homes->here[v])
+                    homed_held_.fetch_sub(std::min(freed, homed_held_.load()));
+                free += static_cast<int64_t>(freed);
+                victims.pop_back();
+            }
             if (free < need) break;
         }
         // A stage-in fetch may have landed since the look above.
@@ -344,39 +338,6 @@ void Engine::schedule_round(const Jobs& jobs) {
         free -= size;
     }
     lead_.store(lead, std::memory_order_relaxed);
-
-    // Files homed here that landed without room (Engine::offer_keep), the
-    // group short of the dataset: each stays if something held is due
-    // later, by the group's next use, Belady's choice over the group.
-    std::vector<std::pair<index::NodeId, cache::BlobRef>> offers;
-    {
-        std::lock_guard lk(offer_mu_);
-        offers.swap(keep_offers_);
-        offer_bytes_ = 0;
-    }
-    if (!offers.empty() && homes && !homes->pin) {
-        build_victims();
-        std::vector<std::pair<uint64_t, size_t>> ranked; // (due, offer)
-        const WindowMarks marks{in_window_, window_index_, round, window.size()};
-        for (size_t k = 0; k < offers.size(); ++k)
-            if (uint64_t d = due(future, marks, group, offers[k].first); d != UINT64_MAX)
-                ranked.emplace_back(d, k);
-        std::sort(ranked.begin(), ranked.end());
-        for (auto [when, k] : ranked) {
-            auto& [id, blob] = offers[k];
-            if (ram_.contains(id)) continue;
-            cache::TierStats t = ram_.stats();
-            auto room = static_cast<int64_t>(t.capacity) - static_cast<int64_t>(t.bytes);
-            while (room < static_cast<int64_t>(blob->size) && !victims.empty() &&
-                   victims.back().first > when)
-                room += evict_last();
-            if (room < static_cast<int64_t>(blob->size)) continue; // a smaller one may fit
-            if (ram_.put(id, blob)) {
-                homed_held_.fetch_add(blob->size);
-                kept_offers_.fetch_add(1, std::memory_order_relaxed);
-            }
-        }
-    }
 
     // The files due within the loaders' reach go into the kernel's page
     // cache before they are opened: the open then finds every page there

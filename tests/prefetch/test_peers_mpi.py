@@ -246,8 +246,7 @@ def case_group_short_of_dataset(tmp, expected, size):
         ml.log(f"group RAM at 75% of the dataset: {reads} backing reads for {len(expected)} "
                f"files over 3 epochs ({reads / len(expected):.2f}x), per node "
                f"{[s['backing']['files'] for s in sts]}, peer files in "
-               f"{[s['peers']['files_in'] for s in sts]}, kept for the group "
-               f"{[s['peers']['kept_for_group'] for s in sts]}, chose backing "
+               f"{[s['peers']['files_in'] for s in sts]}, chose backing "
                f"{[s['peers']['chose_backing'] for s in sts]}, ram MB "
                f"{[round(s['ram']['bytes'] / 1e6, 1) for s in sts]} of "
                f"{[round(s['ram']['capacity'] / 1e6, 1) for s in sts]}")
@@ -297,43 +296,6 @@ def case_registration_differs(tmp, expected, size):
         g.cleanup()
 
 
-def case_peer_killed(tmp, expected, size):
-    backing = os.path.join(tmp, "data")
-    g = Group(tmp, backing, int(size * 0.4))
-    try:
-        register_all(g, len(expected))
-        procs = start_jobs(g, epochs=2)
-        # Mid-epoch 0 on node 2: its rank has opened some files.
-        ml.check(ml.wait_until(lambda: g.status(2)["ranks"] and
-                               g.status(2)["ranks"][0]["opened"] >= 40, 120),
-                 "node 2's rank never got going")
-        victim = g.pid(2)
-        t_kill = time.monotonic()
-        os.kill(victim, signal.SIGKILL)
-        seen = ml.wait_until(lambda: all(2 in g.status(i)["peers"]["dead"] for i in (0, 1)),
-                             PEER_TIMEOUT + 5)
-        noticed = time.monotonic() - t_kill
-        ml.check(seen, "the survivors never marked node 2 dead")
-        ml.log(f"node 2 killed; survivors marked it dead after {noticed:.2f} s")
-        runs = [tl.finish(procs[r], f"rank {r}") for r in (0, 1)]
-        procs[2].kill()
-        procs[2].wait()
-        for r, epochs in enumerate(runs):
-            tl.check_bytes(epochs, expected, f"rank {r} after the kill",
-                           share=len(expected) // NODES)
-        for i in (0, 1):
-            s = g.status(i)
-            ml.check(s["peers"]["alive"] == 2, f"node {i}: {s['peers']}")
-            reason = s["peers"]["down_reasons"].get("2", "")
-            ml.check(reason, f"node {i} gives no reason for node 2: {s['peers']}")
-        ml.lazy_unmount(g.mps[2])  # the killed daemon's dead mount
-        took = g.unmount_all(skip=(2,))
-        ml.log(f"unmount seconds with a dead peer {took}")
-        ml.check(all(t < 5 for t in took.values()), f"unmounts took {took}")
-    finally:
-        g.cleanup()
-
-
 def longest_gap_after(epochs, t0):
     """The longest wait between two batches (or from t0 to the next batch)
     after CLOCK_MONOTONIC time t0, over a job's epochs."""
@@ -346,45 +308,69 @@ def longest_gap_after(epochs, t0):
     return max(b - a for a, b in zip(marks, marks[1:]))
 
 
+def fault_node2_mid_epoch(g, expected, sig, what):
+    """Starts the three jobs (2 epochs), sends node 2's daemon `sig` once its
+    rank has opened 40 files (mid-epoch 0), waits until both survivors mark
+    it dead, and checks that their jobs finish with correct bytes. Returns
+    the survivors' longest wait between batches after the signal, and the
+    jobs."""
+    register_all(g, len(expected))
+    procs = start_jobs(g, epochs=2)
+    ml.check(ml.wait_until(lambda: g.status(2)["ranks"] and
+                           g.status(2)["ranks"][0]["opened"] >= 40, 120),
+             "node 2's rank never got going")
+    victim = g.pid(2)
+    t0 = time.monotonic()
+    os.kill(victim, sig)
+    # Node 2's mount may answer nothing now: only the survivors are asked.
+    seen = ml.wait_until(lambda: all(2 in g.status(i)["peers"]["dead"] for i in (0, 1)),
+                         PEER_TIMEOUT + 5)
+    noticed = time.monotonic() - t0
+    ml.check(seen, f"the survivors never marked the {what} node 2 dead; "
+                   f"{[g.status(i)['peers'] for i in (0, 1)]}")
+    runs = [tl.finish(procs[r], f"rank {r}") for r in (0, 1)]
+    stalls = [longest_gap_after(runs[r], t0) for r in (0, 1)]
+    ml.log(f"node 2 {what}; survivors marked it dead after {noticed:.2f} s; their longest "
+           f"wait between batches after that: {', '.join(f'{x:.2f}' for x in stalls)} s "
+           f"(--peer-timeout {PEER_TIMEOUT} s)")
+    ml.check(all(x < PEER_TIMEOUT + 5 for x in stalls),
+             f"a survivor's job stalled {stalls} s after node 2 was {what}")
+    for r, epochs in enumerate(runs):
+        tl.check_bytes(epochs, expected, f"rank {r} after node 2 was {what}",
+                       share=len(expected) // NODES)
+    for i in (0, 1):
+        st = g.status(i)["peers"]
+        ml.check(st["alive"] == 2 and st["down_reasons"].get("2"),
+                 f"node {i} gives no reason for node 2: {st}")
+    return procs
+
+
+def case_peer_killed(tmp, expected, size):
+    backing = os.path.join(tmp, "data")
+    g = Group(tmp, backing, int(size * 0.4))
+    try:
+        procs = fault_node2_mid_epoch(g, expected, signal.SIGKILL, "killed")
+        procs[2].kill()
+        procs[2].wait()
+        ml.lazy_unmount(g.mps[2])  # the killed daemon's dead mount
+        took = g.unmount_all(skip=(2,))
+        ml.log(f"unmount seconds with a dead peer {took}")
+        ml.check(all(t < 5 for t in took.values()), f"unmounts took {took}")
+    finally:
+        g.cleanup()
+
+
 def case_peer_hung(tmp, expected, size):
     """SIGSTOP of node 2's daemon mid-epoch 0: a peer that hangs with its
     sockets open. The others mark it dead after --peer-timeout of silence
     and read its files from the backing store; continued, it serves its own
-    job from the backing store (its links are closed) with correct bytes."""
+    job from the backing store (its links are closed) with correct bytes.
+    (If a check fails while it is stopped, cleanup's SIGKILL ends it.)"""
     backing = os.path.join(tmp, "data")
     g = Group(tmp, backing, int(size * 0.4))
-    victim = None
     try:
-        register_all(g, len(expected))
-        procs = start_jobs(g, epochs=2)
-        ml.check(ml.wait_until(lambda: g.status(2)["ranks"] and
-                               g.status(2)["ranks"][0]["opened"] >= 40, 120),
-                 "node 2's rank never got going")
-        victim = g.pid(2)
-        t_stop = time.monotonic()
-        os.kill(victim, signal.SIGSTOP)
-        # Node 2's mount answers nothing now: only the survivors are asked.
-        seen = ml.wait_until(lambda: all(2 in g.status(i)["peers"]["dead"] for i in (0, 1)),
-                             PEER_TIMEOUT + 5)
-        noticed = time.monotonic() - t_stop
-        ml.check(seen, f"the survivors never marked the hung node 2 dead; "
-                       f"{[g.status(i)['peers'] for i in (0, 1)]}")
-        runs = [tl.finish(procs[r], f"rank {r}") for r in (0, 1)]
-        stalls = [longest_gap_after(runs[r], t_stop) for r in (0, 1)]
-        ml.log(f"node 2 stopped; survivors marked it dead after {noticed:.2f} s; their "
-               f"longest wait between batches after the stop: "
-               f"{', '.join(f'{s:.2f}' for s in stalls)} s (--peer-timeout {PEER_TIMEOUT} s)")
-        ml.check(all(s < PEER_TIMEOUT + 5 for s in stalls),
-                 f"a survivor's job stalled {stalls} s after node 2 hung")
-        for r, epochs in enumerate(runs):
-            tl.check_bytes(epochs, expected, f"rank {r} after the hang",
-                           share=len(expected) // NODES)
-        for i in (0, 1):
-            s = g.status(i)
-            ml.check(s["peers"]["alive"] == 2 and s["peers"]["down_reasons"].get("2"),
-                     f"node {i}: {s['peers']}")
-        os.kill(victim, signal.SIGCONT)
-        victim = None
+        procs = fault_node2_mid_epoch(g, expected, signal.SIGSTOP, "hung")
+        os.kill(g.pid(2), signal.SIGCONT)
         tl.check_bytes(tl.finish(procs[2], "rank 2"), expected, "rank 2, hung and continued",
                        share=len(expected) // NODES)
         s = g.status(2)
@@ -395,8 +381,6 @@ def case_peer_hung(tmp, expected, size):
         ml.log(f"unmount seconds after a hung peer {took}")
         ml.check(all(t < 5 for t in took.values()), f"unmounts took {took}")
     finally:
-        if victim is not None:
-            os.kill(victim, signal.SIGCONT)
         g.cleanup()
 
 

@@ -338,17 +338,6 @@ private:
     // with when, appended by FUSE threads and taken by the scheduler thread, which keeps them in
     // read order until they are old enough.
     Dropper drop_;
-    // With peers, short of the dataset (Homes::pin false): files homed here
-    // that admit() read (for a peer, or a local rank) and found no room
-    // for. The scheduler weighs each against what the RAM tier holds, by
-    // the group's next use, and keeps it if something held is due later.
-    // Bounded (keep_offer_cap bytes): past it a file just passes through.
-    std::mutex offer_mu_; // guards keep_offers_, offer_bytes_; leaf lock
-    std::vector<std::pair<index::NodeId, cache::BlobRef>> keep_offers_;
-    uint64_t offer_bytes_ = 0;
-    std::atomic<uint64_t> kept_offers_{0}; // status: peers.kept_for_group
-    uint64_t keep_offer_cap() const { return std::max<uint64_t>(opt_.mem / 16, 1); }
-    void offer_keep(index::NodeId id, const cache::BlobRef& blob);
     std::mutex drop_mu_; // guards read_log_; leaf lock
     std::vector<std::pair<index::NodeId, std::chrono::steady_clock::time_point>> read_log_;
     std::deque<std::pair<index::NodeId, std::chrono::steady_clock::time_point>> to_drop_;
