@@ -20,7 +20,9 @@
 # --nodes N (2 to 8): step 2 simulates N nodes on this host instead
 # (bench/cluster.py with bench/configs/demo-cluster.json): N memory cgroups,
 # N mounts with --mem at 40% of the dataset each, N torch jobs with a
-# DistributedSampler of world size N, all on one throttled file system;
+# DistributedSampler of world size N (reading each file whole, a 0.1 s
+# step per batch: see bench/README.md, cluster-3-gpu), all on one
+# throttled file system;
 # direct reads, clairfs without and with --peers (one mpiexec launch), and a
 # warm local copy. About 5 minutes for 3 nodes.
 set -euo pipefail
@@ -116,7 +118,9 @@ if [ "$nodes" != 0 ]; then
   echo
   echo "== 2. $nodes simulated nodes, one throttled shared file system =="
   echo "demo: 20 MB/s + 250 read IOPS shared; per node a 1200 MiB memory cgroup, a mount with --mem at"
-  echo "demo: 40% of the dataset and one torch job (DistributedSampler, world size $nodes), 3 epochs"
+  echo "demo: 40% of the dataset and one torch job (DistributedSampler, world size $nodes), 3 epochs."
+  echo "demo: The nodes share this host's 2 cores, so each job reads its files whole without decoding"
+  echo "demo: them (as a GPU-decoding pipeline does) and sleeps 0.1 s a batch for the GPU's step."
   config="$out/demo-cluster.json"
   /usr/bin/python3 -c 'import json, sys
 c = json.load(open("bench/configs/demo-cluster.json"))
