@@ -113,19 +113,11 @@ void Engine::plan_homes(const std::string& job_id,
             node_of_rank[r] = static_cast<int16_t>(node);
         }
     if (std::ranges::any_of(node_of_rank, [](int16_t n) { return n < 0; })) return;
-    const auto n = static_cast<uint32_t>(pj.dataset.samples.size());
-    std::vector<order::Sample> perm, mine;
-    order::distributed_sampler_epoch(n, spec, spec.start_epoch, perm, mine);
     std::vector<int16_t> of = cur->of; // files outside the job keep their hash home
-    std::vector<uint8_t> set(index_.size(), 0);
-    const uint64_t used =
-        spec.sampler_drop_last ? uint64_t{n} / spec.world_size * spec.world_size : n;
-    for (uint64_t k = 0; k < used; ++k) {
-        index::NodeId id = layout::opened_node(index_, pj.dataset.samples[perm[k]]);
-        if (id == layout::no_node || id >= of.size() || of[id] < 0 || set[id]) continue;
-        set[id] = 1; // the first position that opens it, in rank order
-        of[id] = node_of_rank[k % spec.world_size];
-    }
+    const std::vector<uint32_t> first = first_opened(pj, index_, spec.start_epoch);
+    for (index::NodeId id = 0; id < of.size(); ++id)
+        if (of[id] >= 0 && first[id] != UINT32_MAX) // tiered, and opened that epoch
+            of[id] = node_of_rank[first[id] % spec.world_size];
     auto placed = make_homes(std::move(of), "schedule");
     placed.job = job_id;
     auto next = std::make_shared<const Homes>(std::move(placed));

@@ -13,26 +13,38 @@ constexpr uint32_t none = UINT32_MAX;
 
 } // namespace
 
+std::vector<uint32_t> first_opened(const plan::Job& job, const index::Index& idx,
+                                   uint64_t seed_epoch) {
+    const order::JobSpec& spec = job.spec;
+    const auto n = static_cast<uint32_t>(job.dataset.samples.size());
+    const uint64_t world = std::max<uint32_t>(spec.world_size, 1);
+    std::vector<order::Sample> perm, mine;
+    order::distributed_sampler_epoch(n, spec, seed_epoch, perm, mine);
+    // What a rank opens: its sampler's share, less the loader's short last
+    // batch with drop_last. The padding (wrapped around without the
+    // sampler's drop_last) repeats files opened earlier in the epoch.
+    uint64_t per_rank = mine.size();
+    if (spec.drop_last && spec.batch_size > 0) per_rank -= per_rank % spec.batch_size;
+    const uint64_t used = std::min<uint64_t>(perm.size(), per_rank * world);
+    std::vector<uint32_t> first(idx.size(), none);
+    for (uint64_t k = 0; k < used; ++k) {
+        index::NodeId id = layout::opened_node(idx, job.dataset.samples[perm[k]]);
+        if (id == layout::no_node || id >= first.size() || first[id] != none) continue;
+        first[id] = static_cast<uint32_t>(k);
+    }
+    return first;
+}
+
 std::shared_ptr<const GroupUses::Epoch>
 GroupUses::epoch(const plan::Job& job, const index::Index& idx, uint64_t seed_epoch) const {
     for (const auto& e : {now_, next_})
         if (e && e->seed_epoch == seed_epoch) return e;
-    const order::JobSpec& spec = job.spec;
-    const auto n = static_cast<uint32_t>(job.dataset.samples.size());
-    std::vector<order::Sample> perm, mine;
-    order::distributed_sampler_epoch(n, spec, seed_epoch, perm, mine);
+    const uint32_t world = std::max<uint32_t>(job.spec.world_size, 1);
     auto e = std::make_shared<Epoch>();
     e->seed_epoch = seed_epoch;
-    e->position.assign(idx.size(), none);
-    // The padding (wrapped around without drop_last) repeats files some
-    // rank opened earlier in the epoch: their first position stands.
-    const uint64_t world = std::max<uint32_t>(spec.world_size, 1);
-    for (uint64_t k = 0; k < perm.size(); ++k) {
-        index::NodeId id = layout::opened_node(idx, job.dataset.samples[perm[k]]);
-        if (id == layout::no_node || id >= e->position.size() || e->position[id] != none)
-            continue;
-        e->position[id] = static_cast<uint32_t>(k / world);
-    }
+    e->position = first_opened(job, idx, seed_epoch);
+    for (uint32_t& p : e->position)
+        if (p != none) p /= world;
     return e;
 }
 

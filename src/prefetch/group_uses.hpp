@@ -21,6 +21,15 @@
 
 namespace clairfs::prefetch {
 
+// For each node of the index: the first index k of the DistributedSampler
+// order of epoch `seed_epoch` (the value the sampler adds to its seed),
+// before its split into ranks, whose sample some rank opens: rank
+// k % world_size opens it at its position k / world_size. UINT32_MAX for a
+// node no rank opens that epoch (the sampler's or the loader's drop_last
+// may leave a tail unread).
+std::vector<uint32_t> first_opened(const plan::Job& job, const index::Index& idx,
+                                   uint64_t seed_epoch);
+
 class GroupUses {
 public:
     // Where the group is: the slowest local rank's epoch (the value

@@ -55,14 +55,19 @@ TEST_CASE("the group's next use is the earliest position any rank opens a file")
     job.spec.seed = 42;
     job.spec.epochs = 2;
     job.spec.batch_size = 4;
+    uint64_t opened = 19; // positions each rank opens an epoch
     SUBCASE("from the first epoch") {}
     SUBCASE("from a later epoch") { job.spec.start_epoch = 5; }
+    SUBCASE("the loader drops its short last batch: 3 files a rank unread") {
+        job.spec.drop_last = true;
+        opened = 16;
+    }
     REQUIRE(order::validate(job.spec, 57) == "");
     auto epochs = rank_epochs(job.spec, job.dataset, idx);
     REQUIRE(epochs[0][0]->seed_epoch);
     REQUIRE(epochs[0][1]->seed_epoch);
     const uint64_t size = epochs[0][0]->size();
-    REQUIRE(size == 19);
+    REQUIRE(size == opened);
 
     prefetch::GroupUses uses;
     for (uint64_t at : {uint64_t{0}, uint64_t{7}, size - 1, size}) {
@@ -73,9 +78,10 @@ TEST_CASE("the group's next use is the earliest position any rank opens a file")
             CHECK_MESSAGE(uses.next_use(id) == want, "node " << id << " from position " << at);
             in_both += want != UINT64_MAX;
         }
-        CHECK(in_both == 57); // every file is some rank's in the next epoch
+        if (opened == 19) CHECK(in_both == 57); // every file is some rank's next epoch
     }
-    SUBCASE("without the next epoch, files whose turn has passed are never used") {
+    {
+        INFO("without the next epoch, files whose turn has passed are never used");
         uses.set(job, idx, *epochs[0][0]->seed_epoch, size, 10, std::nullopt);
         for (index::NodeId id = 0; id < idx.size(); ++id) {
             bool later = false;
