@@ -135,20 +135,34 @@ TEST_CASE("two local ranks: a file is due when the first of them needs it") {
     CHECK(order_of(snap, {1, 15, 12, 6}) == std::vector<index::NodeId>{12, 6, 15, 1});
 }
 
+namespace {
+
+// Epoch 0 opens nodes 1..8 in order, epoch 1 in reverse; the first open is
+// done. The scheduler's window this round (round 7): nodes 3 and 2, in
+// that order; node 5 carries a stale stamp from round 6.
+struct WindowOf3And2 {
+    track::Snapshot snap;
+    std::vector<uint32_t> in_window = std::vector<uint32_t>(index_size, 0);
+    std::vector<uint32_t> window_index = std::vector<uint32_t>(index_size, 0);
+    WindowMarks marks{in_window, window_index, 7, 2};
+
+    WindowOf3And2() {
+        auto e0 = make_plan(0, {1, 2, 3, 4, 5, 6, 7, 8}, index_size);
+        auto e1 = make_plan(1, {8, 7, 6, 5, 4, 3, 2, 1}, index_size);
+        track::Tracker t({0}, {source_of({e0, e1})}, loaders(1, 0));
+        open_at(t, e0, {0});
+        snap = t.snapshot(t0 + 10s);
+        in_window[3] = 7, window_index[3] = 0;
+        in_window[2] = 7, window_index[2] = 1;
+        in_window[5] = 6, window_index[5] = 0;
+    }
+};
+
+} // namespace
+
 TEST_CASE("window files rank by window index, before every file outside it") {
-    auto e0 = make_plan(0, {1, 2, 3, 4, 5, 6, 7, 8}, index_size);
-    auto e1 = make_plan(1, {8, 7, 6, 5, 4, 3, 2, 1}, index_size);
-    track::Tracker t({0}, {source_of({e0, e1})}, loaders(1, 0));
-    open_at(t, e0, {0});
-    track::Snapshot snap = t.snapshot(t0 + 10s);
-    // The scheduler's window this round (round 7): nodes 3 and 2, in that
-    // order; node 5 carries a stale stamp from round 6.
-    std::vector<uint32_t> in_window(index_size, 0), window_index(index_size, 0);
-    in_window[3] = 7, window_index[3] = 0;
-    in_window[2] = 7, window_index[2] = 1;
-    in_window[5] = 6, window_index[5] = 0;
-    WindowMarks w{in_window, window_index, 7, 2};
-    auto ranked = eviction_order(snap, {5, 2, 4, 3}, w);
+    WindowOf3And2 f;
+    auto ranked = eviction_order(f.snap, {5, 2, 4, 3}, f.marks);
     REQUIRE(ranked.size() == 4);
     CHECK(ranked[0] == std::pair<uint64_t, index::NodeId>{0, 3});
     CHECK(ranked[1] == std::pair<uint64_t, index::NodeId>{1, 2});
@@ -158,21 +172,14 @@ TEST_CASE("window files rank by window index, before every file outside it") {
 }
 
 TEST_CASE("with the group's next use, a home keeps what any node needs first") {
-    auto e0 = make_plan(0, {1, 2, 3, 4, 5, 6, 7, 8}, index_size);
-    auto e1 = make_plan(1, {8, 7, 6, 5, 4, 3, 2, 1}, index_size);
-    track::Tracker t({0}, {source_of({e0, e1})}, loaders(1, 0));
-    open_at(t, e0, {0});
-    track::Snapshot snap = t.snapshot(t0 + 10s);
-    std::vector<uint32_t> in_window(index_size, 0), window_index(index_size, 0);
-    in_window[3] = 7, window_index[3] = 0;
-    in_window[2] = 7, window_index[2] = 1;
-    WindowMarks w{in_window, window_index, 7, 2};
+    WindowOf3And2 f;
+    const WindowMarks& w = f.marks;
     // Nodes 2 and 20 are homed here; another node's rank opens 20 next
     // (due 0), 2 only later (due 9). Node 30 is homed elsewhere.
     GroupDue group = [](index::NodeId id) -> uint64_t {
         return id == 20 ? 0 : id == 2 ? 9 : UINT64_MAX;
     };
-    Timeline future(snap);
+    Timeline future(f.snap);
     CHECK(due(future, w, group, 20) == 0);           // no local use at all
     CHECK(due(future, w, group, 2) == 1);            // its window index comes first
     CHECK(due(future, w, group, 5) == 2 + 3);        // not homed here: local use only
