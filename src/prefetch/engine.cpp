@@ -269,9 +269,10 @@ void Engine::check_agreement() {
     // on the scheduler thread (plan_homes draws the whole epoch's order,
     // ~0.5 s at 14M samples, which would delay this links thread's pings).
     // Queued before the hold below is lifted, so the round it lets run
-    // places the homes first.
+    // places the homes first; once placed, later notes queue nothing.
     std::map<std::string, std::map<int, std::vector<uint32_t>>> due;
-    if (broken.empty())
+    auto cur = homes_.load();
+    if (broken.empty() && cur && std::string(cur->by) != "schedule")
         for (auto& [id, by_node] : placed)
             if (by_node.size() == static_cast<size_t>(peers_->size()))
                 due.emplace(id, std::move(by_node));

@@ -3,8 +3,8 @@
 // dataset: when some rank of the whole group, on any node, next opens each
 // file of a DistributedSampler job. A home that evicts by this instead of
 // by its own ranks' next use keeps the files the other nodes are about to
-// ask for, so the shared file system is read the fewest times (Belady's
-// rule over the group's future, not one node's).
+// ask for (Belady's rule over the group's future, not one node's), so the
+// shared file system is read fewer times.
 //
 // The ranks of a data-parallel job move in step (every step ends in an
 // all-reduce), so position p of this node's slowest rank is position p of

@@ -251,9 +251,9 @@ private:
     // scheduler and status.
     std::atomic<std::shared_ptr<const Homes>> homes_;
     std::unique_ptr<GroupUses> group_uses_; // scheduler thread only
-    // Of those, held in the RAM tier now (admit() adds; evictions of
-    // pinned files do not happen). Room beyond the homed files' is all a
-    // file from elsewhere may take.
+    // Of those, held in the RAM tier now (admit() adds, evictions
+    // subtract). While pinned, room beyond the homed files' is all a file
+    // from elsewhere may take.
     std::atomic<uint64_t> homed_held_{0};
     // The backing store's measured cost per whole file, against which a
     // peer's is weighed (peer/source_model.hpp); and how often it won.
