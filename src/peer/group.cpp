@@ -2,8 +2,14 @@
 #include "clairfs/peer/group.hpp"
 
 #include <nlohmann/json.hpp>
+#include <xxhash.h>
 
 namespace clairfs::peer {
+
+int hash_home(uint32_t id, int members) {
+    uint64_t h = XXH3_64bits_withSeed(&id, sizeof id, 0x636c616972667321ULL);
+    return static_cast<int>(h % static_cast<uint64_t>(members));
+}
 
 std::string group_to_json(const Group& g) {
     nlohmann::json j;

@@ -84,10 +84,7 @@ void Peers::stop() {
 }
 
 int Peers::home_of(index::NodeId id) const {
-    // A seeded hash, not id % size: neighbouring ids (one class folder)
-    // spread over every member.
-    uint64_t h = XXH3_64bits_withSeed(&id, sizeof id, 0x636c616972667321ULL);
-    return static_cast<int>(h % static_cast<uint64_t>(group_.size()));
+    return hash_home(id, group_.size());
 }
 
 bool Peers::usable(int peer) const {

@@ -7,6 +7,7 @@
 #include "clairfs/log.hpp"
 #include "clairfs/order/samplers.hpp"
 #include "clairfs/peer/peers.hpp"
+#include "clairfs/prefetch/cache_rules.hpp"
 #include "clairfs/sys/contained.hpp"
 #include "group_uses.hpp"
 #include "ssd_writer.hpp"
@@ -78,12 +79,9 @@ Engine::Homes Engine::make_homes(std::vector<int16_t> of, const char* by) const 
     }
     h.digest = XXH3_64bits(of.data(), of.size() * sizeof(of[0]));
     h.of = std::move(of);
-    // Each home keeps its files for good only while every home can: then
-    // the shared file system is read once per file. Otherwise eviction
-    // goes by next use alone, as without peers.
     uint64_t group_mem = 0;
     for (const auto& m : peers_->members()) group_mem += m.mem;
-    h.pin = group_mem >= dataset && opt_.mem >= h.here_bytes;
+    h.pin = homes_pinned(group_mem, dataset, opt_.mem, h.here_bytes);
     return h;
 }
 

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "eviction.hpp"
 
+#include "clairfs/prefetch/cache_rules.hpp"
+
 #include <algorithm>
 
 namespace clairfs::prefetch {
@@ -11,14 +13,9 @@ uint64_t next_use(const track::Snapshot& snap, index::NodeId id) {
 
 uint64_t due(const Timeline& future, const WindowMarks& window, const GroupDue& group,
              index::NodeId id) {
-    uint64_t d;
-    if (window.in_window[id] == window.round) {
-        d = window.window_index[id];
-    } else {
-        uint64_t n = future.next_use(id);
-        d = n == UINT64_MAX ? n : window.size + n;
-    }
-    return group ? std::min(d, group(id)) : d;
+    const bool in = window.in_window[id] == window.round;
+    return due_of(in, in ? window.window_index[id] : 0, window.size,
+                  in ? UINT64_MAX : future.next_use(id), group ? group(id) : UINT64_MAX);
 }
 
 std::vector<std::pair<uint64_t, index::NodeId>>

@@ -17,20 +17,15 @@ std::vector<uint32_t> first_opened(const plan::Job& job, const index::Index& idx
                                    uint64_t seed_epoch) {
     const order::JobSpec& spec = job.spec;
     const auto n = static_cast<uint32_t>(job.dataset.samples.size());
-    const uint64_t world = std::max<uint32_t>(spec.world_size, 1);
-    std::vector<order::Sample> perm, mine;
-    order::distributed_sampler_epoch(n, spec, seed_epoch, perm, mine);
-    // What a rank opens: its sampler's share, less the loader's short last
-    // batch with drop_last. The padding (wrapped around without the
-    // sampler's drop_last) repeats files opened earlier in the epoch.
-    uint64_t per_rank = mine.size();
-    if (spec.drop_last && spec.batch_size > 0) per_rank -= per_rank % spec.batch_size;
-    const uint64_t used = std::min<uint64_t>(perm.size(), per_rank * world);
+    std::vector<order::Sample> perm;
+    const std::vector<uint32_t> by_sample =
+        order::distributed_first_opened(n, spec, seed_epoch, order::ranks_open(spec, n), perm);
     std::vector<uint32_t> first(idx.size(), none);
-    for (uint64_t k = 0; k < used; ++k) {
-        index::NodeId id = layout::opened_node(idx, job.dataset.samples[perm[k]]);
-        if (id == layout::no_node || id >= first.size() || first[id] != none) continue;
-        first[id] = static_cast<uint32_t>(k);
+    for (uint32_t x = 0; x < n; ++x) {
+        if (by_sample[x] == none) continue;
+        index::NodeId id = layout::opened_node(idx, job.dataset.samples[x]);
+        if (id == layout::no_node || id >= first.size()) continue;
+        first[id] = std::min(first[id], by_sample[x]); // two samples may open one file
     }
     return first;
 }

@@ -5,6 +5,7 @@
 // what it lacks, soonest first.
 #include "active_job.hpp"
 #include "clairfs/log.hpp"
+#include "clairfs/prefetch/cache_rules.hpp"
 #include "clairfs/sys/contained.hpp"
 #include "eviction.hpp"
 #include "group_uses.hpp"
@@ -54,13 +55,12 @@ uint64_t Engine::lead_items(const Jobs& jobs) const {
         uint64_t most = 0;
         for (const LoaderRun& l : j->loaders) {
             const order::JobSpec& s = l.job->spec;
-            most = std::max<uint64_t>(
-                most, uint64_t{s.num_workers == 0 ? 1u : s.num_workers * s.prefetch_factor} *
-                          s.batch_size * l.job->ranks.size());
+            most = std::max(most, loader_in_flight(s.num_workers, s.prefetch_factor,
+                                                   s.batch_size, l.job->ranks.size()));
         }
         in_flight += most;
     }
-    return std::max<uint64_t>(2 * in_flight, 4 * uint64_t{opt_.fetch_threads});
+    return lead_files(in_flight, opt_.fetch_threads);
 }
 
 namespace {
@@ -319,7 +319,7 @@ void Engine::schedule_round(const Jobs& jobs) {
             // about to consume would have been the better victim by the
             // time the fetched one is needed (1364 reads against 1159 in
             // the 30% torch test).
-            uint64_t keep_upto = i < lead_target_ ? i : UINT64_MAX - 1;
+            uint64_t keep_upto = evict_beyond(i, lead_target_);
             while (free < need && !victims.empty() && victims.back().first > keep_upto) {
                 index::NodeId v = victims.back().second;
                 uint64_t freed = ram_.evict(v);

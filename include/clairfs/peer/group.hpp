@@ -29,6 +29,11 @@ struct Group {
     int size() const { return static_cast<int>(members.size()); }
 };
 
+// A file's home before any schedule places it: a seeded hash of its id
+// over `members` daemons, not id % members, so that neighbouring ids (one
+// class folder) spread over every member.
+int hash_home(uint32_t id, int members);
+
 // One line of JSON, for handing the group from the process that joined it
 // to the daemon it forked.
 std::string group_to_json(const Group& g);
