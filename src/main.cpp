@@ -20,7 +20,8 @@ void usage(FILE* out) {
         "background\n"
         "  status MOUNT [--json]                what a mount is doing\n"
         "  wait MOUNT [--timeout S]             until the mount answers and its peers have joined\n"
-        "  order [--KEY VALUE ...]              print the order a PyTorch job reads samples in\n\n"
+        "  order [--KEY VALUE ...]              print the order a PyTorch job reads samples in\n"
+        "  simulate --config FILE               predict what clairfs does on a cluster\n\n"
         "clairfs COMMAND --help shows a command's options; man clairfs has the details.\n");
 }
 
@@ -44,6 +45,7 @@ int run(int argc, char** argv) {
     if (cmd == "stage") return stage_command(args);
     if (cmd == "status") return status_command(args);
     if (cmd == "wait") return wait_command(args);
+    if (cmd == "simulate") return simulate_command(args);
     if (cmd == "--help" || cmd == "-h" || cmd == "help") {
         usage(stdout);
         return exit_ok;

@@ -19,5 +19,6 @@ int unregister_command(const std::vector<std::string>& args);
 int status_command(const std::vector<std::string>& args);
 int stage_command(const std::vector<std::string>& args);
 int wait_command(const std::vector<std::string>& args);
+int simulate_command(const std::vector<std::string>& args);
 
 } // namespace clairfs::cli

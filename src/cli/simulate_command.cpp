@@ -1,0 +1,150 @@
+// SPDX-License-Identifier: MIT
+// `clairfs simulate --config FILE`: what clairfs would do on a cluster,
+// before anyone pays for the allocation (clairfs(1), SIMULATE).
+#include "clairfs/cli/commands.hpp"
+#include "clairfs/config/json_keys.hpp"
+#include "clairfs/config/strict_json.hpp"
+#include "clairfs/order/job_spec.hpp"
+#include "clairfs/sim/report.hpp"
+#include "clairfs/sim/simulation.hpp"
+
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <numeric>
+#include <sys/resource.h>
+#include <unistd.h>
+
+namespace clairfs::cli {
+namespace {
+
+void print_help() {
+    printf("usage: clairfs simulate --config FILE [--json FILE] [--plot FILE.svg]\n"
+           "                        [--scenarios LIST] [--quiet]\n\n"
+           "Predicts, per epoch and scenario (local-warm, direct, clairfs, clairfs-peers),\n"
+           "the epoch time, the training loop's stall, the shared file system's bytes and\n"
+           "requests, the bytes moved between nodes and where each open found its file.\n"
+           "The orders, home placement, prefetch window, eviction and source choice are\n"
+           "clairfs's own code; only time is modelled (man clairfs, SIMULATE).\n\n"
+           "  --config FILE      the cluster, file system, network, dataset and job (JSON;\n"
+           "                     examples in config/simulate-*.json)\n"
+           "  --json FILE        also write the results as JSON ('-': standard output,\n"
+           "                     instead of the table)\n"
+           "  --plot FILE        also write epoch times and shared-FS bytes as an SVG plot\n"
+           "  --scenarios LIST   comma-separated, instead of the config's\n"
+           "  --quiet            no progress on standard error\n");
+}
+
+int usage_error(const std::string& why) {
+    fprintf(stderr, "clairfs: %s (see clairfs simulate --help)\n", why.c_str());
+    return exit_usage;
+}
+
+bool write_file(const std::string& path, const std::string& text) {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.close();
+    if (!out) {
+        fprintf(stderr, "clairfs: cannot write '%s'\n", path.c_str());
+        return false;
+    }
+    return true;
+}
+
+} // namespace
+
+int simulate_command(const std::vector<std::string>& args) {
+    std::string config_path, json_out, plot, scenarios;
+    bool quiet = false;
+    for (size_t i = 0; i < args.size(); ++i) {
+        const std::string& a = args[i];
+        auto value = [&](std::string& out) {
+            if (i + 1 >= args.size()) return false;
+            out = args[++i];
+            return true;
+        };
+        if (a == "--help" || a == "-h") {
+            print_help();
+            return exit_ok;
+        } else if (a == "--quiet") {
+            quiet = true;
+        } else if (a == "--config" || a == "--json" || a == "--plot" || a == "--scenarios") {
+            std::string& out = a == "--config" ? config_path
+                               : a == "--json" ? json_out
+                               : a == "--plot" ? plot
+                                               : scenarios;
+            if (!value(out)) return usage_error(a + " needs a value");
+        } else {
+            return usage_error("unknown argument '" + a + "'");
+        }
+    }
+    if (config_path.empty()) return usage_error("--config FILE is required");
+
+    sim::SimConfig cfg;
+    if (auto why = sim::load_sim_config(config_path, cfg); !why.empty()) {
+        fprintf(stderr, "clairfs: %s\n", why.c_str());
+        return exit_usage;
+    }
+    if (!scenarios.empty()) {
+        // Through the config's own parser, so names are checked in one place.
+        nlohmann::json list = nlohmann::json::array();
+        size_t at = 0;
+        while (at <= scenarios.size()) {
+            size_t comma = scenarios.find(',', at);
+            list.push_back(scenarios.substr(at, comma == std::string::npos ? comma : comma - at));
+            if (comma == std::string::npos) break;
+            at = comma + 1;
+        }
+        std::string text;
+        config::read_text_file(config_path, text, config::max_json_bytes);
+        auto j = nlohmann::json::parse(text);
+        j["scenarios"] = list;
+        if (auto why = sim::parse_sim_config(j.dump(), "--scenarios", cfg); !why.empty()) {
+            fprintf(stderr, "clairfs: %s\n", why.c_str());
+            return exit_usage;
+        }
+        cfg.path = config_path;
+    }
+    std::vector<uint32_t> sizes;
+    if (auto why = sim::dataset_sizes(cfg, sizes); !why.empty()) {
+        fprintf(stderr, "clairfs: %s\n", why.c_str());
+        return exit_usage;
+    }
+    if (auto why = order::validate(cfg.job, sizes.size()); !why.empty()) {
+        fprintf(stderr, "clairfs: %s: job: %s\n", config_path.c_str(), why.c_str());
+        return exit_usage;
+    }
+
+    const bool progress_tty = !quiet && isatty(STDERR_FILENO);
+    sim::Progress progress;
+    if (!quiet)
+        progress = [&](sim::Scenario s, uint32_t epoch, double done) {
+            fprintf(stderr, progress_tty ? "\r  %-14s epoch %u of %u, %3.0f%% of its opens   "
+                                         : "  %-14s epoch %u of %u, %3.0f%% of its opens\n",
+                    sim::scenario_name(s), epoch + 1, cfg.job.epochs, 100 * done);
+            fflush(stderr);
+        };
+    sim::Report report{cfg, std::accumulate(sizes.begin(), sizes.end(), uint64_t{0}),
+                       sizes.size(), {}};
+    for (sim::Scenario s : cfg.scenarios) {
+        if (!quiet) fprintf(stderr, "simulating %s...\n", sim::scenario_name(s));
+        report.scenarios.push_back(sim::simulate(cfg, sizes, s, progress));
+        if (progress_tty) fprintf(stderr, "\n");
+    }
+    rusage ru{};
+    getrusage(RUSAGE_SELF, &ru);
+    report.peak_rss_mb = static_cast<double>(ru.ru_maxrss) / 1024.0;
+
+    if (json_out != "-") printf("%s", sim::report_text(report).c_str());
+    if (!json_out.empty()) {
+        std::string j = sim::report_json(report).dump(2) + "\n";
+        if (json_out == "-")
+            printf("%s", j.c_str());
+        else if (!write_file(json_out, j))
+            return exit_failure;
+    }
+    if (!plot.empty() && !write_file(plot, sim::report_svg(report))) return exit_failure;
+    return exit_ok;
+}
+
+} // namespace clairfs::cli

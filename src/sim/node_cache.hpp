@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: MIT
+// One node's RAM tier as the simulator keeps it: which files it holds, and
+// a max-heap of when each is due next, for Belady's eviction. Keys are
+// absolute (positions of the node's whole future), so they stay right as
+// the ranks move; a file's key changes only when it is opened (or when its
+// next epoch's order becomes known), and stale heap entries are dropped or
+// re-keyed when they come to the top.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <list>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace clairfs::sim {
+
+inline constexpr uint64_t never = UINT64_MAX;
+
+class NodeCache {
+public:
+    bool holds(uint32_t f) const { return held_.count(f) != 0; }
+    uint64_t bytes() const { return bytes_; }
+    size_t files() const { return held_.size(); }
+
+    // Adds f (not held) with its size and due key; `pinned` files are never
+    // offered as victims.
+    void add(uint32_t f, uint32_t size, uint64_t key, bool pinned) {
+        held_.emplace(f, Entry{key, size, pinned});
+        bytes_ += size;
+        if (!pinned) push(key, f);
+    }
+    // f was opened: its next use moved on.
+    void rekey(uint32_t f, uint64_t key) {
+        auto it = held_.find(f);
+        if (it == held_.end() || it->second.pinned || it->second.key == key) return;
+        it->second.key = key;
+        push(key, f);
+    }
+    // The unpinned file due last, asking `due(f)` for its true key: an
+    // entry whose key moved is re-keyed and the search goes on. Returns
+    // (key, file), or (0, none) when nothing can go.
+    template <class Due>
+    std::pair<uint64_t, uint32_t> victim(Due&& due) {
+        while (!heap_.empty()) {
+            auto [key, f] = heap_.front();
+            auto it = held_.find(f);
+            if (it == held_.end() || it->second.pinned || it->second.key != key) {
+                pop();
+                continue;
+            }
+            uint64_t now = due(f);
+            if (now != key) {
+                pop();
+                it->second.key = now;
+                push(now, f);
+                continue;
+            }
+            return {key, f};
+        }
+        return {0, UINT32_MAX};
+    }
+    // Removes f; returns its size.
+    uint32_t evict(uint32_t f) {
+        auto it = held_.find(f);
+        if (it == held_.end()) return 0;
+        uint32_t s = it->second.size;
+        bytes_ -= s;
+        held_.erase(it);
+        return s;
+    }
+
+private:
+    struct Entry {
+        uint64_t key;
+        uint32_t size;
+        bool pinned;
+    };
+    void push(uint64_t key, uint32_t f) {
+        heap_.emplace_back(key, f);
+        std::push_heap(heap_.begin(), heap_.end());
+        // Stale entries pile up as files are opened; rebuild from the held
+        // files before they outnumber them four to one.
+        if (heap_.size() > 4 * held_.size() + 1024) rebuild();
+    }
+    void pop() {
+        std::pop_heap(heap_.begin(), heap_.end());
+        heap_.pop_back();
+    }
+    void rebuild() {
+        heap_.clear();
+        for (const auto& [f, e] : held_)
+            if (!e.pinned) heap_.emplace_back(e.key, f);
+        std::make_heap(heap_.begin(), heap_.end());
+    }
+
+    std::unordered_map<uint32_t, Entry> held_;
+    std::vector<std::pair<uint64_t, uint32_t>> heap_;
+    uint64_t bytes_ = 0;
+};
+
+// A page cache, least recently used first out (direct reads).
+class Lru {
+public:
+    explicit Lru(uint64_t capacity) : capacity_(capacity) {}
+    // Whether f is cached; a hit moves it to the front.
+    bool hit(uint32_t f) {
+        auto it = where_.find(f);
+        if (it == where_.end()) return false;
+        order_.splice(order_.begin(), order_, it->second);
+        return true;
+    }
+    void insert(uint32_t f, uint32_t size) {
+        if (size > capacity_ || where_.count(f)) return;
+        while (bytes_ + size > capacity_) {
+            auto& [g, s] = order_.back();
+            bytes_ -= s;
+            where_.erase(g);
+            order_.pop_back();
+        }
+        order_.emplace_front(f, size);
+        where_[f] = order_.begin();
+        bytes_ += size;
+    }
+
+private:
+    uint64_t capacity_;
+    uint64_t bytes_ = 0;
+    std::list<std::pair<uint32_t, uint32_t>> order_;
+    std::unordered_map<uint32_t, std::list<std::pair<uint32_t, uint32_t>>::iterator> where_;
+};
+
+} // namespace clairfs::sim

@@ -1,0 +1,274 @@
+// SPDX-License-Identifier: MIT
+// The simulator's config: every key typed and checked, an unknown key
+// refused by name (a typo must not silently leave a default in place).
+#include "clairfs/sim/sim_config.hpp"
+
+#include "clairfs/config/json_keys.hpp"
+#include "clairfs/config/option_registry.hpp"
+#include "clairfs/config/strict_json.hpp"
+
+#include <cmath>
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+
+namespace clairfs::sim {
+
+const char* scenario_name(Scenario s) {
+    switch (s) {
+    case Scenario::local_warm: return "local-warm";
+    case Scenario::direct: return "direct";
+    case Scenario::clairfs: return "clairfs";
+    case Scenario::clairfs_peers: return "clairfs-peers";
+    }
+    return "?";
+}
+
+namespace {
+
+using Json = nlohmann::json;
+using Setter = std::function<std::string(const Json&)>;
+
+// A count: a non-negative JSON integer within `max`.
+Setter count(uint64_t& out, uint64_t min, uint64_t max) {
+    return [&out, min, max](const Json& v) -> std::string {
+        if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<int64_t>() >= 0))
+            return "must be a non-negative integer";
+        uint64_t x = v.get<uint64_t>();
+        if (x < min || x > max)
+            return "must be between " + std::to_string(min) + " and " + std::to_string(max);
+        out = x;
+        return "";
+    };
+}
+Setter count32(uint32_t& out, uint32_t min, uint32_t max) {
+    return [&out, min, max](const Json& v) {
+        uint64_t x = 0;
+        std::string why = count(x, min, max)(v);
+        if (why.empty()) out = static_cast<uint32_t>(x);
+        return why;
+    };
+}
+Setter threads(unsigned& out) {
+    return [&out](const Json& v) {
+        uint64_t x = 0;
+        std::string why = count(x, 1, 4096)(v);
+        if (why.empty()) out = static_cast<unsigned>(x);
+        return why;
+    };
+}
+// A finite number >= min; `scale` turns the unit of the key (MB/s) into
+// the model's (bytes/s).
+Setter number(double& out, double min, double scale = 1.0) {
+    return [&out, min, scale](const Json& v) -> std::string {
+        if (!v.is_number()) return "must be a number";
+        double x = v.get<double>();
+        if (!std::isfinite(x) || x < min) return "must be a number >= " + std::to_string(min);
+        out = x * scale;
+        return "";
+    };
+}
+Setter positive(double& out, double scale = 1.0) {
+    return [&out, scale](const Json& v) -> std::string {
+        if (!v.is_number() || !(v.get<double>() > 0) || !std::isfinite(v.get<double>()))
+            return "must be a number > 0";
+        out = v.get<double>() * scale;
+        return "";
+    };
+}
+// Bytes: an integer, or text such as "64G" (binary units, as --mem).
+Setter size(uint64_t& out) {
+    return [&out](const Json& v) -> std::string {
+        if (v.is_number_unsigned()) {
+            out = v.get<uint64_t>();
+            return "";
+        }
+        if (v.is_string() && config::parse_size(v.get<std::string>(), out)) return "";
+        return "must be a size in bytes, such as 4096 or \"64G\"";
+    };
+}
+Setter boolean(bool& out) {
+    return [&out](const Json& v) -> std::string {
+        if (!v.is_boolean()) return "must be true or false";
+        out = v.get<bool>();
+        return "";
+    };
+}
+Setter text(std::string& out) {
+    return [&out](const Json& v) -> std::string {
+        if (!v.is_string()) return "must be a string";
+        out = v.get<std::string>();
+        return "";
+    };
+}
+
+// Applies each key of `obj` (the section `where`, "" at the top): "" or
+// the reason, prefixed with the key's path ("cluster.nodes: ...").
+std::string apply(const Json& obj, const std::string& where,
+                  const std::map<std::string, Setter>& keys) {
+    const std::string at = where.empty() ? "" : where + ".";
+    if (!obj.is_object()) return (where.empty() ? "the config" : where) + ": must be an object";
+    for (const auto& [k, v] : obj.items()) {
+        auto it = keys.find(k);
+        if (it == keys.end()) {
+            std::string known;
+            for (const auto& [name, _] : keys) known += (known.empty() ? "" : ", ") + name;
+            return (where.empty() ? "" : where + ": ") + "unknown key '" + k + "' (known: " +
+                   known + ")";
+        }
+        std::string why = it->second(v);
+        if (why.empty()) continue;
+        // A section's own reasons already name their path.
+        if (why.starts_with(k + ".") || why.starts_with(k + ":")) return why;
+        return at + k + ": " + why;
+    }
+    return "";
+}
+
+constexpr double mb = 1e6; // bandwidths are given in MB/s (10^6 bytes)
+
+} // namespace
+
+std::string parse_sim_config(const std::string& text_in, const std::string& origin,
+                             SimConfig& c) {
+    auto fail = [&](const std::string& why) { return origin + ": " + why; };
+    Json root;
+    if (std::string why = config::parse_strict_json(text_in, root); !why.empty())
+        return fail(why);
+    if (!root.is_object()) return fail("must be a JSON object");
+    Json job = Json::object();
+    std::vector<std::string> scenarios;
+    const std::map<std::string, Setter> top = {
+        {"name", text(c.name)},
+        {"cluster", [&](const Json& v) {
+             return apply(v, "cluster",
+                          {{"nodes", count32(c.nodes, 1, 65536)},
+                           {"ranks_per_node", count32(c.ranks_per_node, 1, 64)},
+                           {"cores", count32(c.cores, 1, 4096)},
+                           {"cores_shared", boolean(c.cores_shared)}});
+         }},
+        {"node", [&](const Json& v) {
+             return apply(v, "node",
+                          {{"ram", size(c.ram)},
+                           {"ssd", size(c.ssd)},
+                           {"ram_mb_s", positive(c.ram_bandwidth, mb)},
+                           {"ssd_read_mb_s", positive(c.ssd_read_bandwidth, mb)},
+                           {"ssd_write_mb_s", positive(c.ssd_write_bandwidth, mb)},
+                           {"ssd_latency_s", number(c.ssd_latency_s, 0)},
+                           {"file_cost_s", number(c.file_cost_s, 0)},
+                           {"local_file_cost_s", number(c.local_file_cost_s, 0)},
+                           {"fetch_threads", threads(c.fetch_threads)}});
+         }},
+        {"shared_fs", [&](const Json& v) {
+             return apply(v, "shared_fs",
+                          {{"mb_s", positive(c.fs_bandwidth, mb)},
+                           {"iops", positive(c.fs_iops)},
+                           {"client_mb_s", positive(c.fs_client_bandwidth, mb)},
+                           {"latency_s", number(c.fs_latency_s, 0)},
+                           {"request_bytes", size(c.fs_request_bytes)},
+                           {"page_cache", size(c.page_cache)},
+                           {"page_cache_shared", boolean(c.page_cache_shared)}});
+         }},
+        {"network", [&](const Json& v) {
+             return apply(v, "network",
+                          {{"mb_s", positive(c.net_bandwidth, mb)},
+                           {"latency_s", number(c.net_latency_s, 0)},
+                           {"file_cost_s", number(c.peer_file_cost_s, 0)},
+                           {"server_threads", threads(c.server_threads)}});
+         }},
+        {"compute", [&](const Json& v) {
+             return apply(v, "compute",
+                          {{"step_s", number(c.step_s, 0)},
+                           {"sample_cpu_s", number(c.sample_cpu_s, 0)},
+                           {"epoch_overhead_s", number(c.epoch_overhead_s, 0)},
+                           {"lockstep", boolean(c.lockstep)}});
+         }},
+        {"dataset", [&](const Json& v) {
+             return apply(v, "dataset",
+                          {{"files", count(c.files, 1, UINT32_MAX - 1)},
+                           {"mean_bytes", positive(c.mean_bytes)},
+                           {"median_bytes", positive(c.median_bytes)},
+                           {"seed", count(c.size_seed, 0, UINT64_MAX)},
+                           {"manifest", text(c.manifest)}});
+         }},
+        {"job", [&](const Json& v) -> std::string {
+             if (!v.is_object()) return "job: must be an object";
+             job = v;
+             return "";
+         }},
+        {"scenarios", [&](const Json& v) -> std::string {
+             if (!v.is_array() || v.empty()) return "must be a non-empty list of names";
+             for (const Json& s : v) {
+                 if (!s.is_string()) return "must be a list of names";
+                 scenarios.push_back(s.get<std::string>());
+             }
+             return "";
+         }},
+    };
+    if (std::string why = apply(root, "", top); !why.empty()) return fail(why);
+
+    if (!scenarios.empty()) {
+        c.scenarios.clear();
+        for (const std::string& s : scenarios) {
+            bool found = false;
+            for (Scenario k : {Scenario::local_warm, Scenario::direct, Scenario::clairfs,
+                               Scenario::clairfs_peers})
+                if (s == scenario_name(k)) {
+                    c.scenarios.push_back(k);
+                    found = true;
+                }
+            if (!found)
+                return fail("scenarios: unknown scenario '" + s +
+                            "' (known: local-warm, direct, clairfs, clairfs-peers)");
+        }
+    }
+
+    // The job: a registration's keys, through the registration's parser.
+    c.job = order::JobSpec{};
+    c.job.sampler = order::SamplerKind::distributed;
+    bool world_given = false;
+    for (const auto& [k, v] : job.items()) {
+        if (k == "rank" || k == "framework")
+            return fail("job." + k + ": not a key here (every rank is simulated; pytorch only)");
+        std::string value;
+        if (std::string why = config::json_value_text(v, config::JsonType::text, value);
+            !why.empty())
+            return fail("job." + k + ": " + why);
+        if (std::string why = order::set_job_key(c.job, k, value); !why.empty())
+            return fail("job: " + why);
+        if (k == "world_size") world_given = true;
+    }
+    if (world_given && c.job.world_size != c.world())
+        return fail("job.world_size: " + std::to_string(c.job.world_size) +
+                    " is not cluster.nodes x cluster.ranks_per_node (" +
+                    std::to_string(c.world()) + "); leave it out");
+    c.job.world_size = c.world();
+    c.job.rank = 0;
+    if (c.job.sampler != order::SamplerKind::distributed && c.world() > 1)
+        return fail("job.sampler: several ranks need sampler distributed (each rank of a "
+                    "random or sequential sampler would read the whole dataset)");
+
+    if (c.manifest.empty() && c.files == 0)
+        return fail("dataset: give files (with mean_bytes and median_bytes) or a manifest");
+    if (!c.manifest.empty() && c.files != 0)
+        return fail("dataset: give files or a manifest, not both");
+    if (c.manifest.empty() && c.median_bytes > c.mean_bytes)
+        return fail("dataset.median_bytes: must not exceed mean_bytes (a log-normal's median "
+                    "is below its mean)");
+    if (c.fs_request_bytes == 0) return fail("shared_fs.request_bytes: must be > 0");
+    if (c.ram == 0 && (std::ranges::count(c.scenarios, Scenario::clairfs) ||
+                       std::ranges::count(c.scenarios, Scenario::clairfs_peers)))
+        return fail("node.ram: clairfs needs a RAM tier (--mem); give its size");
+    return "";
+}
+
+std::string load_sim_config(const std::string& path, SimConfig& out) {
+    std::string t;
+    if (!config::read_text_file(path, t, config::max_json_bytes + 1))
+        return "cannot read config file '" + path + "'";
+    if (t.size() > config::max_json_bytes) return path + ": larger than 1 MiB";
+    out.path = path;
+    return parse_sim_config(t, path, out);
+}
+
+} // namespace clairfs::sim
