@@ -131,6 +131,7 @@ constexpr double mb = 1e6; // bandwidths are given in MB/s (10^6 bytes)
 
 std::string parse_sim_config(const std::string& text_in, const std::string& origin,
                              SimConfig& c) {
+    c = SimConfig{}; // every key not given takes its default, whatever `c` held
     auto fail = [&](const std::string& why) { return origin + ": " + why; };
     Json root;
     if (std::string why = config::parse_strict_json(text_in, root); !why.empty())

@@ -549,7 +549,10 @@ void Run::pump(uint32_t n, double t) {
         x.qp = front;
         x.window_bytes = 0;
     }
-    const uint32_t horizon = q_epoch(front) + 1; // the next epoch's order is known
+    // The daemon knows each rank's current epoch's order and the next one's.
+    uint32_t horizon = UINT32_MAX;
+    for (uint32_t j = 0; j < R_; ++j)
+        if (!ranks_[n * R_ + j].done) horizon = std::min(horizon, ranks_[n * R_ + j].epoch + 1);
     while (x.prefetching < cfg_.fetch_threads) {
         const uint32_t e = q_epoch(x.qp);
         if (e >= E_ || e > horizon) return;
