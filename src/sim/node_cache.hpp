@@ -26,17 +26,29 @@ public:
 
     // Adds f (not held) with its size and due key; `pinned` files are never
     // offered as victims.
-    void add(uint32_t f, uint32_t size, uint64_t key, bool pinned) {
-        held_.emplace(f, Entry{key, size, pinned});
+    void add(uint32_t f, uint32_t size, uint64_t key, bool pinned, bool opened) {
+        held_.emplace(f, Entry{key, size, pinned, opened});
         bytes_ += size;
         if (!pinned) push(key, f);
     }
     // f was opened: its next use moved on.
     void rekey(uint32_t f, uint64_t key) {
         auto it = held_.find(f);
-        if (it == held_.end() || it->second.pinned || it->second.key == key) return;
+        if (it == held_.end()) return;
+        it->second.opened = true;
+        if (it->second.pinned || it->second.key == key) return;
         it->second.key = key;
         push(key, f);
+    }
+    // Every held file's key asked anew, as a scheduler round of the daemon
+    // ranks them: keys can also move later without an open (a file homed
+    // here, once the group has passed its first open), which the lazy
+    // heap would not see.
+    template <class Due>
+    void rekey_all(Due&& due) {
+        for (auto& [f, e] : held_)
+            if (!e.pinned) e.key = due(f);
+        rebuild();
     }
     // The unpinned file due last, asking `due(f)` for its true key: an
     // entry whose key moved is re-keyed and the search goes on. Returns
@@ -61,11 +73,13 @@ public:
         }
         return {0, UINT32_MAX};
     }
-    // Removes f; returns its size.
-    uint32_t evict(uint32_t f) {
+    // Removes f; returns its size. `unopened`: it was never opened while
+    // held (a fetch that saved nothing).
+    uint32_t evict(uint32_t f, bool* unopened = nullptr) {
         auto it = held_.find(f);
         if (it == held_.end()) return 0;
         uint32_t s = it->second.size;
+        if (unopened) *unopened = !it->second.opened;
         bytes_ -= s;
         held_.erase(it);
         return s;
@@ -76,6 +90,7 @@ private:
         uint64_t key;
         uint32_t size;
         bool pinned;
+        bool opened; // since it came in
     };
     void push(uint64_t key, uint32_t f) {
         heap_.emplace_back(key, f);

@@ -113,7 +113,9 @@ nlohmann::json report_json(const Report& r) {
                           {"waited", x.waited},
                           {"from_ssd", x.from_ssd},
                           {"from_peer", x.from_peer},
-                          {"from_fs", x.from_fs}});
+                          {"from_fs", x.from_fs},
+                          {"evictions", x.evictions},
+                          {"evicted_unopened", x.evicted_unopened}});
         }
         ss.push_back(std::move(js));
     }

@@ -62,6 +62,8 @@ struct Node {
     uint64_t here_bytes = 0;    // peers: bytes homed here
     uint64_t homed_held = 0;    // peers: of them held
     bool pinned = false;        // peers: homes keep their files for good
+    uint64_t opens = 0;         // by the node's ranks, so far
+    uint64_t ranked_at = 0;     // `opens` when the held files were last ranked
     Server fs_client, ssd_dev, net_in, net_out;
     std::unique_ptr<Lru> page_cache;
     peer::SourceRate backing_rate;
@@ -156,7 +158,7 @@ private:
     void opened(uint32_t r, uint32_t p);
     void fetch(uint32_t n, uint32_t f, double t, bool prefetch, std::optional<uint32_t> waiter);
     void on_fetch_done(uint32_t n, uint32_t f, double t);
-    void admit(uint32_t n, uint32_t f);
+    void admit(uint32_t n, uint32_t f, bool opened_on_arrival);
     void pump(uint32_t n, double t);
     uint64_t due(uint32_t n, uint32_t f) const;
     uint64_t reserved(const Node& x, uint32_t f, uint32_t n) const;
@@ -176,7 +178,7 @@ private:
     std::vector<CorePool> cores_;
     std::vector<int> home_;
     std::unique_ptr<peer::SourceRate[]> links_; // [n * nodes + home]
-    Server fs_;
+    Server fs_bytes_, fs_requests_;
     std::unique_ptr<Lru> shared_page_cache_;
     std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
     uint64_t seq_ = 0;
@@ -193,10 +195,13 @@ private:
 
 double Run::fs_read(uint32_t n, uint32_t size, double t) {
     const double requests = std::ceil(double(size) / double(cfg_.fs_request_bytes));
-    // The file system as a whole: its bandwidth or its request rate,
-    // whichever binds; and the node's own client link.
-    double fs_end = fs_.reserve(t, std::max(size / cfg_.fs_bandwidth, requests / cfg_.fs_iops));
+    // The file system as a whole limits bytes and requests separately (as
+    // token buckets do: a run of large files is bound by the one, of small
+    // files by the other); the node's own client link limits its bytes.
+    double bytes_end = fs_bytes_.reserve(t, size / cfg_.fs_bandwidth);
+    double requests_end = fs_requests_.reserve(t, requests / cfg_.fs_iops);
     double client_end = node_[n].fs_client.reserve(t, size / cfg_.fs_client_bandwidth);
+    const double fs_end = std::max(bytes_end, requests_end);
     EpochResult& e = stats();
     e.fs_bytes += size;
     e.fs_requests += static_cast<uint64_t>(requests);
@@ -265,6 +270,7 @@ void Run::worker_next(uint32_t wi, double t) {
         break;
     }
     default:
+        ++node_[n].opens;
         opened(r, p);
         done = open(n, wi, f, t);
         pump(n, t);
@@ -476,7 +482,7 @@ void Run::on_fetch_done(uint32_t n, uint32_t f, double t) {
         links_[uint64_t{n} * nodes_ + fe.home].end(t - fe.issued, fe.measured);
     else if (fe.src == Src::fs)
         x.backing_rate.end(t - fe.issued);
-    admit(n, f);
+    admit(n, f, !fe.waiters.empty());
     // Every file read from the shared file system goes to the SSD tier too,
     // while it has room (the tier never evicts).
     if (fe.src == Src::fs && cfg_.ssd > 0 && !x.ssd.count(f) && x.ssd_bytes + size <= cfg_.ssd) {
@@ -490,13 +496,13 @@ void Run::on_fetch_done(uint32_t n, uint32_t f, double t) {
 
 // Engine::admit(): into RAM if there is room; with pinned homes a file
 // homed elsewhere only into room the node's own homed files will not need.
-void Run::admit(uint32_t n, uint32_t f) {
+void Run::admit(uint32_t n, uint32_t f, bool opened_on_arrival) {
     Node& x = node_[n];
     if (x.ram.holds(f)) return;
     const uint32_t size = size_[f];
     const bool here = peers() && home_[f] == static_cast<int>(n);
     if (x.ram.bytes() + size + (here ? 0 : reserved(x, f, n)) > cfg_.ram) return;
-    x.ram.add(f, size, due(n, f), here && x.pinned);
+    x.ram.add(f, size, due(n, f), here && x.pinned, opened_on_arrival);
     if (here) x.homed_held += size;
 }
 
@@ -522,7 +528,9 @@ uint64_t Run::due(uint32_t n, uint32_t f) const {
         uint32_t r = k % world_;
         if (r / R_ != n) continue;
         uint64_t q = q_of(e, k / world_, r % R_);
-        if (q < rank_q(r)) continue; // opened already
+        // Opened already: behind the rank's frontier, or ahead of it by
+        // another worker of its loader.
+        if (q < rank_q(r) || (ranks_[r].epoch == e && ranks_[r].opened[k / world_])) continue;
         own = q;
     }
     if (peers() && !x.pinned && home_[f] == static_cast<int>(n))
@@ -577,12 +585,21 @@ void Run::pump(uint32_t n, double t) {
         };
         if (room() < need) {
             const uint64_t limit = prefetch::evict_beyond(x.qp - front, lead_);
+            // Short of room, rank the held files anew, at most as often as
+            // the daemon runs a round (Engine::round_due: every lead/16 opens).
+            if (x.opens - x.ranked_at >= std::max<uint64_t>(1, lead_ / 16)) {
+                x.ranked_at = x.opens;
+                x.ram.rekey_all([&](uint32_t g) { return due(n, g); });
+            }
             while (room() < need) {
                 auto [key, v] = x.ram.victim([&](uint32_t g) { return due(n, g); });
                 if (v == UINT32_MAX) break;
                 const uint64_t rel = key == never ? never : key - std::min(key, front);
                 if (rel <= limit) break;
-                uint32_t freed = x.ram.evict(v);
+                bool unopened = false;
+                uint32_t freed = x.ram.evict(v, &unopened);
+                ++stats().evictions;
+                if (unopened) ++stats().evicted_unopened;
                 if (peers() && home_[v] == static_cast<int>(n))
                     x.homed_held -= std::min<uint64_t>(x.homed_held, freed);
             }

@@ -34,6 +34,8 @@ struct EpochResult {
     uint64_t from_ssd = 0;   // missed RAM, read from the SSD tier
     uint64_t from_peer = 0;  // missed, fetched from its home on another node
     uint64_t from_fs = 0;    // missed, read from the shared file system
+    uint64_t evictions = 0;        // files clairfs's RAM tiers gave up, all nodes
+    uint64_t evicted_unopened = 0; // of them, fetched and given up before any open
 };
 
 struct ScenarioResult {

@@ -1,0 +1,213 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Checks `clairfs simulate` against a real run of bench/cluster.py.
+
+    bench/sim_validate.py RESULTS.json [RESULTS.json ...] [--clairfs BIN]
+                          [--tolerance 0.2] [--results-md] [--keep DIR]
+
+For each results file (bench/results/<date>-<config>.json, written by
+bench/cluster.py), writes the simulator config that describes the same run,
+with the real run's measured inputs:
+
+- the shared file system: the bandwidth and IOPS the slow FS enforced;
+- compute: the warm local run's epoch time (the machine's speed at the
+  job's own work, with no I/O to wait on), less the training steps, spread
+  over the host's cores as CPU per sample;
+- clairfs's cost per file: the daemons' measured CPU per file read, and
+  per file moved between daemons;
+- the page cache direct reads go through: the nodes share the host's, up
+  to what their memory cgroups leave beside the warm local run's peak;
+
+then runs the simulator and compares, for every scenario and epoch, the
+slowest node's epoch time, the shared-FS bytes and the peer bytes. A figure
+agrees if it is within the tolerance (20%) of the real one, or both are
+below 2% of the dataset (a few MB of metadata against none is not a
+disagreement worth a percentage). Prints a markdown table; exits 1 if any
+figure disagrees. --results-md appends the table to bench/RESULTS.md.
+"""
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+HOST_CORES = os.cpu_count() or 2
+
+
+def parse_size(s):
+    s = str(s)
+    mult = {"K": 10**3, "M": 10**6, "G": 10**9}
+    if s[-1] in mult:
+        return int(float(s[:-1]) * mult[s[-1]])
+    return int(s)
+
+
+def parse_mib(s):
+    s = str(s)
+    mult = {"K": 2**10, "M": 2**20, "G": 2**30}
+    if s[-1] in mult:
+        return int(float(s[:-1]) * mult[s[-1]])
+    return int(s)
+
+
+def med(xs):
+    xs = sorted(x for x in xs if x is not None)
+    return xs[len(xs) // 2] if xs else None
+
+
+def sim_config(res, overhead_s):
+    """The simulator's description of the run in RESULTS (a dict)."""
+    cfg = res["config"]
+    job = cfg["job"]
+    nodes = res["nodes"]
+    files = res["dataset"]["files"]
+    summ = res["summary"]
+    world = job.get("world", nodes)
+    per_rank = math.ceil(files / world)
+    batches = math.ceil(per_rank / job["batch"])
+    step = job.get("step_sleep", 0) or 0
+    # The machine's speed at the job's own work: the warm local run's later
+    # epochs, less the steps and a new iterator's start, is CPU the host's
+    # cores spent on every node's samples.
+    warm = med(summ["local-warm"]["slowest_s"][1:])
+    cpu_total = max(0.0, warm - batches * step - overhead_s) * HOST_CORES
+    sample_cpu = cpu_total / files
+    file_cost = med(summ.get("clairfs", summ.get("clairfs-peers", {})).get(
+        "daemon_ms_per_file", [0.3])) / 1000
+    peer_cost = 0.5e-3
+    if "clairfs-peers" in summ:
+        peer_cost = med(summ["clairfs-peers"]["daemon_ms_per_file_out"][1:]) / 1000
+    # Direct reads' page cache: the host's, charged to each node's cgroup.
+    cgroup = parse_mib(cfg["slowfs"]["mem"])
+    warm_peak = summ["local-warm"].get("mem_max_usage", cgroup // 2)
+    page_cache = nodes * max(0, cgroup - warm_peak)
+    return {
+        "name": f"{cfg['name']} (simulated from {os.path.basename(res['_path'])})",
+        "cluster": {"nodes": nodes, "ranks_per_node": world // nodes, "cores": HOST_CORES,
+                    "cores_shared": True},
+        "node": {"ram": res["clairfs_mem"], "fetch_threads": 16, "file_cost_s": file_cost,
+                 "local_file_cost_s": 0.00005},
+        "shared_fs": {"mb_s": parse_size(cfg["slowfs"]["bps"]) / 1e6,
+                      "iops": cfg["slowfs"]["iops"],
+                      "client_mb_s": parse_size(cfg["slowfs"]["bps"]) / 1e6,
+                      "latency_s": 0.001, "request_bytes": "128K",
+                      "page_cache": page_cache, "page_cache_shared": True},
+        "network": {"mb_s": 2000, "latency_s": 0.0001, "file_cost_s": peer_cost,
+                    "server_threads": 4},
+        "compute": {"step_s": step, "sample_cpu_s": sample_cpu,
+                    "epoch_overhead_s": overhead_s, "lockstep": False},
+        "dataset": {"files": files, "mean_bytes": res["dataset"]["mean"],
+                    "median_bytes": res["dataset"]["median"], "seed": 0},
+        "job": {"epochs": job["epochs"], "batch_size": job["batch"],
+                "num_workers": job["workers"], "seed": job.get("seed", 0),
+                "generator": "explicit", "sampler": "distributed"},
+        "scenarios": [s for s in ["local-warm", "direct", "clairfs", "clairfs-peers"]
+                      if s in summ],
+    }
+
+
+def agree(real, sim, dataset, tol):
+    if real is None:
+        return True, "–"
+    if real < 0.02 * dataset and sim < 0.02 * dataset:
+        return True, "both ~0"
+    if real == 0:
+        return False, "real 0"
+    d = sim / real - 1
+    return abs(d) <= tol, f"{d:+.0%}"
+
+
+def validate(path, clairfs, tol, keep, overhead_s):
+    res = json.load(open(path))
+    res["_path"] = path
+    cfg = sim_config(res, overhead_s)
+    d = keep or tempfile.mkdtemp(prefix="sim-validate-")
+    os.makedirs(d, exist_ok=True)
+    base = os.path.splitext(os.path.basename(path))[0]
+    cfg_path = os.path.join(d, base + ".sim.json")
+    out_path = os.path.join(d, base + ".sim-out.json")
+    json.dump(cfg, open(cfg_path, "w"), indent=2)
+    t0 = time.time()
+    subprocess.run([clairfs, "simulate", "--config", cfg_path, "--json", out_path, "--quiet"],
+                   check=True, stdout=subprocess.DEVNULL)
+    wall = time.time() - t0
+    out = json.load(open(out_path))
+    sims = {s["scenario"]: s for s in out["scenarios"]}
+    dataset = res["dataset"]["bytes"]
+    rows, ok = [], True
+    for sc, real in res["summary"].items():
+        if sc not in sims:
+            continue
+        for e, se in enumerate(sims[sc]["epochs"]):
+            checks = []
+            rt = real["slowest_s"][e]
+            a, why = agree(rt, se["seconds"], 0, tol)
+            checks.append(a)
+            tcell = f"{rt:.1f} / {se['seconds']:.1f} ({why})"
+            rf = real["shared_fs_bytes"][e]
+            a, why = agree(rf, se["shared_fs_bytes"], dataset, tol)
+            checks.append(a)
+            fcell = f"{rf / 1e6:.0f} / {se['shared_fs_bytes'] / 1e6:.0f} ({why})"
+            if sc == "clairfs-peers":
+                rp = real["peer_bytes_in"][e]
+                a, why = agree(rp, se["peer_bytes"], dataset, tol)
+                checks.append(a)
+                pcell = f"{rp / 1e6:.0f} / {se['peer_bytes'] / 1e6:.0f} ({why})"
+            else:
+                pcell = "–"
+            good = all(checks)
+            ok &= good
+            rows.append(f"| {sc} | {e} | {tcell} | {fcell} | {pcell} | "
+                        f"{'yes' if good else '**no**'} |")
+    head = (f"#### {res['config']['name']}: real ({os.path.relpath(path, ROOT)}) against "
+            f"simulated\n\nSimulator config: `{os.path.relpath(cfg_path, ROOT) if keep else cfg_path}`"
+            f" (sample CPU {cfg['compute']['sample_cpu_s'] * 1e3:.2f} ms, file cost "
+            f"{cfg['node']['file_cost_s'] * 1e3:.2f} ms, peer file cost "
+            f"{cfg['network']['file_cost_s'] * 1e3:.2f} ms, page cache "
+            f"{cfg['shared_fs']['page_cache'] / 2**20:.0f} MiB shared); simulated in {wall:.1f} s.\n\n"
+            "| scenario | epoch | slowest-node epoch s, real / sim | shared-FS MB, real / sim "
+            "| peer MB, real / sim | within tolerance |\n|---|---|---|---|---|---|\n")
+    return ok, head + "\n".join(rows) + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("results", nargs="+")
+    ap.add_argument("--clairfs", default=os.path.join(ROOT, "build", "src", "clairfs"))
+    ap.add_argument("--tolerance", type=float, default=0.2)
+    ap.add_argument("--overhead", type=float, default=0.2,
+                    help="seconds a new DataLoader iterator takes before its first open")
+    ap.add_argument("--keep", help="write the simulator configs and outputs here")
+    ap.add_argument("--results-md", action="store_true")
+    a = ap.parse_args()
+    all_ok, text = True, ""
+    for p in a.results:
+        ok, t = validate(p, a.clairfs, a.tolerance, a.keep, a.overhead)
+        all_ok &= ok
+        text += "\n" + t
+    print(text)
+    if a.results_md:
+        cmd = "bench/sim_validate.py " + " ".join(os.path.relpath(p, ROOT) for p in a.results)
+        with open(os.path.join(HERE, "RESULTS.md"), "a") as f:
+            f.write(f"\n### {time.strftime('%Y%m%d-%H%M')} simulated against real "
+                    f"(git {git_head()})\n\n```sh\n{cmd}\n```\n{text}")
+    print("all within tolerance" if all_ok else "some figures disagree", file=sys.stderr)
+    return 0 if all_ok else 1
+
+
+def git_head():
+    try:
+        return subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
+                              capture_output=True, text=True).stdout.strip()
+    except OSError:
+        return "?"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
