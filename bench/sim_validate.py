@@ -61,6 +61,42 @@ def med(xs):
     return xs[len(xs) // 2] if xs else None
 
 
+# bench/scenarios.py's names for what the simulator calls clairfs.
+SINGLE_NODE = {"local-warm": "local-warm", "direct": "direct", "clairfs-registered": "clairfs",
+               "clairfs-ssd-registered": "clairfs"}
+
+
+def normalise(res):
+    """bench/scenarios.py's single-node results in bench/cluster.py's shape."""
+    if "nodes" in res:
+        return res
+    opts = res["config"].get("clairfs_opts", [])
+    mem = parse_mib(opts[opts.index("--mem") + 1]) if "--mem" in opts else None
+    summary, ssd = {}, 0
+    for name, sc in SINGLE_NODE.items():
+        if name not in res["summary"]:
+            continue
+        x = res["summary"][name]
+        if "ssd" in name:
+            # --ssd auto: room for the whole dataset (the cache directory
+            # had more).
+            ssd = res["dataset"]["bytes"]
+        summary[sc] = {"slowest_s": x["epoch_s"], "shared_fs_bytes": x["shared_fs_bytes"],
+                       "mem_max_usage": x.get("mem_max_usage")}
+    job = dict(res["config"]["job"], world=1, sampler="random")
+    out = dict(res, nodes=1, clairfs_mem=mem, summary=summary, clairfs_ssd=ssd,
+               config=dict(res["config"], job=job))
+    return out
+
+
+def reads_per_file(res, scenario):
+    """The slow FS's block reads per file in SCENARIO's first epoch."""
+    xs = [e["epochs"][0]["shared_fs_reads"] / res["dataset"]["files"]
+          for e in res["runs"] if e["scenario"] == scenario and e.get("epochs")
+          and e["epochs"][0].get("shared_fs_reads") is not None]
+    return med(xs)
+
+
 def sim_config(res, overhead_s):
     """The simulator's description of the run in RESULTS (a dict)."""
     cfg = res["config"]
@@ -80,23 +116,25 @@ def sim_config(res, overhead_s):
     sample_cpu = cpu_total / files
     file_cost = med(summ.get("clairfs", summ.get("clairfs-peers", {})).get(
         "daemon_ms_per_file", [0.3])) / 1000
+    direct_rpf = reads_per_file(res, "direct") or 0
     peer_cost = 0.5e-3
     if "clairfs-peers" in summ:
         peer_cost = med(summ["clairfs-peers"]["daemon_ms_per_file_out"][1:]) / 1000
     # Direct reads' page cache: the host's, charged to each node's cgroup.
     cgroup = parse_mib(cfg["slowfs"]["mem"])
-    warm_peak = summ["local-warm"].get("mem_max_usage", cgroup // 2)
+    warm_peak = summ["local-warm"].get("mem_max_usage") or cgroup // 2
     page_cache = nodes * max(0, cgroup - warm_peak)
     return {
         "name": f"{cfg['name']} (simulated from {os.path.basename(res['_path'])})",
         "cluster": {"nodes": nodes, "ranks_per_node": world // nodes, "cores": HOST_CORES,
                     "cores_shared": True},
-        "node": {"ram": res["clairfs_mem"], "fetch_threads": 16, "file_cost_s": file_cost,
-                 "local_file_cost_s": 0.00005},
+        "node": {"ram": res["clairfs_mem"], "ssd": res.get("clairfs_ssd", 0),
+                 "fetch_threads": 16, "file_cost_s": file_cost, "local_file_cost_s": 0.00005},
         "shared_fs": {"mb_s": parse_size(cfg["slowfs"]["bps"]) / 1e6,
                       "iops": cfg["slowfs"]["iops"],
                       "client_mb_s": parse_size(cfg["slowfs"]["bps"]) / 1e6,
-                      "latency_s": 0.001, "request_bytes": "128K",
+                      "latency_s": 0.001, "request_bytes": "512K",
+                      "direct_requests_per_file": direct_rpf,
                       "page_cache": page_cache, "page_cache_shared": True},
         "network": {"mb_s": 2000, "latency_s": 0.0001, "file_cost_s": peer_cost,
                     "server_threads": 4},
@@ -106,7 +144,7 @@ def sim_config(res, overhead_s):
                     "median_bytes": res["dataset"]["median"], "seed": 0},
         "job": {"epochs": job["epochs"], "batch_size": job["batch"],
                 "num_workers": job["workers"], "seed": job.get("seed", 0),
-                "generator": "explicit", "sampler": "distributed"},
+                "generator": "explicit", "sampler": job.get("sampler", "distributed")},
         "scenarios": [s for s in ["local-warm", "direct", "clairfs", "clairfs-peers"]
                       if s in summ],
     }
@@ -124,7 +162,7 @@ def agree(real, sim, dataset, tol):
 
 
 def validate(path, clairfs, tol, keep, overhead_s):
-    res = json.load(open(path))
+    res = normalise(json.load(open(path)))
     res["_path"] = path
     cfg = sim_config(res, overhead_s)
     d = keep or tempfile.mkdtemp(prefix="sim-validate-")
@@ -167,7 +205,8 @@ def validate(path, clairfs, tol, keep, overhead_s):
                         f"{'yes' if good else '**no**'} |")
     head = (f"#### {res['config']['name']}: real ({os.path.relpath(path, ROOT)}) against "
             f"simulated\n\nSimulator config: `{os.path.relpath(cfg_path, ROOT) if keep else cfg_path}`"
-            f" (sample CPU {cfg['compute']['sample_cpu_s'] * 1e3:.2f} ms, file cost "
+            f" (sample CPU {cfg['compute']['sample_cpu_s'] * 1e3:.2f} ms, direct reads "
+            f"{cfg['shared_fs']['direct_requests_per_file']:.2f} requests per file, file cost "
             f"{cfg['node']['file_cost_s'] * 1e3:.2f} ms, peer file cost "
             f"{cfg['network']['file_cost_s'] * 1e3:.2f} ms, page cache "
             f"{cfg['shared_fs']['page_cache'] / 2**20:.0f} MiB shared); simulated in {wall:.1f} s.\n\n"

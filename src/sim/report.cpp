@@ -54,7 +54,7 @@ std::string report_text(const Report& r) {
                      "%-15s %5zu %8.1f %8.1f  %s  %-13s %9.0f  %-12s %5.1f%% %6.1f%% %4.1f%% "
                      "%5.1f%% %5.1f%%\n",
                      e == 0 ? scenario_name(s.scenario) : "", e, x.seconds, x.stall_s,
-                     vs.c_str(), bytes(double(x.fs_bytes)).c_str(), double(x.fs_requests),
+                     vs.c_str(), bytes(double(x.fs_bytes)).c_str(), x.fs_requests,
                      bytes(double(x.peer_bytes)).c_str(),
                      pct(x.ram_hits + x.page_cache_hits, x.opens), pct(x.waited, x.opens),
                      pct(x.from_ssd, x.opens), pct(x.from_peer, x.opens),

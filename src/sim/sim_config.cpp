@@ -167,6 +167,7 @@ std::string parse_sim_config(const std::string& text_in, const std::string& orig
                            {"client_mb_s", positive(c.fs_client_bandwidth, mb)},
                            {"latency_s", number(c.fs_latency_s, 0)},
                            {"request_bytes", size(c.fs_request_bytes)},
+                           {"direct_requests_per_file", number(c.direct_requests_per_file, 0)},
                            {"page_cache", size(c.page_cache)},
                            {"page_cache_shared", boolean(c.page_cache_shared)}});
          }},

@@ -128,7 +128,7 @@ private:
     EpochResult& stats_of(uint32_t r) { return result_.epochs[ranks_[r].epoch]; }
 
     // Resources.
-    double fs_read(uint32_t n, uint32_t size, double t);
+    double fs_read(uint32_t n, uint32_t size, double t, bool direct = false);
     double ram_read(uint32_t size, double t, bool local) const {
         return t + (local ? cfg_.local_file_cost_s : cfg_.file_cost_s) + size / cfg_.ram_bandwidth;
     }
@@ -193,8 +193,10 @@ private:
     uint64_t opens_done_ = 0, opens_total_ = 0;
 };
 
-double Run::fs_read(uint32_t n, uint32_t size, double t) {
-    const double requests = std::ceil(double(size) / double(cfg_.fs_request_bytes));
+double Run::fs_read(uint32_t n, uint32_t size, double t, bool direct) {
+    const double requests = direct && cfg_.direct_requests_per_file > 0
+                                ? cfg_.direct_requests_per_file
+                                : std::ceil(double(size) / double(cfg_.fs_request_bytes));
     // The file system as a whole limits bytes and requests separately (as
     // token buckets do: a run of large files is bound by the one, of small
     // files by the other); the node's own client link limits its bytes.
@@ -204,7 +206,7 @@ double Run::fs_read(uint32_t n, uint32_t size, double t) {
     const double fs_end = std::max(bytes_end, requests_end);
     EpochResult& e = stats();
     e.fs_bytes += size;
-    e.fs_requests += static_cast<uint64_t>(requests);
+    e.fs_requests += requests;
     ++e.fs_files;
     return std::max(fs_end, client_end) + cfg_.fs_latency_s;
 }
@@ -264,7 +266,7 @@ void Run::worker_next(uint32_t wi, double t) {
             done = ram_read(size_[f], t, true);
         } else {
             ++stats_of(r).from_fs;
-            done = fs_read(n, size_[f], t) + size_[f] / cfg_.ram_bandwidth;
+            done = fs_read(n, size_[f], t, true) + size_[f] / cfg_.ram_bandwidth;
             if (pc) pc->insert(f, size_[f]);
         }
         break;

@@ -22,7 +22,7 @@ struct EpochResult {
     double seconds = 0;
     double stall_s = 0;    // the longest any rank's training loop waited for data
     uint64_t fs_bytes = 0; // read from the shared file system, all nodes
-    uint64_t fs_requests = 0;
+    double fs_requests = 0; // fractional: a job's mean requests per file
     uint64_t fs_files = 0;
     uint64_t peer_bytes = 0; // moved between nodes
     uint64_t peer_files = 0;
