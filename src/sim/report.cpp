@@ -66,8 +66,11 @@ std::string report_text(const Report& r) {
         out += std::string(15, ' ') + fmt("shared FS over the run: %.3fx the dataset",
                                      r.dataset_bytes ? double(fs) / r.dataset_bytes : 0);
         if (s.scenario == Scenario::clairfs_peers)
-            out += fmt("; %.0f", double(s.pinned_nodes)) + fmt(" of %.0f homes pin their files",
-                                                              c.nodes);
+            out += fmt("; %.0f", double(s.pinned_nodes)) +
+                   fmt(" of %.0f homes pin their files", c.nodes) + " (all do from --mem " +
+                   bytes(double(std::max(s.max_here_bytes,
+                                         (r.dataset_bytes + c.nodes - 1) / c.nodes))) +
+                   ")";
         out += fmt(" (simulated in %.1f s)\n", s.wall_s);
     }
     out += "\nRAM hit: opened from clairfs's RAM (direct: the page cache); waited: on a "
@@ -95,7 +98,10 @@ nlohmann::json report_json(const Report& r) {
         nlohmann::json js{{"scenario", scenario_name(s.scenario)},
                           {"wall_s", s.wall_s},
                           {"events", s.events}};
-        if (s.scenario == Scenario::clairfs_peers) js["pinned_nodes"] = s.pinned_nodes;
+        if (s.scenario == Scenario::clairfs_peers) {
+            js["pinned_nodes"] = s.pinned_nodes;
+            js["max_here_bytes"] = s.max_here_bytes;
+        }
         auto& es = js["epochs"] = nlohmann::json::array();
         for (size_t e = 0; e < s.epochs.size(); ++e) {
             const EpochResult& x = s.epochs[e];

@@ -631,6 +631,7 @@ void Run::place_homes() {
     for (Node& x : node_) {
         x.pinned = prefetch::homes_pinned(group_mem, dataset, cfg_.ram, x.here_bytes);
         result_.pinned_nodes += x.pinned;
+        result_.max_here_bytes = std::max(result_.max_here_bytes, x.here_bytes);
     }
     links_ = std::make_unique<peer::SourceRate[]>(uint64_t{nodes_} * nodes_);
 }

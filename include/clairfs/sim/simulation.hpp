@@ -44,6 +44,10 @@ struct ScenarioResult {
     double wall_s = 0;   // how long the simulation itself took
     uint64_t events = 0; // events processed
     uint64_t pinned_nodes = 0; // clairfs-peers: nodes whose homes keep their files for good
+    // clairfs-peers: the most bytes homed on one node. With --mem at least
+    // this and the group's RAM at least the dataset, every home pins its
+    // files (homes_pinned) and the shared file system is read once.
+    uint64_t max_here_bytes = 0;
 };
 
 // Progress for a long run: scenario, epoch (of the slowest rank), the
