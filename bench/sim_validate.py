@@ -117,6 +117,10 @@ def sim_config(res, overhead_s):
     file_cost = med(summ.get("clairfs", summ.get("clairfs-peers", {})).get(
         "daemon_ms_per_file", [0.3])) / 1000
     direct_rpf = reads_per_file(res, "direct") or 0
+    # How long the daemons prefetched before the jobs began (the harness
+    # starts them once every node has mounted and scanned).
+    job_start = med([summ[s].get("before_go_s") for s in ("clairfs", "clairfs-peers")
+                     if s in summ]) or 0
     peer_cost = 0.5e-3
     if "clairfs-peers" in summ:
         peer_cost = med(summ["clairfs-peers"]["daemon_ms_per_file_out"][1:]) / 1000
@@ -139,7 +143,8 @@ def sim_config(res, overhead_s):
         "network": {"mb_s": 2000, "latency_s": 0.0001, "file_cost_s": peer_cost,
                     "server_threads": 4},
         "compute": {"step_s": step, "sample_cpu_s": sample_cpu,
-                    "epoch_overhead_s": overhead_s, "lockstep": False},
+                    "epoch_overhead_s": overhead_s, "lockstep": False,
+                    "job_start_s": job_start},
         "dataset": {"files": files, "mean_bytes": res["dataset"]["mean"],
                     "median_bytes": res["dataset"]["median"], "seed": 0},
         "job": {"epochs": job["epochs"], "batch_size": job["batch"],

@@ -183,6 +183,7 @@ std::string parse_sim_config(const std::string& text_in, const std::string& orig
                           {{"step_s", number(c.step_s, 0)},
                            {"sample_cpu_s", number(c.sample_cpu_s, 0)},
                            {"epoch_overhead_s", number(c.epoch_overhead_s, 0)},
+                           {"job_start_s", number(c.job_start_s, 0)},
                            {"lockstep", boolean(c.lockstep)}});
          }},
         {"dataset", [&](const Json& v) {

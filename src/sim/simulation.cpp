@@ -350,7 +350,7 @@ void Run::end_epoch(uint32_t r, double t) {
     if (++finished_[e] == world_) {
         boundary_[e] = t;
         global_epoch_ = e + 1;
-        result_.epochs[e].seconds = t - (e == 0 ? 0.0 : boundary_[e - 1]);
+        result_.epochs[e].seconds = t - (e == 0 ? cfg_.job_start_s : boundary_[e - 1]);
         // The daemon holds the current and the next epoch's order.
         orders_.release_before(e + 1);
         if (progress_) progress_(sc_, std::min(e + 1, E_ - 1), double(opens_done_) / opens_total_);
@@ -667,7 +667,7 @@ ScenarioResult Run::run() {
     workers_.assign(uint64_t{world_} * S_, {});
     orders_.build(1);
     if (peers()) place_homes();
-    for (uint32_t r = 0; r < world_; ++r) start_epoch(r, 0);
+    for (uint32_t r = 0; r < world_; ++r) start_epoch(r, cfg_.job_start_s);
     if (clairfs()) // clairfs prefetches from the registration on
         for (uint32_t n = 0; n < nodes_; ++n) pump(n, 0);
     if (cfg_.lockstep) ready_count_.assign(B_, 0);

@@ -67,6 +67,10 @@ struct SimConfig {
     double step_s = 0.1;           // the training step per batch (GPU)
     double sample_cpu_s = 0.0;     // a loader worker's CPU per sample (decoding, augmenting)
     double epoch_overhead_s = 0.0; // a new iterator: workers started, before the first open
+    // The job's first iterator starts this long after the registration;
+    // clairfs prefetches meanwhile (a job importing torch, scanning its
+    // dataset). Epoch 0 is timed from the job's start.
+    double job_start_s = 0.0;
     bool lockstep = true;          // ranks wait for each other every step (DDP's all-reduce)
 
     // The dataset: per-file sizes, in sample order.
