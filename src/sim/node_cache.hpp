@@ -2,9 +2,12 @@
 // One node's RAM tier as the simulator keeps it: which files it holds, and
 // a max-heap of when each is due next, for Belady's eviction. Keys are
 // absolute (positions of the node's whole future), so they stay right as
-// the ranks move; a file's key changes only when it is opened (or when its
-// next epoch's order becomes known), and stale heap entries are dropped or
-// re-keyed when they come to the top.
+// the ranks move. A key moves later only when the file is opened, or when
+// the group passes a homed file's first open (both told: rekey,
+// update_key); it moves earlier only when a later epoch's order becomes
+// known, which the heap finds when the entry comes to the top (victim()
+// asks each candidate's true key). So the daemon's full re-ranking every
+// round is not needed to pick the same victim.
 #pragma once
 
 #include <algorithm>
@@ -40,15 +43,14 @@ public:
         it->second.key = key;
         push(key, f);
     }
-    // Every held file's key asked anew, as a scheduler round of the daemon
-    // ranks them: keys can also move later without an open (a file homed
-    // here, once the group has passed its first open), which the lazy
-    // heap would not see.
-    template <class Due>
-    void rekey_all(Due&& due) {
-        for (auto& [f, e] : held_)
-            if (!e.pinned) e.key = due(f);
-        rebuild();
+    // f's key moved without an open (a file homed here, once the group has
+    // passed its first open this epoch). A key that moves later must be
+    // told, or the lazy heap would keep offering f as if due sooner.
+    void update_key(uint32_t f, uint64_t key) {
+        auto it = held_.find(f);
+        if (it == held_.end() || it->second.pinned || it->second.key == key) return;
+        it->second.key = key;
+        push(key, f);
     }
     // The unpinned file due last, asking `due(f)` for its true key: an
     // entry whose key moved is re-keyed and the search goes on. Returns

@@ -17,6 +17,7 @@
 #include "servers.hpp"
 #include "sim_orders.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <memory>
@@ -62,8 +63,14 @@ struct Node {
     uint64_t here_bytes = 0;    // peers: bytes homed here
     uint64_t homed_held = 0;    // peers: of them held
     bool pinned = false;        // peers: homes keep their files for good
-    uint64_t opens = 0;         // by the node's ranks, so far
-    uint64_t ranked_at = 0;     // `opens` when the held files were last ranked
+    // Peers, homes not pinned: the files homed here, and this epoch's of
+    // them by the group's first open (the node's future position), with a
+    // cursor at the node's frontier: a file the frontier passes is next
+    // due later, which its held entry must be told.
+    std::vector<uint32_t> homed;
+    std::vector<std::pair<uint64_t, uint32_t>> group_order;
+    size_t group_cursor = 0;
+    uint32_t group_epoch = UINT32_MAX;
     Server fs_client, ssd_dev, net_in, net_out;
     std::unique_ptr<Lru> page_cache;
     peer::SourceRate backing_rate;
@@ -156,6 +163,7 @@ private:
     // clairfs.
     double open(uint32_t n, uint32_t w, uint32_t f, double t); // < 0: waits on a fetch
     void opened(uint32_t r, uint32_t p);
+    void pass_group_firsts(uint32_t n);
     void fetch(uint32_t n, uint32_t f, double t, bool prefetch, std::optional<uint32_t> waiter);
     void on_fetch_done(uint32_t n, uint32_t f, double t);
     void admit(uint32_t n, uint32_t f, bool opened_on_arrival);
@@ -272,7 +280,6 @@ void Run::worker_next(uint32_t wi, double t) {
         break;
     }
     default:
-        ++node_[n].opens;
         opened(r, p);
         done = open(n, wi, f, t);
         pump(n, t);
@@ -366,6 +373,7 @@ void Run::end_epoch(uint32_t r, double t) {
     if (clairfs()) {
         const uint32_t n = r / R_;
         node_[n].front = std::max(node_[n].front, node_front(n));
+        pass_group_firsts(n);
         pump(n, t);
     }
 }
@@ -388,6 +396,30 @@ void Run::opened(uint32_t r, uint32_t p) {
         x.window_bytes -= std::min<uint64_t>(x.window_bytes, s);
     }
     x.front = std::max(x.front, nf);
+    pass_group_firsts(n);
+}
+
+void Run::pass_group_firsts(uint32_t n) {
+    Node& x = node_[n];
+    if (x.homed.empty() || x.front == never) return;
+    for (;;) {
+        while (x.group_cursor < x.group_order.size() &&
+               x.group_order[x.group_cursor].first < x.front) {
+            uint32_t f = x.group_order[x.group_cursor++].second;
+            if (x.ram.holds(f)) x.ram.update_key(f, due(n, f));
+        }
+        const uint32_t e = q_epoch(x.front);
+        if (e == x.group_epoch || e >= E_) return;
+        // The frontier entered epoch e: order its homed files by the
+        // group's first open in it.
+        x.group_epoch = e;
+        x.group_order.clear();
+        x.group_cursor = 0;
+        for (uint32_t f : x.homed)
+            if (uint32_t k = orders_.first(e, f); k != none)
+                x.group_order.emplace_back(q_of(e, k / world_, 0), f);
+        std::sort(x.group_order.begin(), x.group_order.end());
+    }
 }
 
 double Run::open(uint32_t n, uint32_t wi, uint32_t f, double t) {
@@ -587,12 +619,6 @@ void Run::pump(uint32_t n, double t) {
         };
         if (room() < need) {
             const uint64_t limit = prefetch::evict_beyond(x.qp - front, lead_);
-            // Short of room, rank the held files anew, at most as often as
-            // the daemon runs a round (Engine::round_due: every lead/16 opens).
-            if (x.opens - x.ranked_at >= std::max<uint64_t>(1, lead_ / 16)) {
-                x.ranked_at = x.opens;
-                x.ram.rekey_all([&](uint32_t g) { return due(n, g); });
-            }
             while (room() < need) {
                 auto [key, v] = x.ram.victim([&](uint32_t g) { return due(n, g); });
                 if (v == UINT32_MAX) break;
@@ -633,6 +659,8 @@ void Run::place_homes() {
         result_.pinned_nodes += x.pinned;
         result_.max_here_bytes = std::max(result_.max_here_bytes, x.here_bytes);
     }
+    for (uint32_t f = 0; f < n; ++f)
+        if (!node_[home_[f]].pinned) node_[home_[f]].homed.push_back(f);
     links_ = std::make_unique<peer::SourceRate[]>(uint64_t{nodes_} * nodes_);
 }
 
