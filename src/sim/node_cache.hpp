@@ -14,6 +14,8 @@
 #include <cstdint>
 #include <list>
 #include <unordered_map>
+
+#include "flat_map.hpp"
 #include <utility>
 #include <vector>
 
@@ -23,33 +25,33 @@ inline constexpr uint64_t never = UINT64_MAX;
 
 class NodeCache {
 public:
-    bool holds(uint32_t f) const { return held_.count(f) != 0; }
+    bool holds(uint32_t f) const { return held_.contains(f); }
     uint64_t bytes() const { return bytes_; }
     size_t files() const { return held_.size(); }
 
     // Adds f (not held) with its size and due key; `pinned` files are never
     // offered as victims.
     void add(uint32_t f, uint32_t size, uint64_t key, bool pinned, bool opened) {
-        held_.emplace(f, Entry{key, size, pinned, opened});
+        held_.insert(f, Entry{key, size, pinned, opened});
         bytes_ += size;
         if (!pinned) push(key, f);
     }
     // f was opened: its next use moved on.
     void rekey(uint32_t f, uint64_t key) {
-        auto it = held_.find(f);
-        if (it == held_.end()) return;
-        it->second.opened = true;
-        if (it->second.pinned || it->second.key == key) return;
-        it->second.key = key;
+        Entry* e = held_.find(f);
+        if (!e) return;
+        e->opened = true;
+        if (e->pinned || e->key == key) return;
+        e->key = key;
         push(key, f);
     }
     // f's key moved without an open (a file homed here, once the group has
     // passed its first open this epoch). A key that moves later must be
     // told, or the lazy heap would keep offering f as if due sooner.
     void update_key(uint32_t f, uint64_t key) {
-        auto it = held_.find(f);
-        if (it == held_.end() || it->second.pinned || it->second.key == key) return;
-        it->second.key = key;
+        Entry* e = held_.find(f);
+        if (!e || e->pinned || e->key == key) return;
+        e->key = key;
         push(key, f);
     }
     // The unpinned file due last, asking `due(f)` for its true key: an
@@ -59,15 +61,15 @@ public:
     std::pair<uint64_t, uint32_t> victim(Due&& due) {
         while (!heap_.empty()) {
             auto [key, f] = heap_.front();
-            auto it = held_.find(f);
-            if (it == held_.end() || it->second.pinned || it->second.key != key) {
+            Entry* e = held_.find(f);
+            if (!e || e->pinned || e->key != key) {
                 pop();
                 continue;
             }
             uint64_t now = due(f);
             if (now != key) {
                 pop();
-                it->second.key = now;
+                e->key = now;
                 push(now, f);
                 continue;
             }
@@ -78,21 +80,21 @@ public:
     // Removes f; returns its size. `unopened`: it was never opened while
     // held (a fetch that saved nothing).
     uint32_t evict(uint32_t f, bool* unopened = nullptr) {
-        auto it = held_.find(f);
-        if (it == held_.end()) return 0;
-        uint32_t s = it->second.size;
-        if (unopened) *unopened = !it->second.opened;
+        Entry* e = held_.find(f);
+        if (!e) return 0;
+        uint32_t s = e->size;
+        if (unopened) *unopened = !e->opened;
         bytes_ -= s;
-        held_.erase(it);
+        held_.erase(f);
         return s;
     }
 
 private:
     struct Entry {
-        uint64_t key;
-        uint32_t size;
-        bool pinned;
-        bool opened; // since it came in
+        uint64_t key = 0;
+        uint32_t size = 0;
+        bool pinned = false;
+        bool opened = false; // since it came in
     };
     void push(uint64_t key, uint32_t f) {
         heap_.emplace_back(key, f);
@@ -107,12 +109,13 @@ private:
     }
     void rebuild() {
         heap_.clear();
-        for (const auto& [f, e] : held_)
+        held_.for_each([&](uint32_t f, const Entry& e) {
             if (!e.pinned) heap_.emplace_back(e.key, f);
+        });
         std::make_heap(heap_.begin(), heap_.end());
     }
 
-    std::unordered_map<uint32_t, Entry> held_;
+    FlatMap<Entry> held_;
     std::vector<std::pair<uint64_t, uint32_t>> heap_;
     uint64_t bytes_ = 0;
 };

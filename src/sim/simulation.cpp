@@ -55,7 +55,7 @@ struct Node {
     std::unordered_map<uint32_t, Fetch> inflight;
     uint64_t prefetching = 0;       // prefetches in flight
     uint64_t inflight_bytes = 0;    // their bytes (room spoken for)
-    std::unordered_map<uint32_t, bool> ssd; // files on the SSD tier
+    FlatMap<uint8_t> ssd; // files on the SSD tier
     uint64_t ssd_bytes = 0;
     uint64_t qp = 0;            // the next file of the node's future the prefetcher looks at
     uint64_t front = 0;         // the node's frontier in its future
@@ -451,7 +451,7 @@ void Run::fetch(uint32_t n, uint32_t f, double t, bool prefetch, std::optional<u
     Fetch fe{t, 0, Src::fs, prefetch, -1, true, {}};
     if (waiter) fe.waiters.push_back(*waiter);
     double done;
-    if (x.ssd.count(f)) {
+    if (x.ssd.contains(f)) {
         fe.src = Src::ssd;
         done = x.ssd_dev.reserve(t, size / cfg_.ssd_read_bandwidth) + cfg_.ssd_latency_s;
     } else {
@@ -519,9 +519,9 @@ void Run::on_fetch_done(uint32_t n, uint32_t f, double t) {
     admit(n, f, !fe.waiters.empty());
     // Every file read from the shared file system goes to the SSD tier too,
     // while it has room (the tier never evicts).
-    if (fe.src == Src::fs && cfg_.ssd > 0 && !x.ssd.count(f) && x.ssd_bytes + size <= cfg_.ssd) {
+    if (fe.src == Src::fs && cfg_.ssd > 0 && !x.ssd.contains(f) && x.ssd_bytes + size <= cfg_.ssd) {
         x.ssd_dev.reserve(t, size / cfg_.ssd_write_bandwidth);
-        x.ssd.emplace(f, true);
+        x.ssd.insert(f, 1);
         x.ssd_bytes += size;
     }
     for (uint32_t w : fe.waiters) read_done(w, ram_read(size, t, false));
