@@ -25,34 +25,31 @@ inline constexpr uint64_t never = UINT64_MAX;
 
 class NodeCache {
 public:
+    // `sizes` (every file's size) must outlive the cache.
+    void set_sizes(const uint32_t* sizes) { sizes_ = sizes; }
     bool holds(uint32_t f) const { return held_.contains(f); }
     uint64_t bytes() const { return bytes_; }
     size_t files() const { return held_.size(); }
 
-    // Adds f (not held) with its size and due key; `pinned` files are never
-    // offered as victims.
-    void add(uint32_t f, uint32_t size, uint64_t key, bool pinned, bool opened) {
-        held_.insert(f, Entry{key, size, pinned, opened});
-        bytes_ += size;
-        if (!pinned) push(key, f);
+    // Adds f (not held) with its due key; `pinned` files are never offered
+    // as victims; `opened`: its open is what brought it in.
+    void add(uint32_t f, uint64_t key, bool pinned, bool opened) {
+        held_.insert(f, Entry::make(key, pinned, opened));
+        bytes_ += sizes_[f];
+        if (!pinned) push(clamp(key), f);
     }
     // f was opened: its next use moved on.
     void rekey(uint32_t f, uint64_t key) {
         Entry* e = held_.find(f);
         if (!e) return;
-        e->opened = true;
-        if (e->pinned || e->key == key) return;
-        e->key = key;
-        push(key, f);
+        e->set_opened();
+        retell(*e, f, key);
     }
     // f's key moved without an open (a file homed here, once the group has
     // passed its first open this epoch). A key that moves later must be
     // told, or the lazy heap would keep offering f as if due sooner.
     void update_key(uint32_t f, uint64_t key) {
-        Entry* e = held_.find(f);
-        if (!e || e->pinned || e->key == key) return;
-        e->key = key;
-        push(key, f);
+        if (Entry* e = held_.find(f)) retell(*e, f, key);
     }
     // The unpinned file due last, asking `due(f)` for its true key: an
     // entry whose key moved is re-keyed and the search goes on. Returns
@@ -62,18 +59,18 @@ public:
         while (!heap_.empty()) {
             auto [key, f] = heap_.front();
             Entry* e = held_.find(f);
-            if (!e || e->pinned || e->key != key) {
+            if (!e || e->pinned() || e->key() != key) {
                 pop();
                 continue;
             }
-            uint64_t now = due(f);
+            uint64_t now = clamp(due(f));
             if (now != key) {
                 pop();
-                e->key = now;
+                e->set_key(now);
                 push(now, f);
                 continue;
             }
-            return {key, f};
+            return {key == Entry::never_key ? never : key, f};
         }
         return {0, UINT32_MAX};
     }
@@ -82,26 +79,41 @@ public:
     uint32_t evict(uint32_t f, bool* unopened = nullptr) {
         Entry* e = held_.find(f);
         if (!e) return 0;
-        uint32_t s = e->size;
-        if (unopened) *unopened = !e->opened;
-        bytes_ -= s;
+        if (unopened) *unopened = !e->opened();
         held_.erase(f);
-        return s;
+        bytes_ -= sizes_[f];
+        return sizes_[f];
     }
 
 private:
+    // A held file in 8 bytes (a node may hold millions): its due key in 62
+    // bits, never as all ones, and two flags.
     struct Entry {
-        uint64_t key = 0;
-        uint32_t size = 0;
-        bool pinned = false;
-        bool opened = false; // since it came in
+        static constexpr uint64_t never_key = (uint64_t{1} << 62) - 1;
+        uint64_t bits = 0;
+        static Entry make(uint64_t key, bool pinned, bool opened) {
+            return Entry{clamp(key) | (uint64_t{pinned} << 62) | (uint64_t{opened} << 63)};
+        }
+        uint64_t key() const { return bits & never_key; }
+        bool pinned() const { return (bits >> 62) & 1; }
+        bool opened() const { return bits >> 63; }
+        void set_key(uint64_t k) { bits = (bits & ~never_key) | clamp(k); }
+        void set_opened() { bits |= uint64_t{1} << 63; }
     };
+    // Keys are positions of one node's future: far below 2^62.
+    static uint64_t clamp(uint64_t k) { return k >= Entry::never_key ? Entry::never_key : k; }
+    void retell(Entry& e, uint32_t f, uint64_t key) {
+        key = clamp(key);
+        if (e.pinned() || e.key() == key) return;
+        e.set_key(key);
+        push(key, f);
+    }
     void push(uint64_t key, uint32_t f) {
         heap_.emplace_back(key, f);
         std::push_heap(heap_.begin(), heap_.end());
         // Stale entries pile up as files are opened; rebuild from the held
-        // files before they outnumber them four to one.
-        if (heap_.size() > 4 * held_.size() + 1024) rebuild();
+        // files before they outnumber them two to one.
+        if (heap_.size() > 2 * held_.size() + 1024) rebuild();
     }
     void pop() {
         std::pop_heap(heap_.begin(), heap_.end());
@@ -110,11 +122,12 @@ private:
     void rebuild() {
         heap_.clear();
         held_.for_each([&](uint32_t f, const Entry& e) {
-            if (!e.pinned) heap_.emplace_back(e.key, f);
+            if (!e.pinned()) heap_.emplace_back(e.key(), f);
         });
         std::make_heap(heap_.begin(), heap_.end());
     }
 
+    const uint32_t* sizes_ = nullptr;
     FlatMap<Entry> held_;
     std::vector<std::pair<uint64_t, uint32_t>> heap_;
     uint64_t bytes_ = 0;

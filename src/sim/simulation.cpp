@@ -536,7 +536,7 @@ void Run::admit(uint32_t n, uint32_t f, bool opened_on_arrival) {
     const uint32_t size = size_[f];
     const bool here = peers() && home_[f] == static_cast<int>(n);
     if (x.ram.bytes() + size + (here ? 0 : reserved(x, f, n)) > cfg_.ram) return;
-    x.ram.add(f, size, due(n, f), here && x.pinned, opened_on_arrival);
+    x.ram.add(f, due(n, f), here && x.pinned, opened_on_arrival);
     if (here) x.homed_held += size;
 }
 
@@ -680,6 +680,7 @@ ScenarioResult Run::run() {
                                                             cfg_.job.batch_size, R_),
                                  cfg_.fetch_threads);
     node_ = std::vector<Node>(nodes_);
+    for (Node& x : node_) x.ram.set_sizes(size_.data());
     if (sc_ == Scenario::direct && cfg_.page_cache > 0) {
         if (cfg_.page_cache_shared)
             shared_page_cache_ = std::make_unique<Lru>(cfg_.page_cache);

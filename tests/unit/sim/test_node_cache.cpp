@@ -8,12 +8,15 @@
 #include <doctest/doctest.h>
 #include <map>
 #include <random>
+#include <vector>
 
 using namespace clairfs::sim;
 
 TEST_CASE("victim() is the unpinned file due last, whatever moved since") {
     std::mt19937 g(5);
     NodeCache c;
+    std::vector<uint32_t> sizes(300, 100);
+    c.set_sizes(sizes.data());
     std::map<uint32_t, uint64_t> truth; // held, unpinned -> its true key
     std::map<uint32_t, bool> pinned;
     auto due = [&](uint32_t f) { return truth.at(f); };
@@ -23,7 +26,7 @@ TEST_CASE("victim() is the unpinned file due last, whatever moved since") {
         if (!c.holds(f)) {
             bool pin = g() % 10 == 0;
             uint64_t key = g() % 5 == 0 ? never : g() % 100000;
-            c.add(f, 100, key, pin, false);
+            c.add(f, key, pin, false);
             pinned[f] = pin;
             if (!pin) truth[f] = key;
         } else if (op == 0 && !pinned[f]) {
