@@ -42,7 +42,7 @@ enum Kind : uint8_t { worker_go, sample_done, fetch_done, step_done, global_step
 
 struct Fetch {
     double issued;
-    double done;
+    double done = 0;
     Src src;
     bool prefetch;
     int home; // peer fetches: the link's other end
@@ -261,7 +261,7 @@ void Run::worker_next(uint32_t wi, double t) {
     const uint32_t n = r / R_;
     ++stats_of(r).opens;
     ++opens_done_;
-    double done;
+    double done = 0;
     switch (sc_) {
     case Scenario::local_warm:
         ++stats_of(r).ram_hits;
@@ -450,7 +450,7 @@ void Run::fetch(uint32_t n, uint32_t f, double t, bool prefetch, std::optional<u
     const uint32_t size = size_[f];
     Fetch fe{t, 0, Src::fs, prefetch, -1, true, {}};
     if (waiter) fe.waiters.push_back(*waiter);
-    double done;
+    double done = 0;
     if (x.ssd.contains(f)) {
         fe.src = Src::ssd;
         done = x.ssd_dev.reserve(t, size / cfg_.ssd_read_bandwidth) + cfg_.ssd_latency_s;
