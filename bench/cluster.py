@@ -71,7 +71,7 @@ MPIEXEC = "mpiexec.mpich"
 COUNTERS = {"backing_files": ("backing", "files"), "backing_bytes": ("backing", "bytes"),
             "peer_files_in": ("peers", "files_in"), "peer_bytes_in": ("peers", "bytes_in"),
             "peer_files_out": ("peers", "files_out"), "peer_bytes_out": ("peers", "bytes_out"),
-            "peer_errors": ("peers", "errors")}
+            "peer_errors": ("peers", "errors"), "ram_rejected": ("ram", "rejected")}
 
 
 def read_status(mnt):
