@@ -57,6 +57,14 @@ std::string OrderDataset::path(order::Sample s) const {
     return index_ ? dataset_.path(*index_, s) : std::to_string(s);
 }
 
+bool OrderDataset::file_size(order::Sample s, uint64_t& out) const {
+    if (!index_ || s >= dataset_.samples.size()) return false;
+    index::NodeId id = layout::opened_node(*index_, dataset_.samples[s]);
+    if (id == layout::no_node) return false;
+    out = index_->node(id).size;
+    return true;
+}
+
 LoadFailure load_order_dataset(const OrderArgs& args, OrderDataset& out) {
     return OrderDatasetLoader::load(args, out);
 }

@@ -17,6 +17,9 @@ class OrderDataset {
 public:
     uint64_t size() const { return index_ ? dataset_.samples.size() : n_; }
     std::string path(order::Sample s) const;
+    // The size of the file sample s opens; false if its path dangles (or
+    // the dataset is just a size).
+    bool file_size(order::Sample s, uint64_t& out) const;
 
 private:
     uint64_t n_ = 0;

@@ -7,6 +7,10 @@
 #include "clairfs/order/job_spec.hpp"
 #include "clairfs/sim/report.hpp"
 #include "clairfs/sim/simulation.hpp"
+#include "order_args.hpp"
+#include "order_dataset.hpp"
+
+#include <algorithm>
 
 #include <cstdio>
 #include <fstream>
@@ -49,6 +53,34 @@ bool write_file(const std::string& path, const std::string& text) {
         return false;
     }
     return true;
+}
+
+// A real dataset directory's sizes, in the order the job numbers its
+// samples: scanned and laid out as `clairfs order --root` does.
+int root_sizes(const sim::SimConfig& cfg, std::vector<uint32_t>& sizes) {
+    OrderArgs a;
+    a.spec = cfg.job;
+    a.root = cfg.root;
+    if (!cfg.layout.empty()) a.layout = cfg.layout;
+    OrderDataset ds;
+    if (LoadFailure f = load_order_dataset(a, ds); !f.message.empty()) {
+        fprintf(stderr, "clairfs: dataset.root: %s\n", f.message.c_str());
+        return f.usage ? exit_usage : exit_failure;
+    }
+    sizes.resize(ds.size());
+    for (uint64_t s = 0; s < sizes.size(); ++s) {
+        uint64_t bytes = 0;
+        if (!ds.file_size(static_cast<order::Sample>(s), bytes)) {
+            fprintf(stderr, "clairfs: dataset.root: sample %llu (%s) opens no file\n",
+                    static_cast<unsigned long long>(s),
+                    ds.path(static_cast<order::Sample>(s)).c_str());
+            return exit_failure;
+        }
+        // Sizes are 32-bit here; a sample of 4 GiB or more is one clairfs
+        // does not tier anyway.
+        sizes[s] = static_cast<uint32_t>(std::clamp<uint64_t>(bytes, 1, 0xFFFFFFFEu));
+    }
+    return exit_ok;
 }
 
 } // namespace
@@ -106,7 +138,9 @@ int simulate_command(const std::vector<std::string>& args) {
         cfg.path = config_path;
     }
     std::vector<uint32_t> sizes;
-    if (auto why = sim::dataset_sizes(cfg, sizes); !why.empty()) {
+    if (!cfg.root.empty()) {
+        if (int rc = root_sizes(cfg, sizes); rc != exit_ok) return rc;
+    } else if (auto why = sim::dataset_sizes(cfg, sizes); !why.empty()) {
         fprintf(stderr, "clairfs: %s\n", why.c_str());
         return exit_usage;
     }

@@ -192,7 +192,9 @@ std::string parse_sim_config(const std::string& text_in, const std::string& orig
                            {"mean_bytes", positive(c.mean_bytes)},
                            {"median_bytes", positive(c.median_bytes)},
                            {"seed", count(c.size_seed, 0, UINT64_MAX)},
-                           {"manifest", text(c.manifest)}});
+                           {"manifest", text(c.manifest)},
+                           {"root", text(c.root)},
+                           {"layout", text(c.layout)}});
          }},
         {"job", [&](const Json& v) -> std::string {
              if (!v.is_object()) return "job: must be an object";
@@ -251,11 +253,13 @@ std::string parse_sim_config(const std::string& text_in, const std::string& orig
         return fail("job.sampler: several ranks need sampler distributed (each rank of a "
                     "random or sequential sampler would read the whole dataset)");
 
-    if (c.manifest.empty() && c.files == 0)
-        return fail("dataset: give files (with mean_bytes and median_bytes) or a manifest");
-    if (!c.manifest.empty() && c.files != 0)
-        return fail("dataset: give files or a manifest, not both");
-    if (c.manifest.empty() && c.median_bytes > c.mean_bytes)
+    const int sources = (c.files != 0) + !c.manifest.empty() + !c.root.empty();
+    if (sources == 0)
+        return fail("dataset: give files (with mean_bytes and median_bytes), a manifest or "
+                    "a root");
+    if (sources > 1) return fail("dataset: give one of files, manifest and root");
+    if (!c.layout.empty() && c.root.empty()) return fail("dataset.layout: only with root");
+    if (c.files != 0 && c.median_bytes > c.mean_bytes)
         return fail("dataset.median_bytes: must not exceed mean_bytes (a log-normal's median "
                     "is below its mean)");
     if (c.fs_request_bytes == 0) return fail("shared_fs.request_bytes: must be > 0");

@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: MIT
 """`clairfs simulate` from the command line: a small cluster's prediction
 as a table, JSON and an SVG plot; --scenarios instead of the config's;
-bad configs refused with one line naming the key, exit status 2, and no
-output file written."""
+a real dataset directory's sizes as the dataset; bad configs refused with
+one line naming the key, exit status 2 (1 for a directory that cannot be
+read), and no output file written."""
 import json
 import os
 import subprocess
@@ -58,6 +59,25 @@ def test():
         check([s["scenario"] for s in json.loads(r.stdout)["scenarios"]] == ["clairfs"],
               f"--scenarios clairfs gave {r.stdout[:200]}")
 
+        # A real directory: an ImageFolder tree's sizes, in torchvision's order.
+        root = os.path.join(d, "data")
+        total = 0
+        for c in ("cat", "dog"):
+            os.makedirs(os.path.join(root, c))
+            for i in range(30):
+                with open(os.path.join(root, c, f"{i:03}.jpg"), "wb") as f:
+                    f.write(b"x" * (1000 + 37 * i))
+                total += 1000 + 37 * i
+        rcfg = write(d, "root.json", {**CONFIG, "dataset": {"root": root},
+                                      "scenarios": ["direct"]})
+        r = clairfs("simulate", "--config", rcfg, "--json", "-", "--quiet", timeout=60)
+        check(r.returncode == 0, f"dataset.root: exit {r.returncode}: {r.stderr}")
+        res = json.loads(r.stdout)
+        check(res["dataset"] == {"files": 60, "bytes": total}, f"dataset.root: {res['dataset']}")
+        check(res["scenarios"][0]["epochs"][0]["shared_fs_bytes"] == total,
+              f"direct read {res['scenarios'][0]['epochs'][0]['shared_fs_bytes']} of {total}")
+        log(f"dataset.root: 60 files, {total} bytes, as scanned")
+
         bad = [
             ({**CONFIG, "cluster": {"nodes": 3, "rank_per_node": 2}},
              "cluster: unknown key 'rank_per_node'"),
@@ -66,12 +86,15 @@ def test():
             ({**CONFIG, "dataset": {"manifest": os.path.join(d, "none.txt")}},
              "dataset.manifest: cannot read"),
             ("{\"cluster\": ", "not valid JSON"),
+            ({**CONFIG, "dataset": {"files": 10, "root": root}}, "give one of files"),
+            # A directory that cannot be read: exit 1, as `clairfs order --root`.
+            ({**CONFIG, "dataset": {"root": os.path.join(d, "nowhere")}}, "dataset.root: ", 1),
         ]
-        for i, (obj, want) in enumerate(bad):
+        for i, (obj, want, *rc) in enumerate(bad):
             path = write(d, f"bad{i}.json", obj)
             target = os.path.join(d, f"bad{i}.out.json")
             r = clairfs("simulate", "--config", path, "--json", target, timeout=60)
-            check(r.returncode == 2, f"{want}: exit {r.returncode}")
+            check(r.returncode == (rc[0] if rc else 2), f"{want}: exit {r.returncode}")
             check(want in r.stderr and r.stderr.count("\n") == 1,
                   f"{want}: stderr {r.stderr!r}")
             check(not os.path.exists(target), f"{want}: wrote {target}")

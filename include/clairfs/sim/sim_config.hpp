@@ -79,6 +79,10 @@ struct SimConfig {
     double median_bytes = 94e3;
     uint64_t size_seed = 0;
     std::string manifest; // a file of sizes, one per line (first field), in sample order
+    // A real dataset directory, numbered as the job's framework would
+    // (`clairfs order --root DIR --layout L`): its files' sizes.
+    std::string root;
+    std::string layout; // "": as `clairfs order` picks it
 
     order::JobSpec job;
     std::vector<Scenario> scenarios{Scenario::direct, Scenario::clairfs, Scenario::clairfs_peers};
@@ -92,7 +96,9 @@ std::string load_sim_config(const std::string& path, SimConfig& out);
 std::string parse_sim_config(const std::string& text, const std::string& origin, SimConfig& out);
 
 // Every file's size, in sample order: the manifest's, or drawn from a
-// log-normal distribution with the configured mean and median. "" or why not.
+// log-normal distribution with the configured mean and median. "" or why
+// not. (A dataset.root is scanned by `clairfs simulate` itself, through
+// the order command's dataset loader.)
 std::string dataset_sizes(const SimConfig& cfg, std::vector<uint32_t>& sizes);
 
 } // namespace clairfs::sim
