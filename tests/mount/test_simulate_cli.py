@@ -104,7 +104,7 @@ def test():
         check(r.returncode == 2 and "--config FILE is required" in r.stderr, r.stderr)
         r = clairfs("simulate", "--config", cfg, "--scenarios", "direct,warp", timeout=30)
         check(r.returncode == 2 and "unknown scenario 'warp'" in r.stderr, r.stderr)
-        log(f"{len(bad) + 3} bad inputs refused with one line, exit 2")
+        log(f"{len(bad) + 3} bad inputs refused with one line (exit 2; 1 for an unreadable root)")
 
 
 if __name__ == "__main__":
