@@ -148,6 +148,10 @@ int simulate_command(const std::vector<std::string>& args) {
         fprintf(stderr, "clairfs: %s: job: %s\n", config_path.c_str(), why.c_str());
         return exit_usage;
     }
+    if (auto why = sim::check_job(cfg, sizes.size()); !why.empty()) {
+        fprintf(stderr, "clairfs: %s: %s\n", config_path.c_str(), why.c_str());
+        return exit_usage;
+    }
 
     const bool progress_tty = !quiet && isatty(STDERR_FILENO);
     sim::Progress progress;

@@ -126,6 +126,9 @@ private:
         return m;
     }
     bool clairfs() const { return sc_ == Scenario::clairfs || sc_ == Scenario::clairfs_peers; }
+    // Engine::tiered(): a file above a sixteenth of --mem is read through,
+    // never cached, prefetched or homed.
+    bool tiered(uint32_t f) const { return size_[f] <= max_file_; }
     bool peers() const { return sc_ == Scenario::clairfs_peers; }
 
     void push(double t, Kind k, uint32_t a, uint32_t b = 0) {
@@ -180,6 +183,7 @@ private:
     uint32_t R_, world_, nodes_;
     uint32_t L_ = 0, E_ = 0, S_ = 1, B_ = 0; // positions, epochs, streams per rank, batches
     uint64_t lead_ = 0;
+    uint64_t max_file_ = 0;
     std::vector<Node> node_;
     std::vector<Rank> ranks_;
     std::vector<Worker> workers_;
@@ -281,7 +285,12 @@ void Run::worker_next(uint32_t wi, double t) {
     }
     default:
         opened(r, p);
-        done = open(n, wi, f, t);
+        if (tiered(f)) {
+            done = open(n, wi, f, t);
+        } else {
+            ++stats_of(r).from_fs;
+            done = fs_read(n, size_[f], t) + cfg_.file_cost_s + size_[f] / cfg_.ram_bandwidth;
+        }
         pump(n, t);
         break;
     }
@@ -392,8 +401,8 @@ void Run::opened(uint32_t r, uint32_t p) {
     uint64_t nf = node_front(n);
     if (nf == never) nf = x.qp;
     for (uint64_t q = x.front; q < std::min(nf, x.qp); ++q) {
-        uint32_t s = size_[future(n, q)];
-        x.window_bytes -= std::min<uint64_t>(x.window_bytes, s);
+        const uint32_t g = future(n, q);
+        if (tiered(g)) x.window_bytes -= std::min<uint64_t>(x.window_bytes, size_[g]);
     }
     x.front = std::max(x.front, nf);
     pass_group_firsts(n);
@@ -605,6 +614,10 @@ void Run::pump(uint32_t n, double t) {
         }
         const uint32_t f = future(n, x.qp);
         const uint32_t size = size_[f];
+        if (!tiered(f)) { // not in the window: read through when opened
+            ++x.qp;
+            continue;
+        }
         if (x.window_bytes + size > cfg_.ram) return;
         if (x.ram.holds(f) || x.inflight.count(f)) {
             x.window_bytes += size;
@@ -647,6 +660,7 @@ void Run::place_homes() {
     home_.assign(n, 0);
     uint64_t dataset = 0;
     for (uint32_t f = 0; f < n; ++f) {
+        if (!tiered(f)) continue; // make_homes(): untiered files have no home
         uint32_t k = orders_.first(0, f);
         home_[f] = k == none ? peer::hash_home(f, static_cast<int>(nodes_))
                              : static_cast<int>((k % world_) / R_);
@@ -660,7 +674,7 @@ void Run::place_homes() {
         result_.max_here_bytes = std::max(result_.max_here_bytes, x.here_bytes);
     }
     for (uint32_t f = 0; f < n; ++f)
-        if (!node_[home_[f]].pinned) node_[home_[f]].homed.push_back(f);
+        if (tiered(f) && !node_[home_[f]].pinned) node_[home_[f]].homed.push_back(f);
     links_ = std::make_unique<peer::SourceRate[]>(uint64_t{nodes_} * nodes_);
 }
 
@@ -668,6 +682,8 @@ ScenarioResult Run::run() {
     auto wall = std::chrono::steady_clock::now();
     result_.scenario = sc_;
     L_ = orders_.positions();
+    max_file_ = cfg_.ram / 16; // EngineOptions::max_file's default
+    if (L_ == 0) return result_; // check_job() refuses it
     E_ = cfg_.job.epochs;
     S_ = std::max<uint32_t>(cfg_.job.num_workers, 1);
     B_ = (L_ + cfg_.job.batch_size - 1) / cfg_.job.batch_size;
@@ -731,6 +747,17 @@ ScenarioResult Run::run() {
 }
 
 } // namespace
+
+std::string check_job(const SimConfig& cfg, uint64_t files) {
+    SimOrders orders(cfg.job, static_cast<uint32_t>(files));
+    if (orders.positions() > 0) return "";
+    return "job: each rank opens no sample in an epoch (" + std::to_string(files) +
+           " samples over " + std::to_string(cfg.world()) + " ranks" +
+           (cfg.job.drop_last ? ", batches of " + std::to_string(cfg.job.batch_size) +
+                                    " with drop_last"
+                              : std::string()) +
+           ")";
+}
 
 ScenarioResult simulate(const SimConfig& cfg, const std::vector<uint32_t>& sizes, Scenario s,
                         const Progress& progress) {

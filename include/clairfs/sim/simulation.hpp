@@ -54,6 +54,10 @@ struct ScenarioResult {
 // share of the scenario's opens done.
 using Progress = std::function<void(Scenario, uint32_t epoch, double done)>;
 
+// "" or why the job cannot be simulated on `files` samples (each rank
+// would open nothing in an epoch). Call after order::validate.
+std::string check_job(const SimConfig& cfg, uint64_t files);
+
 // Runs one scenario. `sizes` from dataset_sizes(); cfg.job must have
 // passed order::validate for sizes.size() samples.
 ScenarioResult simulate(const SimConfig& cfg, const std::vector<uint32_t>& sizes, Scenario s,

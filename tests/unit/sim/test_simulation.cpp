@@ -159,3 +159,32 @@ TEST_CASE("an SSD tier that holds the dataset: later epochs read no shared FS") 
     CHECK(r.epochs[2].fs_bytes == 0);
     CHECK(r.epochs[1].ram_hits + r.epochs[1].waited + r.epochs[1].from_ssd == sizes.size());
 }
+
+TEST_CASE("a file above a sixteenth of --mem is read through at every open, never held") {
+    sim::SimConfig c = small(1, 1, 0);
+    c.job.world_size = 1;
+    std::vector<uint32_t> sizes;
+    REQUIRE(sim::dataset_sizes(c, sizes) == "");
+    c.ram = total(sizes) * 2;
+    sizes[7] = static_cast<uint32_t>(c.ram / 16 + 1); // one file too large to tier
+    auto r = sim::simulate(c, sizes, sim::Scenario::clairfs);
+    check_accounting(c, r, sizes.size());
+    for (size_t e = 1; e < r.epochs.size(); ++e) {
+        CHECK(r.epochs[e].fs_bytes == sizes[7]);
+        CHECK(r.epochs[e].from_fs == 1);
+        CHECK(r.epochs[e].ram_hits == sizes.size() - 1);
+    }
+}
+
+TEST_CASE("a job whose ranks open nothing is refused, not simulated") {
+    sim::SimConfig c = small(3, 2, 1 << 20);
+    c.job.batch_size = 512;
+    c.job.drop_last = true; // 200 samples per rank, no full batch
+    CHECK(sim::check_job(c, 1200).find("each rank opens no sample") != std::string::npos);
+    c.job.drop_last = false;
+    CHECK(sim::check_job(c, 1200) == "");
+    std::vector<uint32_t> sizes(1200, 1000);
+    c.job.drop_last = true;
+    auto r = sim::simulate(c, sizes, sim::Scenario::clairfs); // must not divide by zero
+    CHECK(r.events == 0);
+}
