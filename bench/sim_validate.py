@@ -47,20 +47,18 @@ ROOT = os.path.dirname(HERE)
 HOST_CORES = os.cpu_count() or 2
 
 
-def parse_size(s):
+def parse_size(s, unit=10**3):
+    """"20M" as the slow FS reads it (decimal units), or with unit=1024 as
+    --mem reads it."""
     s = str(s)
-    mult = {"K": 10**3, "M": 10**6, "G": 10**9}
+    mult = {"K": unit, "M": unit**2, "G": unit**3}
     if s[-1] in mult:
         return int(float(s[:-1]) * mult[s[-1]])
     return int(s)
 
 
 def parse_mib(s):
-    s = str(s)
-    mult = {"K": 2**10, "M": 2**20, "G": 2**30}
-    if s[-1] in mult:
-        return int(float(s[:-1]) * mult[s[-1]])
-    return int(s)
+    return parse_size(s, 1024)
 
 
 def med(xs):
