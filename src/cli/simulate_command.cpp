@@ -2,8 +2,6 @@
 // `clairfs simulate --config FILE`: what clairfs would do on a cluster,
 // before anyone pays for the allocation (clairfs(1), SIMULATE).
 #include "clairfs/cli/commands.hpp"
-#include "clairfs/config/json_keys.hpp"
-#include "clairfs/config/strict_json.hpp"
 #include "clairfs/order/job_spec.hpp"
 #include "clairfs/sim/report.hpp"
 #include "clairfs/sim/simulation.hpp"
@@ -118,24 +116,16 @@ int simulate_command(const std::vector<std::string>& args) {
         return exit_usage;
     }
     if (!scenarios.empty()) {
-        // Through the config's own parser, so names are checked in one place.
-        nlohmann::json list = nlohmann::json::array();
+        cfg.scenarios.clear();
         size_t at = 0;
-        while (at <= scenarios.size()) {
+        for (;;) {
             size_t comma = scenarios.find(',', at);
-            list.push_back(scenarios.substr(at, comma == std::string::npos ? comma : comma - at));
+            std::string name = scenarios.substr(at, comma == std::string::npos ? comma : comma - at);
+            if (auto why = sim::add_scenario(name, cfg.scenarios); !why.empty())
+                return usage_error("--scenarios: " + why);
             if (comma == std::string::npos) break;
             at = comma + 1;
         }
-        std::string text;
-        config::read_text_file(config_path, text, config::max_json_bytes);
-        auto j = nlohmann::json::parse(text);
-        j["scenarios"] = list;
-        if (auto why = sim::parse_sim_config(j.dump(), "--scenarios", cfg); !why.empty()) {
-            fprintf(stderr, "clairfs: %s\n", why.c_str());
-            return exit_usage;
-        }
-        cfg.path = config_path;
     }
     std::vector<uint32_t> sizes;
     if (!cfg.root.empty()) {

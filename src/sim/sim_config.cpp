@@ -24,6 +24,17 @@ const char* scenario_name(Scenario s) {
     return "?";
 }
 
+std::string add_scenario(std::string_view name, std::vector<Scenario>& out) {
+    for (Scenario k : {Scenario::local_warm, Scenario::direct, Scenario::clairfs,
+                       Scenario::clairfs_peers})
+        if (name == scenario_name(k)) {
+            out.push_back(k);
+            return "";
+        }
+    return "unknown scenario '" + std::string(name) +
+           "' (known: local-warm, direct, clairfs, clairfs-peers)";
+}
+
 namespace {
 
 using Json = nlohmann::json;
@@ -41,19 +52,13 @@ Setter count(uint64_t& out, uint64_t min, uint64_t max) {
         return "";
     };
 }
-Setter count32(uint32_t& out, uint32_t min, uint32_t max) {
+// The same into a narrower field (a count of nodes, ranks, threads).
+template <class T>
+Setter count(T& out, T min, T max) {
     return [&out, min, max](const Json& v) {
         uint64_t x = 0;
         std::string why = count(x, min, max)(v);
-        if (why.empty()) out = static_cast<uint32_t>(x);
-        return why;
-    };
-}
-Setter threads(unsigned& out) {
-    return [&out](const Json& v) {
-        uint64_t x = 0;
-        std::string why = count(x, 1, 4096)(v);
-        if (why.empty()) out = static_cast<unsigned>(x);
+        if (why.empty()) out = static_cast<T>(x);
         return why;
     };
 }
@@ -143,9 +148,9 @@ std::string parse_sim_config(const std::string& text_in, const std::string& orig
         {"name", text(c.name)},
         {"cluster", [&](const Json& v) {
              return apply(v, "cluster",
-                          {{"nodes", count32(c.nodes, 1, 65536)},
-                           {"ranks_per_node", count32(c.ranks_per_node, 1, 64)},
-                           {"cores", count32(c.cores, 1, 4096)},
+                          {{"nodes", count(c.nodes, 1u, 65536u)},
+                           {"ranks_per_node", count(c.ranks_per_node, 1u, 64u)},
+                           {"cores", count(c.cores, 1u, 4096u)},
                            {"cores_shared", boolean(c.cores_shared)}});
          }},
         {"node", [&](const Json& v) {
@@ -158,7 +163,7 @@ std::string parse_sim_config(const std::string& text_in, const std::string& orig
                            {"ssd_latency_s", number(c.ssd_latency_s, 0)},
                            {"file_cost_s", number(c.file_cost_s, 0)},
                            {"local_file_cost_s", number(c.local_file_cost_s, 0)},
-                           {"fetch_threads", threads(c.fetch_threads)}});
+                           {"fetch_threads", count(c.fetch_threads, 1u, 4096u)}});
          }},
         {"shared_fs", [&](const Json& v) {
              return apply(v, "shared_fs",
@@ -176,7 +181,7 @@ std::string parse_sim_config(const std::string& text_in, const std::string& orig
                           {{"mb_s", positive(c.net_bandwidth, mb)},
                            {"latency_s", number(c.net_latency_s, 0)},
                            {"file_cost_s", number(c.peer_file_cost_s, 0)},
-                           {"server_threads", threads(c.server_threads)}});
+                           {"server_threads", count(c.server_threads, 1u, 4096u)}});
          }},
         {"compute", [&](const Json& v) {
              return apply(v, "compute",
@@ -214,18 +219,9 @@ std::string parse_sim_config(const std::string& text_in, const std::string& orig
 
     if (!scenarios.empty()) {
         c.scenarios.clear();
-        for (const std::string& s : scenarios) {
-            bool found = false;
-            for (Scenario k : {Scenario::local_warm, Scenario::direct, Scenario::clairfs,
-                               Scenario::clairfs_peers})
-                if (s == scenario_name(k)) {
-                    c.scenarios.push_back(k);
-                    found = true;
-                }
-            if (!found)
-                return fail("scenarios: unknown scenario '" + s +
-                            "' (known: local-warm, direct, clairfs, clairfs-peers)");
-        }
+        for (const std::string& s : scenarios)
+            if (std::string why = add_scenario(s, c.scenarios); !why.empty())
+                return fail("scenarios: " + why);
     }
 
     // The job: a registration's keys, through the registration's parser.

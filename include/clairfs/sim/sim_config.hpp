@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace clairfs::sim {
@@ -19,6 +20,9 @@ enum class Scenario : uint8_t {
     clairfs_peers, // clairfs on every node, with --peers
 };
 const char* scenario_name(Scenario s);
+// Appends the scenario called `name` to `out`: "" or why not (an unknown
+// name, listing the known ones).
+std::string add_scenario(std::string_view name, std::vector<Scenario>& out);
 
 struct SimConfig {
     std::string name;
