@@ -28,7 +28,7 @@
 namespace clairfs::sim {
 namespace {
 
-enum class Src : uint8_t { ram, ssd, peer, fs };
+enum class Src : uint8_t { ssd, peer, fs };
 
 struct Event {
     double t;
@@ -172,7 +172,7 @@ private:
     void admit(uint32_t n, uint32_t f, bool opened_on_arrival);
     void pump(uint32_t n, double t);
     uint64_t due(uint32_t n, uint32_t f) const;
-    uint64_t reserved(const Node& x, uint32_t f, uint32_t n) const;
+    uint64_t reserved(const Node& x) const;
     void place_homes();
 
     const SimConfig& cfg_;
@@ -289,7 +289,7 @@ void Run::worker_next(uint32_t wi, double t) {
             done = open(n, wi, f, t);
         } else {
             ++stats_of(r).from_fs;
-            done = fs_read(n, size_[f], t) + cfg_.file_cost_s + size_[f] / cfg_.ram_bandwidth;
+            done = ram_read(size_[f], fs_read(n, size_[f], t), false);
         }
         pump(n, t);
         break;
@@ -398,8 +398,7 @@ void Run::opened(uint32_t r, uint32_t p) {
     // leave the window.
     const uint32_t n = r / R_;
     Node& x = node_[n];
-    uint64_t nf = node_front(n);
-    if (nf == never) nf = x.qp;
+    const uint64_t nf = node_front(n); // finite: rank r is not done
     for (uint64_t q = x.front; q < std::min(nf, x.qp); ++q) {
         const uint32_t g = future(n, q);
         if (tiered(g)) x.window_bytes -= std::min<uint64_t>(x.window_bytes, size_[g]);
@@ -544,12 +543,12 @@ void Run::admit(uint32_t n, uint32_t f, bool opened_on_arrival) {
     if (x.ram.holds(f)) return;
     const uint32_t size = size_[f];
     const bool here = peers() && home_[f] == static_cast<int>(n);
-    if (x.ram.bytes() + size + (here ? 0 : reserved(x, f, n)) > cfg_.ram) return;
+    if (x.ram.bytes() + size + (here ? 0 : reserved(x)) > cfg_.ram) return;
     x.ram.add(f, due(n, f), here && x.pinned, opened_on_arrival);
     if (here) x.homed_held += size;
 }
 
-uint64_t Run::reserved(const Node& x, uint32_t, uint32_t) const {
+uint64_t Run::reserved(const Node& x) const {
     if (!peers() || !x.pinned) return 0;
     return x.here_bytes - std::min(x.here_bytes, x.homed_held);
 }
@@ -594,7 +593,7 @@ uint64_t Run::due(uint32_t n, uint32_t f) const {
 // within the lead only (beyond it only files never needed again).
 void Run::pump(uint32_t n, double t) {
     Node& x = node_[n];
-    const uint64_t front = node_front(n);
+    const uint64_t front = x.front; // kept at node_front(n) by opened() and end_epoch()
     if (front == never) return;
     if (x.qp < front) {
         x.qp = front;
@@ -625,7 +624,7 @@ void Run::pump(uint32_t n, double t) {
             continue;
         }
         const bool here = peers() && home_[f] == static_cast<int>(n);
-        const uint64_t need = size + (here ? 0 : reserved(x, f, n));
+        const uint64_t need = size + (here ? 0 : reserved(x));
         auto room = [&] {
             uint64_t used = x.ram.bytes() + x.inflight_bytes;
             return used >= cfg_.ram ? 0 : cfg_.ram - used;
