@@ -324,6 +324,10 @@ class Bench:
             cmd += ["--validation-split", str(j["validation_split"])]
         if self.has_val():
             cmd += ["--val", os.path.join(data, "val")]
+        if not keras and data == self.data:
+            # Reading the slow FS itself: how much of it the page cache kept
+            # (the simulator's page-cache input, bench/sim_validate.py).
+            cmd.append("--resident")
         if daemon_pid:
             cmd += ["--daemon-pid", str(daemon_pid)]
         if go:
@@ -873,6 +877,8 @@ def epoch_summary(eps_runs, files):
         e["epoch_with_val_s_min"] = [min(col("epoch_with_val_s", i)) for i in range(ne)]
         e["epoch_with_val_s_max"] = [max(col("epoch_with_val_s", i)) for i in range(ne)]
         e["val_shared_fs_bytes"] = [med(col("val_shared_fs_bytes", i)) for i in range(ne)]
+    if "dataset_resident_bytes" in eps_runs[0][0]:
+        e["dataset_resident_bytes"] = [med(col("dataset_resident_bytes", i)) for i in range(ne)]
     return e
 
 

@@ -102,6 +102,29 @@ def reads_per_file(res, scenario):
     return med(xs)
 
 
+def direct_page_cache(res):
+    """The page cache the direct run's reads had: measured where the run
+    recorded it (train_job.py --resident: the dataset's resident bytes at
+    epoch 0's end, host-wide, so the largest of a run's nodes, median over
+    runs), else estimated as each node's cgroup less the warm run's peak
+    (the job's own memory), which misses by tens of MB; the simulator's
+    LRU turns a deficit of d into about 4d re-read in the next epoch, so
+    the estimate is only a fallback for results made before --resident."""
+    runs = [r for r in res["runs"] if r["scenario"] == "direct" and r.get("epochs")]
+    seen = []
+    for r in runs:
+        jobs = r.get("jobs") or [{"epochs": r["epochs"]}]
+        vals = [j["epochs"][0].get("dataset_resident_bytes") for j in jobs if j.get("epochs")]
+        vals = [v for v in vals if v is not None]
+        if vals:
+            seen.append(max(vals))
+    if seen:
+        return int(med(seen))
+    cgroup = parse_mib(res["config"]["slowfs"]["mem"])
+    warm_peak = res["summary"]["local-warm"].get("mem_max_usage") or cgroup // 2
+    return res["nodes"] * max(0, cgroup - warm_peak)
+
+
 def sim_config(res, overhead_s):
     """The simulator's description of the run in RESULTS (a dict)."""
     cfg = res["config"]
@@ -129,10 +152,7 @@ def sim_config(res, overhead_s):
     peer_cost = 0.5e-3
     if "clairfs-peers" in summ:
         peer_cost = med(summ["clairfs-peers"]["daemon_ms_per_file_out"][1:]) / 1000
-    # Direct reads' page cache: the host's, charged to each node's cgroup.
-    cgroup = parse_mib(cfg["slowfs"]["mem"])
-    warm_peak = summ["local-warm"].get("mem_max_usage") or cgroup // 2
-    page_cache = nodes * max(0, cgroup - warm_peak)
+    page_cache = direct_page_cache(res)
     return {
         "name": f"{cfg['name']} (simulated from {os.path.basename(res['_path'])})",
         "cluster": {"nodes": nodes, "ranks_per_node": world // nodes, "cores": HOST_CORES,

@@ -51,6 +51,10 @@ Prints one JSON object per epoch on stdout:
   outside_job_cpu_s cgroup_cpu_s - job_cpu_s: what the daemon under test cost
   daemon_cpu_s      utime+stime of --daemon-pid (all threads), if given
   daemon_threads_cpu_s  the same per thread name (clairfs-fetch, ...)
+  dataset_resident_bytes  with --resident: how much of DATA the host's page
+                    cache holds at the epoch's end (fincore; measured after the
+                    epoch's timings), the page cache a direct run really had,
+                    which bench/sim_validate.py gives the simulator
   steal_s           CPU time the hypervisor gave to other guests during the
                     epoch (/proc/stat steal): how noisy the host was
   others_cpu_s      busy CPU in /proc/stat (steal excluded) - cgroup_cpu_s: processes outside
@@ -69,6 +73,7 @@ import argparse
 import json
 import os
 import resource
+import subprocess
 import sys
 import time
 
@@ -147,6 +152,18 @@ def snapshot(a):
             "daemon": pid_cpu(a.daemon_pid), "threads": thread_cpu(a.daemon_pid)}
 
 
+def resident_bytes(root):
+    """Bytes of the files under ROOT in the page cache (util-linux fincore,
+    1,000 files per call; sub-second for 10,000 files)."""
+    paths = [os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs]
+    total = 0
+    for i in range(0, len(paths), 1000):
+        out = subprocess.run(["fincore", "--bytes", "--noheadings", "--raw", "--output", "RES"]
+                             + paths[i:i + 1000], check=True, capture_output=True, text=True)
+        total += sum(int(x) for x in out.stdout.split())
+    return total
+
+
 def read_whole(path):
     """--transform bytes: the file read whole, as its size (a pipeline
     that decodes on the GPU would hand these bytes over)."""
@@ -171,6 +188,8 @@ def main():
     ap.add_argument("--generator", choices=["explicit", "global"], default="explicit")
     ap.add_argument("--val", metavar="DIR")
     ap.add_argument("--wait-for", metavar="PATH")
+    ap.add_argument("--resident", action="store_true",
+                    help="report dataset_resident_bytes at every epoch's end")
     a = ap.parse_args()
 
     import torch
@@ -238,7 +257,10 @@ def main():
             end = snapshot(a)
         out = epoch_record(a, epoch, n, None, s0, s1, end, first,
                            {"samples": vn, "first": vfirst} if val_loader is not None else None)
+        if a.resident:
+            out["dataset_resident_bytes"] = resident_bytes(a.data)
         print(json.dumps(out), flush=True)
+
 
 def epoch_record(a, epoch, samples, steps, s0, s_train, s_end, first, val=None):
     """One epoch's JSON object, for train_job.py and keras_job.py, from

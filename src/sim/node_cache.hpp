@@ -133,9 +133,18 @@ private:
     uint64_t bytes_ = 0;
 };
 
-// A page cache, least recently used first out (direct reads).
+// A page cache, least recently used first out (direct reads), holding
+// whole 4 KiB pages: at 110 KB a file, rounding is 2% of the dataset,
+// as much as the deficit that decides how much a later epoch re-reads.
+// Strict LRU is the kernel's behaviour for the epoch after a first read,
+// when every page is on the inactive list: bench/page_cache_probe.py's
+// 4,000 files under a cgroup-v1 limit re-read within 2% of what this class
+// predicts (a cache at 90% and 95% of the dataset). From the epoch after
+// that, pages the previous epoch hit sit on the active list and the kernel
+// re-reads 40-70% less than an LRU (man clairfs, SIMULATE).
 class Lru {
 public:
+    static constexpr uint64_t page = 4096;
     explicit Lru(uint64_t capacity) : capacity_(capacity) {}
     // Whether f is cached; a hit moves it to the front.
     bool hit(uint32_t f) {
@@ -144,24 +153,25 @@ public:
         order_.splice(order_.begin(), order_, it->second);
         return true;
     }
-    void insert(uint32_t f, uint32_t size) {
-        if (size > capacity_ || where_.count(f)) return;
-        while (bytes_ + size > capacity_) {
+    void insert(uint32_t f, uint64_t size) {
+        const uint64_t pages = (size + page - 1) / page * page;
+        if (pages > capacity_ || where_.count(f)) return;
+        while (bytes_ + pages > capacity_) {
             auto& [g, s] = order_.back();
             bytes_ -= s;
             where_.erase(g);
             order_.pop_back();
         }
-        order_.emplace_front(f, size);
+        order_.emplace_front(f, pages);
         where_[f] = order_.begin();
-        bytes_ += size;
+        bytes_ += pages;
     }
 
 private:
     uint64_t capacity_;
     uint64_t bytes_ = 0;
-    std::list<std::pair<uint32_t, uint32_t>> order_;
-    std::unordered_map<uint32_t, std::list<std::pair<uint32_t, uint32_t>>::iterator> where_;
+    std::list<std::pair<uint32_t, uint64_t>> order_;
+    std::unordered_map<uint32_t, std::list<std::pair<uint32_t, uint64_t>>::iterator> where_;
 };
 
 } // namespace clairfs::sim

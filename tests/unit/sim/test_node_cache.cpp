@@ -65,3 +65,26 @@ TEST_CASE("victim() is the unpinned file due last, whatever moved since") {
     for (auto& [f, p] : pinned) bytes += c.holds(f) ? 100 : 0;
     CHECK(c.bytes() == bytes);
 }
+
+TEST_CASE("the page cache holds whole pages and drops the least recently used first") {
+    // Three 5,000-byte files take two pages each: 24 KiB holds all three,
+    // 20 KiB only two, which the 5,000 bytes a file alone would not show.
+    Lru three(6 * Lru::page);
+    for (uint32_t f = 0; f < 3; ++f) three.insert(f, 5000);
+    for (uint32_t f = 0; f < 3; ++f) CHECK(three.hit(f));
+
+    Lru two(5 * Lru::page);
+    two.insert(0, 5000);
+    two.insert(1, 5000);
+    CHECK(two.hit(0)); // 0 is now the more recent: 1 goes next
+    two.insert(2, 5000);
+    CHECK(two.hit(0));
+    CHECK_FALSE(two.hit(1));
+    CHECK(two.hit(2));
+
+    // A file larger than the whole cache is not held and evicts nothing.
+    two.insert(3, 6 * Lru::page);
+    CHECK_FALSE(two.hit(3));
+    CHECK(two.hit(0));
+    CHECK(two.hit(2));
+}
