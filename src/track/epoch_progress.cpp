@@ -28,7 +28,10 @@ void Tracker::advance_epoch(Rank& r) {
     r.current = std::move(r.next);
     r.next.reset();
     r.next_confirmed = false;
-    if (!r.source_ended) {
+    // One build per pending epoch: pending_ counts builds asked for, and an
+    // open that waits for it to reach 0 would wait for ever on a second
+    // count for one build.
+    if (!r.source_ended && !r.next_pending) {
         r.next_wanted = true;
         r.next_pending = true;
         ++pending_;

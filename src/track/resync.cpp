@@ -152,6 +152,15 @@ bool Tracker::resync_slot(std::unique_lock<std::mutex>& lk, size_t slot, const E
         r.current = std::move(first);
         r.next = std::move(second);
         r.source_ended = !r.next;
+        // A build asked for while this search ran (the rank began its next
+        // epoch meanwhile) would now plan the epoch after `second`: it is
+        // called off, and the opens waiting for it are told.
+        if (r.next_pending) {
+            r.next_wanted = false;
+            r.next_pending = false;
+            --pending_;
+            built_cv_.notify_all();
+        }
         begin_epoch(r);
     } else {
         r.next = std::move(first);
