@@ -25,7 +25,12 @@ Scenarios:
   rclone                rclone mount --read-only --vfs-cache-mode full
                         --vfs-fast-fingerprint of the slow FS path (a local
                         "remote"), cache dir on local disk, fresh per run.
-  clairfs-unregistered  clairfs mount SLOWFS MNT (no registration).
+  clairfs-unregistered  clairfs mount SLOWFS MNT --no-detect (no registration:
+                        first-touch caching).
+  clairfs-unregistered-detected
+                        clairfs mount SLOWFS MNT, no registration, job
+                        detection on (the default): the mount recognises the
+                        job from its first opens (issue 16).
   clairfs-registered    clairfs mount SLOWFS MNT --register FILE, FILE being
                         the job's sampler settings (seed, batch, workers,
                         world/rank, generator, epochs) as .clairfs/control
@@ -113,7 +118,7 @@ import slowfs  # noqa: E402
 PY = "/usr/bin/python3"
 FRAMEWORKS_PY = "/opt/clairfs-venv/bin/python"  # CLAIRFS_FRAMEWORKS_PYTHON overrides
 ALL = ["local-warm", "direct", "copy-first", "rclone",
-       "clairfs-unregistered", "clairfs-registered",
+       "clairfs-unregistered", "clairfs-registered", "clairfs-unregistered-detected",
        "clairfs-registered-train", "clairfs-registered-push", "clairfs-registered-trainval",
        "clairfs-ssd-unregistered", "clairfs-ssd-registered", "clairfs-ssd-staged"]
 NEEDS_VAL = ("clairfs-registered-train", "clairfs-registered-trainval")
@@ -254,6 +259,7 @@ class Bench:
     known = ALL  # the scenarios a config may name
 
     def __init__(self, args, cfg):
+        self._options = {}  # has_option: mount options this clairfs takes
         self.a, self.cfg = args, cfg
         self.clairfs = os.path.join(os.path.abspath(args.build), "src", "clairfs")
         self.st = None
@@ -316,6 +322,7 @@ class Bench:
                    "--generator", j.get("generator", "explicit"),
                    "--transform", j.get("transform", "rrc"),
                    "--world", str(j.get("world", 1)),
+                   "--sampler", j.get("sampler", "auto"),
                    "--rank", str(j.get("rank", 0) if rank is None else rank)]
         cmd += ["--step-sleep", str(j.get("step_sleep", 0)),
                 "--loop-dev", self.st["loop"],
@@ -506,10 +513,11 @@ class Bench:
             self.reap(p, timeout=60)
             shutil.rmtree(cache, ignore_errors=True)
 
-    def sc_clairfs(self, r, register=None, ssd=False, stage=False, push=False):
+    def sc_clairfs(self, r, register=None, ssd=False, stage=False, push=False, detect=False):
         """register: None (no registration), "job" (the job as configured:
         its train loader on a train/val dataset), "trainval" (a loaders
-        list: train, then val, sequential)."""
+        list: train, then val, sequential). detect: leave job detection on
+        (without a registration, a plain unregistered mount turns it off)."""
         mnt = os.path.join(self.work, "clairfs-mnt")
         os.makedirs(mnt, exist_ok=True)
         cmd = [self.clairfs, "mount", self.data, mnt] + self.cfg.get("clairfs_opts", [])
@@ -522,6 +530,8 @@ class Bench:
             cmd += ["--stage"]
         if push:
             cmd += ["--push-ahead"]
+        if not register and not detect and self.has_option("--no-detect"):
+            cmd += ["--no-detect"]
         regs = self.registrations(register) if register else []
         if regs:
             reg = os.path.join(self.work, "registration.json")
@@ -613,8 +623,8 @@ class Bench:
         reg.update({"seed": j.get("seed", 0) if seed is None else seed,
                     "batch_size": j.get("batch", 64),
                     "num_workers": j.get("workers", 2), "epochs": j.get("epochs", 2)})
-        if j.get("world", 1) > 1:
-            reg.update(sampler="distributed", world_size=j["world"],
+        if j.get("world", 1) > 1 or j.get("sampler") == "distributed":
+            reg.update(sampler="distributed", world_size=j.get("world", 1),
                        ranks=[j.get("rank", 0) if rank is None else rank])
         else:
             reg.update(sampler="random", generator=j.get("generator", "explicit"))
@@ -635,6 +645,14 @@ class Bench:
             # directory (subset="both"), its validation pass unshuffled.
             reg["validation_split"] = j["validation_split"]
         return reg
+
+    def has_option(self, opt):
+        """Whether this clairfs's mount takes OPT (an older build may not)."""
+        if opt not in self._options:
+            h = subprocess.run([self.clairfs, "mount", "--help"], capture_output=True,
+                               text=True).stdout
+            self._options[opt] = opt in h
+        return self._options[opt]
 
     def registrations(self, kind):
         """One registration per job of the run (see sc_clairfs)."""
@@ -664,6 +682,8 @@ class Bench:
                     av[sc] = "this clairfs has no SSD tier (--cache-dir)"
             elif sc in NEEDS_VAL and not self.has_val():
                 av[sc] = "needs a train/val dataset (dataset.val_files)"
+            elif sc == "clairfs-unregistered-detected" and not self.has_option("--no-detect"):
+                av[sc] = "this clairfs has no job detection"
             elif sc == "clairfs-registered-trainval" and framework_of(self.cfg) == "keras":
                 av[sc] = "no loaders list for keras jobs"
             elif sc.startswith("clairfs-registered"):
@@ -684,6 +704,7 @@ class Bench:
         fn = {"local-warm": self.sc_local_warm, "direct": self.sc_direct,
               "copy-first": self.sc_copy_first, "rclone": self.sc_rclone,
               "clairfs-unregistered": self.sc_clairfs,
+              "clairfs-unregistered-detected": lambda r: self.sc_clairfs(r, detect=True),
               "clairfs-registered": lambda r: self.sc_clairfs(r, "job"),
               "clairfs-registered-train": lambda r: self.sc_clairfs(r, "job"),
               "clairfs-registered-push": lambda r: self.sc_clairfs(r, "job", push=True),

@@ -6,8 +6,14 @@
 // of 64, ImageNet's n and a 14M-sample n. For scale it also times the same
 // prefixes from a fully seeded std::mt19937 (CpuGenerator), a whole randperm
 // (what one candidate would cost without prefixes), and the DistributedSampler
-// search for the last of 64 ranks. One JSON object per line.
+// search for the last of 64 ranks. Then job detection (issue 16): the
+// whole search of an unregistered job's opens that nothing explains (a
+// seed outside the range), and the same job with the default seed. One
+// JSON object per line.
+#include "clairfs/order/epoch_orders.hpp"
+#include "clairfs/order/job_detect.hpp"
 #include "clairfs/order/prefix_search.hpp"
+#include "clairfs/order/worker_split.hpp"
 
 #include <chrono>
 #include <cstdio>
@@ -87,9 +93,48 @@ void time_distributed_search(uint32_t n, uint64_t candidates, const EpochEvidenc
                 ms * 1e3 / static_cast<double>(candidates));
 }
 
+// What a DistributedSampler job's 4 workers (world 8, rank 3, batch 32)
+// opened of their first batch each, as the mount would see it.
+std::vector<ProcessOpens> first_batches(uint32_t n, uint64_t seed) {
+    JobSpec s;
+    s.sampler = SamplerKind::distributed;
+    s.seed = seed;
+    s.world_size = 8;
+    s.rank = 3;
+    s.batch_size = 32;
+    s.num_workers = 4;
+    EpochOrders o(s, n);
+    std::vector<Sample> epoch;
+    o.next(epoch);
+    std::vector<ProcessOpens> out;
+    for (uint32_t w = 0; w < 4; ++w) {
+        ProcessOpens p{100 + w, {}};
+        worker_stream(epoch, 32, 4, w, p.samples);
+        p.samples.resize(32);
+        out.push_back(std::move(p));
+    }
+    return out;
+}
+
+void time_detect(uint32_t n, uint64_t seed, const char* what) {
+    auto procs = first_batches(n, seed);
+    DetectStats stats;
+    auto start = std::chrono::steady_clock::now();
+    auto j = detect_job(n, procs, DetectOptions{}, stats);
+    double ms = ms_since(start);
+    std::printf("{\"search\": \"detect, %s\", \"n\": %u, \"found\": %s, \"candidates\": %llu, "
+                "\"positions\": %llu, \"ms\": %.2f}\n",
+                what, n, j ? "true" : "false", static_cast<unsigned long long>(stats.candidates),
+                static_cast<unsigned long long>(stats.positions), ms);
+}
+
 } // namespace
 
 int main() {
+    for (uint32_t n : {1281167u, 14197122u}) {
+        time_detect(n, 0x9e3779b97f4a7c15ULL, "no seed fits (the whole range)");
+        time_detect(n, 0, "DistributedSampler default seed");
+    }
     for (uint32_t n : {1281167u, 14197122u}) {
         EpochEvidence ev = unrelated_evidence(n);
         for (uint64_t candidates : {4096ull, 100000ull}) time_chain_search(n, candidates, ev);

@@ -180,6 +180,9 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--transform", choices=["rrc", "none", "bytes"], default="rrc")
     ap.add_argument("--world", type=int, default=1)
+    ap.add_argument("--sampler", choices=["auto", "distributed"], default="auto",
+                    help="distributed: a DistributedSampler even for --world 1 (auto: only "
+                         "above 1)")
     ap.add_argument("--rank", type=int, default=0)
     ap.add_argument("--step-sleep", type=float, default=0.0)
     ap.add_argument("--loop-dev")
@@ -216,7 +219,7 @@ def main():
     setup["setup_s"] = round(time.perf_counter() - t0, 3)
     print(json.dumps(setup), flush=True)
     sampler = None
-    if a.world > 1:
+    if a.world > 1 or a.sampler == "distributed":
         sampler = DistributedSampler(ds, num_replicas=a.world, rank=a.rank,
                                      shuffle=True, seed=a.seed)
     kw = {}

@@ -185,6 +185,13 @@ int mount_command(const std::vector<std::string>& args) {
             std::make_unique<peer::Peers>(std::move(launch.group), launch.listen_fd, po));
     }
     control::Controller control(idx, engine);
+    if (o.detect) {
+        control::DetectorOptions d;
+        for (uint64_t s : o.detect_seeds)
+            if (std::find(d.search.seeds.begin(), d.search.seeds.end(), s) == d.search.seeds.end())
+                d.search.seeds.push_back(s);
+        control.enable_detection(std::move(d));
+    }
     // Before the mount, so a bad file fails the command with nothing mounted;
     // the engine's threads start after the fork and find the job waiting.
     if (!o.register_file.empty()) {

@@ -142,6 +142,24 @@ std::string stage_line(const json& st) {
     return out;
 }
 
+namespace {
+
+// Job detection: what it is doing, and a detected job's registration as
+// one line of JSON the user can pin in the job (write it to the control
+// file, or pass it to clairfs mount --register).
+std::string detection_lines(const json& d) {
+    std::string state = text_of(at(d, "state"));
+    if (state == "null" || state == "off") return "";
+    std::string what = state;
+    if (const json& r = at(d, "result"); r.is_string()) what += ": " + r.get<std::string>();
+    std::string out = line("detection:", what);
+    if (const json& reg = at(d, "registration"); reg.is_object())
+        out += line("pin it:", reg.dump());
+    return out;
+}
+
+} // namespace
+
 std::string status_summary(const json& s) {
     std::string out;
     std::string mode = text_of(at(s, "mode"));
@@ -150,7 +168,8 @@ std::string status_summary(const json& s) {
     out += line("mode:", mode);
     if (const json& err = at(s, "error"); err.is_string())
         out += line("error:", err.get<std::string>() + " (the last registration was refused)");
-    if (at(s, "registered").is_boolean() && at(s, "registered").get<bool>()) {
+    const json& registered = at(s, "registered");
+    if (registered.is_string() || (registered.is_boolean() && registered.get<bool>())) {
         char buf[128];
         std::string epoch = text_of(at(s, "epoch"));
         const json& rate = at(s, "match_rate");
@@ -163,6 +182,7 @@ std::string status_summary(const json& s) {
         if (at(s, "jobs").is_array()) out += jobs_lines(at(s, "jobs"));
     }
     if (const json& w = at(s, "warning"); w.is_string()) out += line("warning:", w.get<std::string>());
+    out += detection_lines(at(s, "detection"));
     double hits = number(at(s, "ram/hits")), misses = number(at(s, "ram/misses"));
     char buf[256];
     snprintf(

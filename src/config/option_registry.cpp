@@ -3,6 +3,7 @@
 
 #include "clairfs/config/field_setters.hpp"
 #include "clairfs/config/utf8_text.hpp"
+#include "clairfs/order/generator.hpp"
 
 #include <bit>
 
@@ -58,6 +59,30 @@ std::string set_peer_timeout(MountOptions& o, std::string_view v) {
 std::string set_peer_address(MountOptions& o, std::string_view v) {
     if (v.empty() || v.size() > 255) return "expected a host name or address";
     o.peer_address = v;
+    return "";
+}
+
+std::string set_no_detect(MountOptions& o, std::string_view v) {
+    bool off;
+    if (!parse_bool(v, off)) return "expected true or false";
+    o.detect = !off;
+    return "";
+}
+
+// A comma-separated list of Python int seeds.
+std::string set_detect_seeds(MountOptions& o, std::string_view v) {
+    std::vector<uint64_t> seeds;
+    while (!v.empty()) {
+        size_t comma = v.find(',');
+        std::string_view one = v.substr(0, comma);
+        auto seed = order::parse_seed(one);
+        if (!seed) return "expected seeds separated by commas, each an integer in [-2^63, 2^64)";
+        seeds.push_back(seed->value);
+        v = comma == std::string_view::npos ? std::string_view{} : v.substr(comma + 1);
+        if (comma != std::string_view::npos && v.empty()) return "a seed is missing after the last comma";
+    }
+    if (seeds.size() > 1000) return "at most 1000 seeds";
+    o.detect_seeds = std::move(seeds);
     return "";
 }
 
@@ -202,6 +227,17 @@ constexpr OptionSpec specs[] = {
      set_peer_address},
     {"peer_port", 0, OptionType::count, "PORT", "0",
      "TCP port of this daemon's peer listener (0: any free port)", set_peer_port},
+    {"detect", 0, OptionType::flag, "", "true",
+     "while no job is registered, recognise it from its first opens (a DistributedSampler, a "
+     "RandomSampler with an explicit generator, or no shuffling; seeds 0 to 100000 and the "
+     "--detect-seeds) and register it as detected; see JOB DETECTION in clairfs(1)",
+     set_bool_field<&MountOptions::detect>},
+    {"no_detect", 0, OptionType::flag, "", "false", "turn job detection off (--detect)",
+     set_no_detect},
+    {"detect_seeds", 0, OptionType::text, "LIST", "",
+     "comma-separated seeds detection also tries, each as seed + epoch for the first 1000 "
+     "epochs (besides 0, 1, 42, 123, 1234, 2021, 3407 and 12345)",
+     set_detect_seeds},
     {"fuse_debug", 0, OptionType::flag, "", "false", "print every FUSE request (libfuse -d)",
      set_bool_field<&MountOptions::fuse_debug>},
 };

@@ -55,20 +55,26 @@ int Controller::write_control(std::string_view text, std::string& why) {
     }
     if (!why.empty()) return refuse(why);
     if (req.unregister) return unregister(req.job.id, why);
+    return register_job(std::move(req.job), req.stage, why);
+}
 
+int Controller::register_job(JobRegistration job, bool stage, std::string& why,
+                             std::span<const std::pair<index::NodeId, uint32_t>> replay) {
     std::vector<plan::Job> resolved;
     size_t samples = 0;
-    for (const Registration& reg : req.job.loaders) {
+    for (const Registration& reg : job.loaders) {
         std::string manifest;
-        plan::Job job;
+        plan::Job loader;
         if (reg.layout == layout::LayoutKind::list) why = read_manifest(reg.manifest, manifest);
-        if (why.empty()) why = resolve_job(reg, index_, manifest, job);
+        if (why.empty()) why = resolve_job(reg, index_, manifest, loader);
         if (!why.empty()) {
-            if (req.job.loaders.size() > 1) why = "loader '" + reg.root + "': " + why;
-            return refuse(why);
+            if (job.loaders.size() > 1) why = "loader '" + reg.root + "': " + why;
+            // A detected job's refusal is detection's to report, not the
+            // control file's last error.
+            return job.detected ? -EINVAL : refuse(why);
         }
-        samples += job.dataset.samples.size();
-        resolved.push_back(std::move(job));
+        samples += loader.dataset.samples.size();
+        resolved.push_back(std::move(loader));
     }
     chain_loaders(resolved);
     std::vector<std::shared_ptr<const plan::Job>> loaders;
@@ -77,23 +83,82 @@ int Controller::write_control(std::string_view text, std::string& why) {
     // under it the engine only swaps pointers. What it replaces is freed
     // after the lock (`replaced` outlives it).
     std::shared_ptr<prefetch::Engine::Active> prepared =
-        engine_.prepare(req.job.id, std::move(loaders));
+        engine_.prepare(job.id, std::move(loaders));
+    if (!replay.empty()) engine_.replay(prepared, replay);
     prefetch::Engine::Jobs replaced;
-    std::string id = req.job.id;
-    size_t count = req.job.loaders.size();
+    std::string id = job.id;
+    size_t count = job.loaders.size();
+    bool detected = job.detected;
     {
         std::lock_guard lock(mu_);
-        replaced = engine_.activate(std::move(prepared));
+        // A job written to the control file always wins over a detected
+        // one, which never replaces a written one.
+        if (detected && std::ranges::any_of(active_, [](const JobRegistration& j) {
+                return !j.detected;
+            })) {
+            why = "a job was registered meanwhile";
+            return -EINVAL;
+        }
+        if (!detected) {
+            for (const JobRegistration& j : active_) {
+                if (!j.detected || j.id == id) continue;
+                auto gone = engine_.deactivate(j.id);
+                std::move(gone.begin(), gone.end(), std::back_inserter(replaced));
+            }
+            std::erase_if(active_, [](const JobRegistration& j) { return j.detected; });
+        }
+        auto swapped = engine_.activate(std::move(prepared));
+        std::move(swapped.begin(), swapped.end(), std::back_inserter(replaced));
         std::erase_if(active_, [&](const JobRegistration& j) { return j.id == id; });
-        active_.push_back(std::move(req.job));
+        active_.push_back(std::move(job));
         ++registrations_;
-        error_.clear();
+        if (!detected) error_.clear();
     }
-    LOG_INFO("job %s registered: %zu loader%s, %zu samples", id.c_str(), count,
-             count == 1 ? "" : "s", samples);
+    LOG_INFO("job %s %s: %zu loader%s, %zu samples", id.c_str(),
+             detected ? "detected and registered" : "registered", count, count == 1 ? "" : "s",
+             samples);
+    if (detector_ && !detected) detector_->reset();
     share_with_peers();
-    if (req.stage) engine_.stage();
+    if (stage) engine_.stage();
     return 0;
+}
+
+void Controller::enable_detection(DetectorOptions opt) {
+    detector_ = std::make_unique<Detector>(
+        index_, std::move(opt),
+        [this](JobRegistration job, std::span<const std::pair<index::NodeId, uint32_t>> opens) {
+            job.detected = true;
+            std::string why;
+            register_job(std::move(job), false, why, opens);
+            return why;
+        },
+        [this] { return drop_finished_detected(); });
+    Detector* d = detector_.get();
+    engine_.set_open_observer([d](index::NodeId id, uint32_t pid) { d->opened(id, pid); });
+}
+
+void Controller::start_detection() {
+    if (detector_) detector_->start();
+}
+
+void Controller::stop_detection() {
+    if (detector_) detector_->stop();
+}
+
+bool Controller::drop_finished_detected() {
+    prefetch::Engine::Jobs dropped;
+    {
+        std::lock_guard lock(mu_);
+        if (active_.empty() || !std::ranges::all_of(active_, [](const JobRegistration& j) {
+                return j.detected;
+            }))
+            return false;
+        if (engine_.active_jobs() > 0 && engine_.mode() != track::Mode::fallback) return false;
+        dropped = engine_.deactivate();
+        active_.clear();
+    }
+    share_with_peers();
+    return true;
 }
 
 // `id` empty: every job.
@@ -115,6 +180,8 @@ int Controller::unregister(const std::string& id, std::string& why) {
     }
     if (!dropped.empty())
         LOG_INFO("%s unregistered", id.empty() ? "every job" : ("job " + id).c_str());
+    // Nothing registered now: detection watches new processes from here.
+    if (detector_) detector_->reset();
     share_with_peers();
     return 0;
 }
@@ -158,10 +225,22 @@ std::string Controller::control_text() const {
 std::string Controller::status_text() const {
     nlohmann::json j;
     std::lock_guard lock(mu_);
-    j["registered"] = !active_.empty();
+    // false, true, or "detected" when every job registered was detected.
+    bool all_detected = !active_.empty() && std::ranges::all_of(active_, [](const JobRegistration& r) {
+                            return r.detected;
+                        });
+    j["registered"] = all_detected ? nlohmann::json("detected") : nlohmann::json(!active_.empty());
     j["error"] = error_.empty() ? nlohmann::json(nullptr) : nlohmann::json(error_);
     j["registrations"] = registrations_;
     engine_.status(j);
+    if (detector_) {
+        detector_->status(j);
+        // The detected registration, as the job could pin it.
+        if (all_detected && active_.size() == 1)
+            j["detection"]["registration"] = nlohmann::json::parse(job_json(active_.front()));
+    } else {
+        j["detection"] = {{"state", "off"}};
+    }
     // Reasons may quote file names that are not UTF-8.
     return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }

@@ -468,6 +468,7 @@ cache::BlobRef Engine::opened(index::NodeId id, uint32_t pid) {
             read_log_.emplace_back(id, std::chrono::steady_clock::now());
         }
     }
+    if (!registered && observe_) observe_(id, pid);
     if (registered) {
         // Following the jobs is an optimisation: if it fails, the open
         // still succeeds and the jobs are no longer predicted.
@@ -589,6 +590,11 @@ Engine::Jobs Engine::deactivate(const std::string& id) {
     }
     if (pool_) pool_->drop_queued_prefetches();
     return dropped;
+}
+
+size_t Engine::active_jobs() const {
+    std::lock_guard lk(job_mu_);
+    return jobs_->size();
 }
 
 std::vector<std::string> Engine::job_ids() const {

@@ -99,6 +99,18 @@ track::Observation Engine::observe_in(Active& job, index::NodeId id, uint32_t pi
     return o;
 }
 
+void Engine::replay(const std::shared_ptr<Active>& prepared,
+                    std::span<const std::pair<index::NodeId, uint32_t>> opens) {
+    bool workers = false;
+    for (const LoaderRun& l : prepared->loaders) workers |= l.job->spec.num_workers > 0;
+    for (auto [id, tid] : opens) {
+        if (!prepared->covering(id)) continue;
+        auto [pid, ppid] = process_of(tid);
+        track::Observation o = observe_in(*prepared, id, pid, ppid, track::ObserveMode::normal);
+        if (o.matched) bind(prepared, pid, ppid, workers);
+    }
+}
+
 // Another open of `pid` that fit `job` alone: whether it is now the job's.
 bool Engine::claim(const Active& job, uint32_t pid) {
     std::lock_guard lk(bind_mu_);

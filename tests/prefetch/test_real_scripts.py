@@ -48,6 +48,10 @@ job's and each registered loader's mode "clairvoyant", match_rate >= 0.99.
   finds nothing, fallback with a reason that says what was searched
   ("searched" or "draws"), prefixed "job default, loader train: " at the
   top level; every byte of the job's and of a full re-read is right.
+- detected [2.x]: a DistributedSampler script (world 2, rank 1) that
+  registers nothing is recognised from its first opens (issue 16):
+  registered "detected" with its sampler, world size, rank, seed + epoch,
+  batch size and workers; clairvoyant; every byte right;
 
 Exit 77 only without /dev/fuse or without torch for /usr/bin/python3. A
 missing or broken venv skips the [2.x] runs, except with CI=true, where it
@@ -647,6 +651,38 @@ def case_distributed_no_set_epoch(data, py, torch_want, what):
     c.done()
 
 
+def case_detected(data, py, torch_want, what):
+    """Issue 16: the script registers nothing; its DistributedSampler (world
+    2, rank 1, the script's seed) is recognised from its first opens."""
+    mp = mountpoint(data, what)
+    c = Checks(what)
+    with ml.mounted(data.backing, mp, "--mem", "256M"):
+        cfg = job_config(mp, val=None, sampler="distributed", world_size=2, rank=1)
+        with jobs_killed_on_exit([Job(py, cfg, what)]) as jobs:
+            header, epochs = jobs[0].finish()
+        if c(header is not None, "the job printed no header"):
+            c(header["torch"].startswith(torch_want), f"torch {header['torch']}, want {torch_want}")
+        c(len(epochs) == EPOCHS, f"{len(epochs)} epochs, want {EPOCHS}")
+        for ep in epochs:
+            got = ep["train"]
+            bad = [i for i, h in got if not 0 <= i < len(data.train) or data.train[i] != h]
+            c(not bad, f"epoch {ep['epoch']}: wrong bytes for train samples {bad[:5]}")
+            c(len(got) == len(data.train) // 2, f"epoch {ep['epoch']}: {len(got)} samples")
+        st = status_now(mp)
+        c(st.get("registered") == "detected", f"registered {st.get('registered')!r}, "
+          f"detection {st.get('detection')}")
+        reg = st.get("detection", {}).get("registration") or {}
+        found = (reg.get("sampler"), reg.get("world_size"), reg.get("ranks"),
+                 (reg.get("seed") or 0) + (reg.get("start_epoch") or 0), reg.get("batch_size"),
+                 reg.get("num_workers"))
+        want = ("distributed", 2, [1], SEED, BATCH, WORKERS)
+        c(found == want, f"detected {found}, the job is {want}")
+        c(st.get("mode") == "clairvoyant", f"mode {st.get('mode')} ({st.get('reason')})")
+        ml.log(f"{what}: detected after {st.get('detection', {}).get('opens_at_detection')} "
+               f"opens as {reg}")
+    c.done()
+
+
 def case_no_candidate(data, py, torch_want, what):
     """Registered with a wrong seed: nothing in the chain fits."""
     mp = mountpoint(data, what)
@@ -717,6 +753,7 @@ def test():
         add(case_kill_one, "kill_one", old)
         add(case_distributed_no_set_epoch, "distributed_no_set_epoch", old)
         add(case_no_candidate, "no_candidate", old)
+        add(case_detected, "detected", old)
         if py2 is not None and version.split("+")[0] != pin:
             cases.append(("torch2_venv", lambda: ml.check(False, (
                 f"{VENV} has torch {version}, {REQUIREMENTS} pins {pin}: "
@@ -727,6 +764,7 @@ def test():
             add(case_loaders, "loaders", new)
             add(case_two_jobs, "two_jobs", new)
             add(case_kill_one, "kill_one", new)
+            add(case_detected, "detected", new)
         elif os.environ.get("CI") == "true":
             cases.append(("torch2_venv", lambda: ml.check(False, f"CI: {version}")))
         else:

@@ -10,6 +10,10 @@ CLOCK_MONOTONIC time each batch arrived ("batch_t", so a test can measure
 a stall), and with "status": PATH in the config, that file's JSON as the
 epoch ended.
 
+Samplers: "distributed" (DistributedSampler(seed=seed), set_epoch each
+epoch from "start_epoch", a resumed job), "sequential" (shuffle=False), else
+shuffle=True with DataLoader(generator=Generator().manual_seed(seed)).
+
 usage: torch_job.py '{"root": ..., "seed": 0, "batch_size": 4, ...}'"""
 import hashlib
 import json
@@ -48,11 +52,14 @@ def main():
         sampler = torch.utils.data.DistributedSampler(
             ds, num_replicas=cfg["world_size"], rank=cfg["rank"], seed=cfg["seed"])
         loader = torch.utils.data.DataLoader(ds, sampler=sampler, **kw)
+    elif cfg.get("sampler") == "sequential":
+        loader = torch.utils.data.DataLoader(ds, shuffle=False, **kw)
     else:
         g = torch.Generator()
         g.manual_seed(cfg["seed"])
         loader = torch.utils.data.DataLoader(ds, shuffle=True, generator=g, **kw)
-    for epoch in range(cfg.get("epochs", 1)):
+    start = cfg.get("start_epoch", 0)
+    for epoch in range(start, start + cfg.get("epochs", 1)):
         if sampler is not None and not cfg.get("forget_set_epoch"):
             sampler.set_epoch(epoch)
         got, batch_t = [], []

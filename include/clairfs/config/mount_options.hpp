@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace clairfs::config {
 
@@ -45,6 +46,8 @@ struct MountOptions {
     double peer_timeout = 2;     // seconds a peer may stay silent before it counts as dead
     std::string peer_address;    // where the others reach this daemon; empty: the host name
     unsigned peer_port = 0;      // its listener's TCP port; 0: any free one
+    bool detect = true;          // unregistered: recognise the job from its opens
+    std::vector<uint64_t> detect_seeds; // searched deep besides the usual ones (torch's form)
 
     uint64_t effective_blksize() const { return blksize ? blksize : max_read; }
 };

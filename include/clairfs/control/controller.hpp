@@ -4,9 +4,11 @@
 // .clairfs/ call only this.
 #pragma once
 
+#include "clairfs/control/detector.hpp"
 #include "clairfs/control/registration.hpp"
 #include "clairfs/prefetch/engine.hpp"
 
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <vector>
@@ -27,6 +29,13 @@ public:
     // refused write leaves the previous mode running.
     int write_control(std::string_view text, std::string& why);
 
+    // Job detection (--detect): watches opens while nothing is registered.
+    // Before the fork; start_detection() in the process that serves,
+    // stop_detection() before the engine stops.
+    void enable_detection(DetectorOptions opt);
+    void start_detection();
+    void stop_detection();
+
     // A write refused before it could be parsed (too large): recorded as
     // the error like any other refusal. Returns -EINVAL.
     int refuse(const std::string& why);
@@ -45,6 +54,14 @@ private:
     // through the backing store so it is the scanned version.
     std::string read_manifest(const std::string& path, std::string& text);
     int unregister(const std::string& id, std::string& why);
+    // Builds and activates `job` (written, or detected); 0 or -EINVAL.
+    // `replay`: opens made before, told to the job's trackers first.
+    int register_job(JobRegistration job, bool stage, std::string& why,
+                     std::span<const std::pair<index::NodeId, uint32_t>> replay = {});
+    // A detected job that is over (fell back, or retired: every process
+    // of it exited) is dropped, so detection can start over (the next job
+    // may be another). True if it did.
+    bool drop_finished_detected();
 
     const index::Index& index_;
     prefetch::Engine& engine_;
@@ -56,6 +73,7 @@ private:
     std::vector<JobRegistration> active_; // active and retired jobs, in registration order
     std::string error_;
     uint64_t registrations_ = 0; // successful registrations since the mount
+    std::unique_ptr<Detector> detector_; // null with --no-detect
 };
 
 // `clairfs mount --register FILE`: applies FILE as one control-file write

@@ -42,6 +42,7 @@ struct JobRegistration {
     std::string id = default_job;
     std::vector<Registration> loaders;
     bool listed = false; // written as a list of loaders: read back as one
+    bool detected = false; // registered by job detection, not written by the job
 };
 
 // spec.epochs when the registration gives none: predict until the job

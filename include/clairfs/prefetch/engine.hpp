@@ -24,6 +24,7 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json_fwd.hpp>
+#include <span>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -89,6 +90,11 @@ public:
     // (src/prefetch/scheduler.cpp says when).
     using Dropper = std::function<int(index::NodeId id)>;
     void set_dropper(Dropper drop) { drop_ = std::move(drop); }
+    // Told of every open while no job is registered (job detection:
+    // control/detector.hpp); called on the FUSE thread, so it must only
+    // queue. Set before start().
+    using OpenObserver = std::function<void(index::NodeId id, uint32_t pid)>;
+    void set_open_observer(OpenObserver o) { observe_ = std::move(o); }
     // Like stop(), but gives up after `bound` on fetches stuck in a hung
     // read: false then, and the engine must never be destroyed (its stuck
     // threads still refer to it); the daemon exits around it.
@@ -142,6 +148,11 @@ public:
     // holding none that an open or a status read needs.
     std::shared_ptr<Active> prepare(std::string id,
                                     std::vector<std::shared_ptr<const plan::Job>> loaders) const;
+    // Tells a prepared job's trackers of opens made before it was
+    // registered (a detected job: the opens detection saw, each process's
+    // in its order), so its workers' cursors stand where the job is.
+    void replay(const std::shared_ptr<Active>& prepared,
+                std::span<const std::pair<index::NodeId, uint32_t>> opens);
     // Starts predicting for a prepared job, next to the other jobs; a job
     // of the same id (active or retired) is replaced. Returns what was
     // replaced: drop it after your own locks, since the last reference
@@ -153,6 +164,9 @@ public:
     [[nodiscard]] Jobs deactivate(const std::string& id = {});
     // The ids of the jobs registered, active or retired.
     std::vector<std::string> job_ids() const;
+    // How many are active (not retired: some process that opened their
+    // files is alive).
+    size_t active_jobs() const;
     // Tests: runs at the start of every prepare(), on the registering
     // thread, so a test can hold a registration's build where it likes.
     void set_prepare_hook(std::function<void()> hook) { prepare_hook_ = std::move(hook); }
@@ -338,6 +352,7 @@ private:
     // with when, appended by FUSE threads and taken by the scheduler thread, which keeps them in
     // read order until they are old enough.
     Dropper drop_;
+    OpenObserver observe_;
     std::mutex drop_mu_; // guards read_log_; leaf lock
     std::vector<std::pair<index::NodeId, std::chrono::steady_clock::time_point>> read_log_;
     std::deque<std::pair<index::NodeId, std::chrono::steady_clock::time_point>> to_drop_;

@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: MIT
+// Zero configuration (issue 16): while no job is registered, the mount
+// watches which process opens which file and looks for the job that
+// explains them (order/job_detect.hpp). Found, and confirmed by the next
+// opens of every loader it claims, the job is registered as if its
+// registration had been written to the control file, marked "detected".
+//
+// FUSE threads only queue each open (O(1), under a lock nothing else holds
+// long); one thread of its own maps opens to samples, builds the candidate
+// datasets and runs the search, bounded and at most once per generation of
+// loader processes (a new epoch's workers) or per epoch's worth of opens.
+#pragma once
+
+#include "clairfs/control/registration.hpp"
+#include "clairfs/index/index.hpp"
+#include "clairfs/order/job_detect.hpp"
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json_fwd.hpp>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace clairfs::control {
+
+struct DetectorOptions {
+    order::DetectOptions search;
+    // Opens every rank's loader must have made at the predicted positions
+    // before a job is accepted.
+    uint32_t accept_opens = 64;
+};
+
+class Detector {
+public:
+    // Registers a detected job, telling its trackers first the opens it was
+    // found from (each claimed process's, in its order): "" or why it
+    // was refused.
+    using Apply = std::function<std::string(
+        JobRegistration job, std::span<const std::pair<index::NodeId, uint32_t>> opens)>;
+    // Drops a registered detected job that is over (it fell back, or every
+    // process of it exited), so detection can start over: true if it did.
+    using DropFinished = std::function<bool()>;
+
+    Detector(const index::Index& idx, DetectorOptions opt, Apply apply, DropFinished drop_finished);
+    ~Detector();
+    Detector(const Detector&) = delete;
+    Detector& operator=(const Detector&) = delete;
+
+    // The thread: started in the process that serves (after any fork).
+    void start();
+    void stop();
+
+    // A FUSE thread's open of a regular file while no job is registered.
+    void opened(index::NodeId id, uint32_t pid);
+    // Forgets every process seen: a job was registered or unregistered.
+    void reset();
+    // Fills status key "detection".
+    void status(nlohmann::json& out) const;
+
+private:
+    struct Process {
+        std::vector<index::NodeId> opens;
+        uint64_t last = 0; // opens_ at its latest open: the least recent goes first
+    };
+    // A dataset a job may be reading, built once per root and layout.
+    struct Candidate {
+        std::string root; // relative to the mount root
+        layout::LayoutKind kind;
+        std::shared_ptr<const layout::Dataset> dataset; // null if the layout refused the root
+        // Per index node, its sample index (not_a_sample if none): four
+        // bytes a node, as long as the candidate is kept.
+        std::shared_ptr<const std::vector<order::Sample>> sample_of;
+    };
+
+    void run();
+    void take(std::deque<std::pair<index::NodeId, uint32_t>>& batch);
+    void round();
+    std::vector<std::pair<std::string, layout::LayoutKind>> roots() const;
+    const Candidate& candidate(const std::string& root, layout::LayoutKind kind);
+    std::vector<order::ProcessOpens> opens_in(const std::vector<order::Sample>& sample_of) const;
+    bool search();
+    void accept(const order::DetectedJob& job);
+    JobRegistration registration(const order::DetectedJob& job) const;
+
+    const index::Index& idx_;
+    DetectorOptions opt_;
+    Apply apply_;
+    DropFinished drop_finished_;
+
+    // Guards queue_, reset_, stop_ and the status fields below.
+    mutable std::mutex mu_;
+    std::condition_variable cv_;
+    std::deque<std::pair<index::NodeId, uint32_t>> queue_;
+    uint64_t dropped_ = 0; // opens lost to a full queue
+    bool reset_ = false;
+    bool stop_ = false;
+    // Ends a search in progress (stop() and reset()): DetectOptions::cancel.
+    std::atomic<bool> cancel_{false};
+    // Status, copied out under mu_.
+    std::string state_ = "watching"; // watching, searching, confirming, detected, off
+    std::string last_result_;        // one line: what the last search found
+    uint64_t searches_ = 0;
+    double search_cpu_s_ = 0; // the last search's CPU time
+    uint64_t opens_at_detection_ = 0; // opens taken when the job was accepted
+
+    // The detector thread's own state.
+    std::map<uint32_t, Process> procs_;
+    uint64_t opens_ = 0;           // opens taken since the last reset
+    uint64_t opens_at_search_ = 0; // opens_ when the last search failed
+    std::vector<uint32_t> searched_pids_; // the processes the last failed search saw
+    std::vector<Candidate> candidates_;
+    // A job found but not yet confirmed by accept_opens opens per rank.
+    struct Pending {
+        order::DetectedJob job;
+        std::string root;
+        layout::LayoutKind kind;
+        std::shared_ptr<const layout::Dataset> dataset;
+        std::shared_ptr<const std::vector<order::Sample>> sample_of;
+    };
+    std::unique_ptr<Pending> pending_;
+    bool registered_ = false; // a detected job is registered
+    bool broken_ = false;     // an internal error stopped detection for this mount
+    std::thread thread_;
+};
+
+} // namespace clairfs::control

@@ -1,0 +1,437 @@
+// SPDX-License-Identifier: MIT
+#include "clairfs/control/detector.hpp"
+
+#include "clairfs/layout/dataset.hpp"
+#include "clairfs/log.hpp"
+#include "clairfs/sys/contained.hpp"
+
+#include <algorithm>
+#include <ctime>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sys/stat.h>
+
+namespace clairfs::control {
+namespace {
+
+// Far more than a node's loader processes at once (the least recent one
+// makes room), and far more opens than a search or a confirmation needs
+// of one: at most 2 MiB, however long a job nobody recognises runs.
+constexpr size_t max_processes = 512;
+constexpr size_t max_opens_per_process = 1024;
+constexpr size_t max_queue = 1 << 16;
+
+// Whether two datasets open the same files in the same order (an
+// ImageFolder and a sorted listing of the same root often do).
+bool same_files(const index::Index& idx, const layout::Dataset& a, const layout::Dataset& b) {
+    if (a.samples.size() != b.samples.size()) return false;
+    for (size_t i = 0; i < a.samples.size(); ++i)
+        if (layout::opened_node(idx, a.samples[i]) != layout::opened_node(idx, b.samples[i]))
+            return false;
+    return true;
+}
+
+double thread_cpu_seconds() {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+}
+
+} // namespace
+
+Detector::Detector(const index::Index& idx, DetectorOptions opt, Apply apply,
+                   DropFinished drop_finished)
+    : idx_(idx), opt_(std::move(opt)), apply_(std::move(apply)),
+      drop_finished_(std::move(drop_finished)) {
+    opt_.search.cancel = &cancel_;
+}
+
+Detector::~Detector() { stop(); }
+
+void Detector::start() {
+    if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
+}
+
+void Detector::stop() {
+    {
+        std::lock_guard lk(mu_);
+        stop_ = true;
+    }
+    cancel_ = true;
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+}
+
+void Detector::opened(index::NodeId id, uint32_t pid) {
+    {
+        std::lock_guard lk(mu_);
+        if (queue_.size() >= max_queue) {
+            ++dropped_;
+            return;
+        }
+        queue_.emplace_back(id, pid);
+    }
+    cv_.notify_one();
+}
+
+void Detector::reset() {
+    {
+        std::lock_guard lk(mu_);
+        reset_ = true;
+        queue_.clear();
+    }
+    cancel_ = true;
+    cv_.notify_one();
+}
+
+void Detector::run() {
+    std::deque<std::pair<index::NodeId, uint32_t>> batch;
+    uint64_t judged_at = 0;
+    for (;;) {
+        bool was_reset = false;
+        {
+            std::unique_lock lk(mu_);
+            // Woken by opens; once a second regardless, to notice a
+            // detected job that fell back.
+            cv_.wait_for(lk, std::chrono::seconds(1),
+                         [&] { return stop_ || reset_ || !queue_.empty(); });
+            if (stop_) return;
+            was_reset = std::exchange(reset_, false);
+            batch.swap(queue_);
+            if (was_reset && !broken_) state_ = "watching";
+        }
+        if (was_reset) {
+            procs_.clear();
+            candidates_.clear();
+            pending_.reset();
+            registered_ = false;
+            opens_ = opens_at_search_ = judged_at = 0;
+            searched_pids_.clear();
+        }
+        if (broken_) {
+            batch.clear();
+            continue;
+        }
+        if (registered_) {
+            // Its job is the tracker's now; once that is over (it fell
+            // back, or the job exited), start over: the next job may be
+            // another.
+            batch.clear();
+            if (drop_finished_ && drop_finished_()) {
+                LOG_INFO("the detected job is over (it exited or stopped matching its opens) "
+                         "and was dropped; watching for a job again");
+                reset();
+            }
+            continue;
+        }
+        take(batch);
+        // A hypothesis is rechecked every few opens (each recheck computes
+        // its permutation as far as the opens reach).
+        if (opens_ < judged_at + (pending_ ? 8 : 1)) continue;
+        judged_at = opens_;
+        // A failure in here must not take the mount with it: detection is
+        // an optimisation, and the mount serves on without it.
+        if (auto why = sys::contained("detecting the job", [&] { round(); }); !why.empty()) {
+            LOG_WARN("job detection stopped: %s", why.c_str());
+            broken_ = true; // never again this mount
+            std::lock_guard lk(mu_);
+            state_ = "off";
+            last_result_ = "stopped by an internal error: " + why;
+        }
+    }
+}
+
+void Detector::take(std::deque<std::pair<index::NodeId, uint32_t>>& batch) {
+    for (auto [id, pid] : batch) {
+        auto it = procs_.find(pid);
+        if (it == procs_.end()) {
+            if (procs_.size() >= max_processes)
+                procs_.erase(std::min_element(procs_.begin(), procs_.end(),
+                                              [](const auto& a, const auto& b) {
+                                                  return a.second.last < b.second.last;
+                                              }));
+            it = procs_.emplace(pid, Process{}).first;
+        }
+        if (it->second.opens.size() < max_opens_per_process) it->second.opens.push_back(id);
+        it->second.last = opens_++;
+    }
+    batch.clear();
+}
+
+// The directories a job reading these files may have taken as its dataset:
+// ImageFolder's root is the deepest directory above the class directories
+// of the files opened; a flat directory is a sorted listing.
+std::vector<std::pair<std::string, layout::LayoutKind>> Detector::roots() const {
+    std::set<index::NodeId> parents;
+    for (const auto& [pid, p] : procs_)
+        for (index::NodeId id : p.opens) parents.insert(idx_.node(id).parent);
+    if (parents.empty()) return {};
+    auto chain = [&](index::NodeId d) {
+        std::vector<index::NodeId> up{d};
+        while (d != index::root_id) up.push_back(d = idx_.node(d).parent);
+        std::reverse(up.begin(), up.end()); // root first
+        return up;
+    };
+    std::vector<index::NodeId> common = chain(*parents.begin());
+    for (index::NodeId d : parents) {
+        std::vector<index::NodeId> c = chain(d);
+        size_t k = 0;
+        while (k < common.size() && k < c.size() && common[k] == c[k]) ++k;
+        common.resize(k);
+    }
+    index::NodeId deepest = common.back();
+    auto path = [&](index::NodeId d) {
+        std::string s;
+        idx_.relative_path(d, s);
+        return s;
+    };
+    auto up = [&](index::NodeId d) { return idx_.node(d).parent; };
+    using K = layout::LayoutKind;
+    if (parents.size() == 1) {
+        // Every open in one directory: a class directory of a job that has
+        // not left it yet (sequential), or a flat dataset.
+        std::vector<std::pair<std::string, K>> out{{path(up(deepest)), K::imagefolder},
+                                                   {path(deepest), K::sorted}};
+        if (deepest == index::root_id) out.erase(out.begin());
+        return out;
+    }
+    std::vector<std::pair<std::string, K>> out{{path(deepest), K::imagefolder}};
+    if (deepest != index::root_id) out.emplace_back(path(up(deepest)), K::imagefolder);
+    out.emplace_back(path(deepest), K::sorted);
+    return out;
+}
+
+const Detector::Candidate& Detector::candidate(const std::string& root, layout::LayoutKind kind) {
+    for (const Candidate& c : candidates_)
+        if (c.root == root && c.kind == kind) return c;
+    auto ds = std::make_shared<layout::Dataset>();
+    std::shared_ptr<std::vector<order::Sample>> sample_of;
+    if (auto why = layout::build_dataset(idx_, root, kind, "", *ds);
+        !why.empty() || ds->samples.empty() || ds->samples.size() >= order::not_a_sample) {
+        ds.reset();
+    } else if (std::ranges::any_of(candidates_, [&](const Candidate& c) {
+                   return c.dataset && same_files(idx_, *c.dataset, *ds);
+               })) {
+        ds.reset(); // another layout numbers the same files alike: searched already
+    } else {
+        sample_of = std::make_shared<std::vector<order::Sample>>(idx_.size(), order::not_a_sample);
+        for (size_t i = 0; i < ds->samples.size(); ++i) {
+            index::NodeId node = layout::opened_node(idx_, ds->samples[i]);
+            // A file opened under two names counts as its first sample.
+            if (idx_.contains(node) && (*sample_of)[node] == order::not_a_sample)
+                (*sample_of)[node] = static_cast<order::Sample>(i);
+        }
+    }
+    // Bounded: a few roots per dataset, and rebuilt only after a reset.
+    if (candidates_.size() >= 8) candidates_.erase(candidates_.begin());
+    candidates_.push_back({root, kind, std::move(ds), std::move(sample_of)});
+    return candidates_.back();
+}
+
+std::vector<order::ProcessOpens> Detector::opens_in(const std::vector<order::Sample>& sample_of) const {
+    std::vector<order::ProcessOpens> out;
+    for (const auto& [pid, p] : procs_) {
+        order::ProcessOpens po{pid, {}};
+        // Files outside the candidate dataset are not the loader's samples.
+        for (index::NodeId id : p.opens)
+            if (order::Sample s = sample_of[id]; s != order::not_a_sample) po.samples.push_back(s);
+        if (!po.samples.empty()) out.push_back(std::move(po));
+    }
+    return out;
+}
+
+void Detector::round() {
+    if (pending_) {
+        auto procs = opens_in(*pending_->sample_of);
+        auto n = static_cast<uint32_t>(pending_->dataset->samples.size());
+        auto now = order::recheck_job(n, pending_->job, procs);
+        if (!now) {
+            LOG_DEBUG("the job found stopped explaining the opens; searching again");
+            pending_.reset();
+            std::lock_guard lk(mu_);
+            state_ = "watching";
+            last_result_ = "a job was found but the next opens did not follow it";
+        } else {
+            pending_->job = *now;
+            LOG_DEBUG("job detection: confirming, %llu opens of the fewest rank predicted",
+                      static_cast<unsigned long long>(now->fewest));
+            if (now->fewest >= opt_.accept_opens) accept(*now);
+            return;
+        }
+    }
+    // Once per generation of loader processes, or per epoch's worth of
+    // opens (a persistent or single loader process goes on into its next
+    // epoch): a search that failed is not repeated on the same evidence.
+    // A search needs a process with as many opens as a hypothesis must
+    // place (DetectOptions::min_evidence).
+    const size_t needed = opt_.search.min_evidence;
+    bool fresh = false, enough = false;
+    for (const auto& [pid, p] : procs_) {
+        if (p.opens.size() >= needed) enough = true;
+        if (p.opens.size() >= needed &&
+            !std::binary_search(searched_pids_.begin(), searched_pids_.end(), pid))
+            fresh = true;
+    }
+    uint64_t epoch_worth = 0;
+    for (const Candidate& c : candidates_)
+        if (c.dataset) epoch_worth = std::max<uint64_t>(epoch_worth, c.dataset->samples.size());
+    if (epoch_worth == 0) epoch_worth = 1 << 20;
+    if (!enough || opens_ < 16) return;
+    if (!fresh && opens_ - opens_at_search_ < epoch_worth) return;
+    search();
+}
+
+bool Detector::search() {
+    {
+        std::lock_guard lk(mu_);
+        state_ = "searching";
+    }
+    cancel_ = false;
+    double cpu0 = thread_cpu_seconds();
+    order::DetectStats stats;
+    std::optional<order::DetectedJob> found;
+    std::string root;
+    layout::LayoutKind kind = layout::LayoutKind::imagefolder;
+    std::shared_ptr<const layout::Dataset> ds;
+    std::shared_ptr<const std::vector<order::Sample>> sample_of;
+    for (const auto& [r, k] : roots()) {
+        const Candidate& c = candidate(r, k);
+        if (!c.dataset) continue;
+        auto procs = opens_in(*c.sample_of);
+        found = order::detect_job(static_cast<uint32_t>(c.dataset->samples.size()), procs,
+                                  opt_.search, stats);
+        if (found) {
+            root = r;
+            kind = k;
+            ds = c.dataset;
+            sample_of = c.sample_of;
+            break;
+        }
+    }
+    double cpu = thread_cpu_seconds() - cpu0;
+    searched_pids_.clear();
+    for (const auto& [pid, p] : procs_) searched_pids_.push_back(pid); // std::map: sorted
+    std::string said; // logged after the lock: no lock is held across I/O
+    {
+        std::lock_guard lk(mu_);
+        ++searches_;
+        search_cpu_s_ = cpu;
+        if (!found) {
+            state_ = "watching";
+            last_result_ = "no job explains the opens of " + std::to_string(procs_.size()) +
+                           " processes (" + std::to_string(stats.candidates) + " candidates)";
+        } else {
+            state_ = "confirming";
+            last_result_ = std::string("found a ") + order::detected_sampler_name(found->sampler) +
+                           " job after " + std::to_string(stats.candidates) +
+                           " candidates; confirming";
+        }
+        said = last_result_;
+    }
+    LOG_DEBUG("job detection: %s in %.3f s", said.c_str(), cpu);
+    if (!found) {
+        opens_at_search_ = opens_;
+        return false;
+    }
+    pending_ = std::make_unique<Pending>(Pending{*found, root, kind, ds, sample_of});
+    // The opens seen while the search ran may confirm it already (a fast
+    // epoch ends before a slow search does, and no later open may come).
+    if (found->fewest >= opt_.accept_opens) accept(*found);
+    return true;
+}
+
+JobRegistration Detector::registration(const order::DetectedJob& j) const {
+    Registration reg;
+    reg.root = pending_->root;
+    reg.layout = pending_->kind;
+    reg.layout_given = true;
+    reg.ranks = j.ranks;
+    order::JobSpec& s = reg.spec;
+    s.epochs = unlimited_epochs;
+    s.world_size = j.world;
+    s.batch_size = j.batch;
+    s.num_workers = j.workers;
+    switch (j.sampler) {
+    case order::DetectedSampler::distributed: {
+        s.sampler = order::SamplerKind::distributed;
+        // Only seed + epoch shows. A listed seed itself reads as that seed
+        // at epoch 0; else the first listed seed (most likely first: 0) it
+        // is a plausible epoch count above, as that seed resumed at that
+        // epoch (seed 0 at epoch 37); else the sum at epoch 0.
+        const auto& seeds = opt_.search.seeds;
+        s.seed = j.seed;
+        if (std::find(seeds.begin(), seeds.end(), j.seed) == seeds.end())
+            for (uint64_t listed : seeds)
+                if (listed <= j.seed && j.seed - listed < opt_.search.listed_epochs) {
+                    s.seed = listed;
+                    s.start_epoch = static_cast<uint32_t>(j.seed - listed);
+                    break;
+                }
+        break;
+    }
+    case order::DetectedSampler::random_explicit:
+        s.sampler = order::SamplerKind::random;
+        s.generator = order::GeneratorKind::explicit_;
+        s.seed = j.seed;
+        break;
+    case order::DetectedSampler::sequential:
+        if (j.world > 1) {
+            s.sampler = order::SamplerKind::distributed;
+            s.shuffle = false;
+        } else {
+            s.sampler = order::SamplerKind::sequential;
+        }
+        break;
+    }
+    JobRegistration job;
+    job.loaders.push_back(std::move(reg));
+    return job;
+}
+
+void Detector::accept(const order::DetectedJob& j) {
+    JobRegistration job = registration(j);
+    // The claimed processes' opens, each process's in its order: a
+    // tracker follows every worker's stream on its own, so only the order
+    // within a process matters.
+    std::vector<std::pair<index::NodeId, uint32_t>> mine;
+    for (uint32_t pid : j.pids)
+        if (auto it = procs_.find(pid); it != procs_.end())
+            for (index::NodeId id : it->second.opens) mine.emplace_back(id, pid);
+    std::string why = apply_(job, mine);
+    pending_.reset();
+    std::string said;
+    if (why.empty()) {
+        candidates_.clear(); // the registration built its own dataset
+        registered_ = true;
+        said = std::string("detected a ") + order::detected_sampler_name(j.sampler) +
+               " job: its loaders opened " + std::to_string(j.opens) + " files where it predicts";
+    } else {
+        opens_at_search_ = opens_;
+        said = "found a job but could not register it: " + why;
+    }
+    {
+        std::lock_guard lk(mu_);
+        state_ = why.empty() ? "detected" : "watching";
+        last_result_ = said;
+        if (why.empty()) opens_at_detection_ = opens_;
+    }
+    if (why.empty())
+        LOG_INFO("job detection: %s", said.c_str());
+    else
+        LOG_WARN("job detection: %s", said.c_str());
+}
+
+void Detector::status(nlohmann::json& out) const {
+    std::lock_guard lk(mu_);
+    nlohmann::json d;
+    d["state"] = state_;
+    d["searches"] = searches_;
+    d["search_cpu_seconds"] = search_cpu_s_;
+    d["result"] = last_result_.empty() ? nlohmann::json(nullptr) : nlohmann::json(last_result_);
+    d["opens_dropped"] = dropped_;
+    d["opens_at_detection"] = state_ == "detected" ? nlohmann::json(opens_at_detection_)
+                                                   : nlohmann::json(nullptr);
+    out["detection"] = std::move(d);
+}
+
+} // namespace clairfs::control

@@ -1,0 +1,185 @@
+// SPDX-License-Identifier: MIT
+// Recognising a job from its loaders' first opens. Every process's opens
+// here come from EpochOrders and worker_stream (what clairfs predicts for a
+// registered job, checked against torch in tests/order/), never from the
+// code under test.
+#include "clairfs/order/epoch_orders.hpp"
+#include "clairfs/order/job_detect.hpp"
+#include "clairfs/order/worker_split.hpp"
+
+#include <chrono>
+#include <doctest/doctest.h>
+#include <random>
+
+using namespace clairfs::order;
+
+namespace {
+
+// What rank `spec.rank`'s loader processes open of `spec`'s first epoch
+// (start_epoch), `batches` batches per worker (fewer if the epoch ends).
+std::vector<ProcessOpens> loader_opens(JobSpec spec, uint32_t n, uint32_t batches,
+                                       uint32_t first_pid) {
+    EpochOrders o(spec, n);
+    std::vector<Sample> epoch;
+    o.next(epoch);
+    std::vector<ProcessOpens> out;
+    uint32_t procs = std::max<uint32_t>(spec.num_workers, 1);
+    for (uint32_t w = 0; w < procs; ++w) {
+        std::vector<Sample> stream;
+        worker_stream(epoch, spec.batch_size, spec.num_workers, w, stream);
+        stream.resize(std::min<size_t>(stream.size(), size_t{batches} * spec.batch_size));
+        out.push_back({first_pid + w, stream});
+    }
+    return out;
+}
+
+JobSpec distributed(uint64_t seed, uint32_t world, uint32_t rank, uint32_t batch, uint32_t workers) {
+    JobSpec s;
+    s.sampler = SamplerKind::distributed;
+    s.seed = seed;
+    s.world_size = world;
+    s.rank = rank;
+    s.batch_size = batch;
+    s.num_workers = workers;
+    s.epochs = 1;
+    return s;
+}
+
+// The options the daemon uses, with a short range where a test needs no
+// more (the full range is timed once, below).
+DetectOptions quick() {
+    DetectOptions o;
+    o.seed_max = 2000;
+    return o;
+}
+
+} // namespace
+
+TEST_CASE("a DistributedSampler job: seed, world size, rank, batch size and workers") {
+    const uint32_t n = 20000;
+    auto procs = loader_opens(distributed(0, 8, 5, 32, 3), n, 2, 100);
+    DetectStats stats;
+    auto j = detect_job(n, procs, quick(), stats);
+    REQUIRE(j);
+    CHECK(j->sampler == DetectedSampler::distributed);
+    CHECK(j->seed == 0);
+    CHECK(j->world == 8);
+    CHECK(j->ranks == std::vector<uint32_t>{5});
+    CHECK(j->batch == 32);
+    CHECK(j->workers == 3);
+    CHECK(j->opens == 3 * 2 * 32);
+    CHECK(j->fewest == 3 * 2 * 32);
+    CHECK(j->pids == std::vector<uint32_t>{100, 101, 102});
+}
+
+TEST_CASE("first batches only: the batch size from where the workers begin") {
+    const uint32_t n = 5000;
+    auto procs = loader_opens(distributed(1234, 4, 2, 16, 4), n, 1, 7);
+    procs[3].samples.resize(3); // the last worker has barely begun
+    DetectStats stats;
+    auto j = detect_job(n, procs, quick(), stats);
+    REQUIRE(j);
+    CHECK(j->seed == 1234);
+    CHECK(j->world == 4);
+    CHECK(j->ranks == std::vector<uint32_t>{2});
+    CHECK(j->batch == 16);
+    CHECK(j->workers == 4);
+    CHECK(j->opens == 3 * 16 + 3);
+}
+
+TEST_CASE("several local ranks, a resumed epoch, and processes that are not loaders") {
+    const uint32_t n = 30000;
+    std::vector<ProcessOpens> procs;
+    for (uint32_t r = 8; r < 12; ++r) {
+        JobSpec s = distributed(0, 16, r, 8, 2);
+        s.start_epoch = 37;
+        auto p = loader_opens(s, n, 3, 1000 + 10 * r);
+        procs.insert(procs.end(), p.begin(), p.end());
+    }
+    // A process reading a few samples its own way, and one that opened one.
+    procs.push_back({5, {17, 4, 29999, 12}});
+    procs.push_back({6, {3}});
+    DetectStats stats;
+    auto j = detect_job(n, procs, quick(), stats);
+    REQUIRE(j);
+    CHECK(j->seed == 37); // seed + epoch
+    CHECK(j->world == 16);
+    CHECK(j->ranks == std::vector<uint32_t>{8, 9, 10, 11});
+    CHECK(j->batch == 8);
+    CHECK(j->workers == 2);
+    CHECK(j->fewest == 2 * 3 * 8);
+    CHECK(j->pids.size() == 8);
+}
+
+TEST_CASE("a RandomSampler with an explicit generator, and no shuffle") {
+    const uint32_t n = 3000;
+    JobSpec s;
+    s.sampler = SamplerKind::random;
+    s.generator = GeneratorKind::explicit_;
+    s.seed = 42;
+    s.batch_size = 16;
+    s.num_workers = 2;
+    auto procs = loader_opens(s, n, 2, 50);
+    DetectStats stats;
+    auto j = detect_job(n, procs, quick(), stats);
+    REQUIRE(j);
+    CHECK(j->sampler == DetectedSampler::random_explicit);
+    CHECK(j->seed == 42);
+    CHECK(j->world == 1);
+    CHECK(j->batch == 16);
+    CHECK(j->workers == 2);
+
+    s.sampler = SamplerKind::sequential;
+    j = detect_job(n, loader_opens(s, n, 3, 60), quick(), stats);
+    REQUIRE(j);
+    CHECK(j->sampler == DetectedSampler::sequential);
+    CHECK(j->world == 1);
+    CHECK(j->batch == 16);
+
+    // One process reading sorted files: sequential, batch size unknown (1).
+    std::vector<ProcessOpens> sorted{{9, {}}};
+    for (Sample i = 0; i < 100; ++i) sorted[0].samples.push_back(i);
+    j = detect_job(n, sorted, quick(), stats);
+    REQUIRE(j);
+    CHECK(j->sampler == DetectedSampler::sequential);
+    CHECK(j->batch == 1);
+    CHECK(j->workers == 0);
+}
+
+TEST_CASE("an unguessable seed is not detected, over the whole range") {
+    const uint32_t n = 1281167; // ImageNet-1k
+    JobSpec s = distributed(0x9e3779b97f4a7c15ULL, 8, 3, 32, 4);
+    auto procs = loader_opens(s, n, 1, 10);
+    DetectStats stats;
+    auto t0 = std::chrono::steady_clock::now();
+    auto j = detect_job(n, procs, DetectOptions{}, stats);
+    double s_taken = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    CHECK_FALSE(j);
+    CHECK(stats.candidates > 200000); // the range twice (random and distributed), and the list
+    MESSAGE("full search over n = 1281167: " << stats.candidates << " candidates, "
+                                             << stats.positions << " positions, " << s_taken
+                                             << " s");
+    // The same job with the default seed is found, and costs little.
+    s.seed = 0;
+    DetectStats found;
+    j = detect_job(n, loader_opens(s, n, 1, 10), DetectOptions{}, found);
+    REQUIRE(j);
+    CHECK(j->ranks == std::vector<uint32_t>{3});
+    CHECK(found.candidates < 100);
+}
+
+TEST_CASE("recheck: the guess holds while its processes follow it, and not once one strays") {
+    const uint32_t n = 10000;
+    auto procs = loader_opens(distributed(3407, 2, 1, 8, 2), n, 4, 20);
+    std::vector<ProcessOpens> early = procs;
+    for (auto& p : early) p.samples.resize(10);
+    DetectStats stats;
+    auto j = detect_job(n, early, quick(), stats);
+    REQUIRE(j);
+    CHECK(j->seed == 3407);
+    auto later = recheck_job(n, *j, procs);
+    REQUIRE(later);
+    CHECK(later->opens == 2 * 4 * 8);
+    procs[1].samples[20] = (procs[1].samples[20] + 1) % n;
+    CHECK_FALSE(recheck_job(n, *j, procs));
+}
