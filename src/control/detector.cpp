@@ -105,7 +105,7 @@ void Detector::run() {
             candidates_.clear();
             pending_.reset();
             registered_ = false;
-            opens_ = opens_at_search_ = judged_at = 0;
+            opens_ = opens_at_search_ = judged_at = epoch_worth_ = 0;
             searched_pids_.clear();
         }
         if (broken_) {
@@ -222,8 +222,6 @@ const Detector::Candidate& Detector::candidate(const std::string& root, layout::
                 (*sample_of)[node] = static_cast<order::Sample>(i);
         }
     }
-    // Bounded: a few roots per dataset, and rebuilt only after a reset.
-    if (candidates_.size() >= 8) candidates_.erase(candidates_.begin());
     candidates_.push_back({root, kind, std::move(ds), std::move(sample_of)});
     return candidates_.back();
 }
@@ -272,10 +270,7 @@ void Detector::round() {
             !std::binary_search(searched_pids_.begin(), searched_pids_.end(), pid))
             fresh = true;
     }
-    uint64_t epoch_worth = 0;
-    for (const Candidate& c : candidates_)
-        if (c.dataset) epoch_worth = std::max<uint64_t>(epoch_worth, c.dataset->samples.size());
-    if (epoch_worth == 0) epoch_worth = 1 << 20;
+    const uint64_t epoch_worth = epoch_worth_ ? epoch_worth_ : 1 << 20;
     if (!enough || opens_ < 16) return;
     if (!fresh && opens_ - opens_at_search_ < epoch_worth) return;
     search();
@@ -309,6 +304,9 @@ bool Detector::search() {
         }
     }
     double cpu = thread_cpu_seconds() - cpu0;
+    for (const Candidate& c : candidates_)
+        if (c.dataset) epoch_worth_ = std::max<uint64_t>(epoch_worth_, c.dataset->samples.size());
+    candidates_.clear(); // a found job's dataset lives on in pending_
     searched_pids_.clear();
     for (const auto& [pid, p] : procs_) searched_pids_.push_back(pid); // std::map: sorted
     std::string said; // logged after the lock: no lock is held across I/O
@@ -401,7 +399,6 @@ void Detector::accept(const order::DetectedJob& j) {
     pending_.reset();
     std::string said;
     if (why.empty()) {
-        candidates_.clear(); // the registration built its own dataset
         registered_ = true;
         said = std::string("detected a ") + order::detected_sampler_name(j.sampler) +
                " job: its loaders opened " + std::to_string(j.opens) + " files where it predicts";

@@ -116,7 +116,10 @@ private:
     uint64_t opens_ = 0;           // opens taken since the last reset
     uint64_t opens_at_search_ = 0; // opens_ when the last search failed
     std::vector<uint32_t> searched_pids_; // the processes the last failed search saw
+    // The datasets of the search in progress (a few roots): four bytes an
+    // index node each, so they are let go after it.
     std::vector<Candidate> candidates_;
+    uint64_t epoch_worth_ = 0; // the largest candidate's samples: an epoch's opens
     // A job found but not yet confirmed by accept_opens opens per rank.
     struct Pending {
         order::DetectedJob job;
