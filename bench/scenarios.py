@@ -623,6 +623,9 @@ class Bench:
         reg.update({"seed": j.get("seed", 0) if seed is None else seed,
                     "batch_size": j.get("batch", 64),
                     "num_workers": j.get("workers", 2), "epochs": j.get("epochs", 2)})
+        if j.get("register_epochs") is False:
+            # As a detected job is registered: until the job stops.
+            del reg["epochs"]
         if j.get("world", 1) > 1 or j.get("sampler") == "distributed":
             reg.update(sampler="distributed", world_size=j.get("world", 1),
                        ranks=[j.get("rank", 0) if rank is None else rank])
