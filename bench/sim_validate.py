@@ -47,6 +47,8 @@ ROOT = os.path.dirname(HERE)
 HOST_CORES = os.cpu_count() or 2
 
 
+PAGE = 4096  # the page cache holds whole pages
+
 def parse_size(s, unit=10**3):
     """"20M" as the slow FS reads it (decimal units), or with unit=1024 as
     --mem reads it."""
@@ -119,10 +121,41 @@ def direct_page_cache(res):
         if vals:
             seen.append(max(vals))
     if seen:
-        return int(med(seen))
+        resident = int(med(seen))
+        files, raw = res["dataset"]["files"], res["dataset"]["bytes"]
+        # Whole pages: a file's last page is half empty on average. With
+        # (nearly) every page resident the cache's size is unknown, only
+        # that the dataset fit: the simulator gets room to spare, since its
+        # drawn sizes add up to a little more or less than the real ones
+        # and an LRU a page short re-reads several percent.
+        if resident >= raw + files * PAGE // 4:
+            return 2 * (raw + files * PAGE)
+        return resident
     cgroup = parse_mib(res["config"]["slowfs"]["mem"])
     warm_peak = res["summary"]["local-warm"].get("mem_max_usage") or cgroup // 2
     return res["nodes"] * max(0, cgroup - warm_peak)
+
+
+def scale_page_cache(cfg, res, clairfs, d):
+    """A measured page cache short of the dataset, for the simulator's own
+    sizes: the same fraction of its dataset's pages as of the real one's
+    (its sizes are drawn with the real mean and median, so their total is
+    off by a percent or two, as much as the shortfall that decides how
+    much a later epoch re-reads)."""
+    pc = cfg["shared_fs"]["page_cache"]
+    files, raw = res["dataset"]["files"], res["dataset"]["bytes"]
+    if not pc or pc >= raw + files * PAGE:
+        return
+    probe = dict(cfg, scenarios=["local-warm"])
+    probe["job"] = dict(cfg["job"], epochs=1)
+    path = os.path.join(d, "dataset-probe.json")
+    json.dump(probe, open(path, "w"))
+    out = subprocess.run([clairfs, "simulate", "--config", path, "--json", "-", "--quiet"],
+                         check=True, capture_output=True, text=True).stdout
+    sim_raw = json.loads(out)["dataset"]["bytes"]
+    os.unlink(path)
+    cfg["shared_fs"]["page_cache"] = int(pc * (sim_raw + files * PAGE / 2)
+                                         / (raw + files * PAGE / 2))
 
 
 def sim_config(res, overhead_s):
@@ -197,6 +230,7 @@ def validate(path, clairfs, tol, keep, overhead_s, peer_bytes="epoch"):
     cfg = sim_config(res, overhead_s)
     d = keep or tempfile.mkdtemp(prefix="sim-validate-")
     os.makedirs(d, exist_ok=True)
+    scale_page_cache(cfg, res, clairfs, d)
     base = os.path.splitext(os.path.basename(path))[0]
     cfg_path = os.path.join(d, base + ".sim.json")
     out_path = os.path.join(d, base + ".sim-out.json")
