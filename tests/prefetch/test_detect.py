@@ -22,6 +22,7 @@ torch 1.13) reading through a real mount that nobody registered a job with.
 Every byte each job got equals the backing file's.
 
 Needs root, /dev/fuse and /usr/bin/python3 with torch (exit 77 otherwise)."""
+import contextlib
 import os
 import random
 import sys
@@ -43,6 +44,15 @@ def make_small_dataset(root):
         for i in range(PER_CLASS):
             with open(os.path.join(d, f"s{i:04d}.jpg"), "wb") as f:
                 f.write(rng.randbytes(rng.randint(500, 6000)))
+
+
+@contextlib.contextmanager
+def mounted(tmp, name, *options):
+    """The dataset under tmp/data mounted at tmp/mnt-NAME with --mem 256M."""
+    mp = os.path.join(tmp, f"mnt-{name}")
+    os.makedirs(mp)
+    with ml.mounted(os.path.join(tmp, "data"), mp, "--mem", "256M", *options):
+        yield mp
 
 
 def settled(mp):
@@ -75,9 +85,7 @@ def check_detected(st, what, **keys):
 
 
 def case_distributed_default_seed(tmp, expected):
-    backing, mp = os.path.join(tmp, "data"), os.path.join(tmp, "mnt-d")
-    os.makedirs(mp)
-    with ml.mounted(backing, mp, "--mem", "256M"):
+    with mounted(tmp, "d") as mp:
         epochs = finish(start_job(mp, sampler="distributed", world_size=8, rank=5, seed=0,
                                   batch_size=32, num_workers=3, epochs=2,
                                   status=os.path.join(mp, ".clairfs", "status")),
@@ -105,9 +113,7 @@ def case_distributed_default_seed(tmp, expected):
 
 
 def case_explicit_generator(tmp, expected):
-    backing, mp = os.path.join(tmp, "data"), os.path.join(tmp, "mnt-g")
-    os.makedirs(mp)
-    with ml.mounted(backing, mp, "--mem", "256M"):
+    with mounted(tmp, "g") as mp:
         epochs = finish(start_job(mp, seed=42, batch_size=16, num_workers=2, epochs=2),
                         "generator 42")
         check_bytes(epochs, expected, "generator 42")
@@ -122,9 +128,7 @@ def case_explicit_generator(tmp, expected):
 
 
 def case_resumed(tmp, expected):
-    backing, mp = os.path.join(tmp, "data"), os.path.join(tmp, "mnt-37")
-    os.makedirs(mp)
-    with ml.mounted(backing, mp, "--mem", "256M"):
+    with mounted(tmp, "37") as mp:
         epochs = finish(start_job(mp, sampler="distributed", world_size=2, rank=0, seed=0,
                                   start_epoch=37, batch_size=16, num_workers=2, epochs=2),
                         "resumed")
@@ -136,12 +140,10 @@ def case_resumed(tmp, expected):
 
 
 def case_unguessable_seed(tmp, expected):
-    backing, mp = os.path.join(tmp, "data"), os.path.join(tmp, "mnt-u")
-    os.makedirs(mp)
     seed = random.Random().getrandbits(64)
     while seed & 0xFFFFFFFF <= 200000:  # only the low 32 bits reach the generator
         seed = random.Random().getrandbits(64)
-    with ml.mounted(backing, mp, "--mem", "256M"):
+    with mounted(tmp, "u") as mp:
         epochs = finish(start_job(mp, seed=seed, batch_size=16, num_workers=2, epochs=2),
                         "unguessable")
         check_bytes(epochs, expected, "unguessable")
@@ -159,9 +161,7 @@ def case_unguessable_seed(tmp, expected):
 
 
 def case_sequential(tmp, expected):
-    backing, mp = os.path.join(tmp, "data"), os.path.join(tmp, "mnt-s")
-    os.makedirs(mp)
-    with ml.mounted(backing, mp, "--mem", "256M"):
+    with mounted(tmp, "s") as mp:
         epochs = finish(start_job(mp, sampler="sequential", batch_size=16, num_workers=2,
                                   epochs=1), "sequential")
         check_bytes(epochs, expected, "sequential")
@@ -173,14 +173,14 @@ def case_sequential(tmp, expected):
 
 def case_sorted_reader(tmp, expected):
     """A plain program reading the files in sorted order, one process."""
-    backing, mp = os.path.join(tmp, "data"), os.path.join(tmp, "mnt-r")
-    os.makedirs(mp)
-    with ml.mounted(backing, mp, "--mem", "256M"):
+    with mounted(tmp, "r") as mp:
         paths = sorted(os.path.relpath(os.path.join(d, f), mp)
                        for d, _, fs in os.walk(mp) if ".clairfs" not in d for f in fs)
         for rel in paths[:300]:
-            with open(os.path.join(mp, rel), "rb") as f, open(os.path.join(backing, rel), "rb") as g:
-                ml.check(f.read() == g.read(), f"{rel}: bytes differ")
+            with open(os.path.join(mp, rel), "rb") as f:
+                got = f.read()
+            with open(os.path.join(tmp, "data", rel), "rb") as g:
+                ml.check(got == g.read(), f"{rel}: bytes differ")
         settled(mp)
         st = status(mp)
         reg = st["detection"].get("registration") or {}
@@ -192,9 +192,7 @@ def case_sorted_reader(tmp, expected):
 def case_next_job(tmp, expected):
     """A detected job ends and another starts: the first registration falls
     back on the new job's opens, is dropped, and the new job is detected."""
-    backing, mp = os.path.join(tmp, "data"), os.path.join(tmp, "mnt-j")
-    os.makedirs(mp)
-    with ml.mounted(backing, mp, "--mem", "256M"):
+    with mounted(tmp, "j") as mp:
         a = finish(start_job(mp, sampler="distributed", world_size=4, rank=1, seed=0,
                              batch_size=16, num_workers=2, epochs=1), "job a")
         check_bytes(a, expected, "job a", share=len(expected) // 4)
@@ -214,9 +212,7 @@ def case_next_job(tmp, expected):
 
 
 def case_no_detect(tmp, expected):
-    backing, mp = os.path.join(tmp, "data"), os.path.join(tmp, "mnt-n")
-    os.makedirs(mp)
-    with ml.mounted(backing, mp, "--mem", "256M", "--no-detect"):
+    with mounted(tmp, "n", "--no-detect") as mp:
         epochs = finish(start_job(mp, sampler="distributed", world_size=4, rank=1, seed=0,
                                   batch_size=16, num_workers=2, epochs=1), "no-detect")
         check_bytes(epochs, expected, "no-detect", share=len(expected) // 4)
@@ -227,9 +223,7 @@ def case_no_detect(tmp, expected):
 
 
 def case_written_wins(tmp, expected):
-    backing, mp = os.path.join(tmp, "data"), os.path.join(tmp, "mnt-w")
-    os.makedirs(mp)
-    with ml.mounted(backing, mp, "--mem", "256M"):
+    with mounted(tmp, "w") as mp:
         epochs = finish(start_job(mp, sampler="distributed", world_size=4, rank=2, seed=0,
                                   batch_size=16, num_workers=2, epochs=1), "before")
         check_bytes(epochs, expected, "before", share=len(expected) // 4)
