@@ -94,19 +94,15 @@ public:
 
     bool has_anchors() const { return has_anchors_; }
 
-    // The candidate's first `depth` positions; then every world size that
-    // some process's first two opens suggest, checked against all opens.
-    std::optional<DetectedJob> try_candidate(const Candidate& c, uint64_t depth) {
+    // No shuffling: position p holds sample p, so nothing is computed;
+    // then every world size that some process's first two opens suggest.
+    std::optional<DetectedJob> try_unshuffled() {
         ++stats_.candidates;
-        if (c.kind == DetectedSampler::sequential) return try_worlds(c, [](Sample v) { return uint64_t{v}; });
-        depth = std::min<uint64_t>(depth, n_);
-        prefix(c, depth);
-        anchors_.forget();
-        for (uint64_t p = 0; p < prefix_.size(); ++p) anchors_.seen(prefix_[p], p);
-        return try_worlds(c, [this](Sample v) { return anchors_.of(v); });
+        return try_worlds({DetectedSampler::sequential, 0}, [](Sample v) { return uint64_t{v}; });
     }
 
-    // try_candidate for each of `seeds` in turn, eight generators seeded
+    // Each of `seeds` in turn: its first `depth` positions, then the world
+    // sizes the first two opens suggest; eight generators seeded
     // together: seeding is a chain of dependent multiplications, and eight
     // chains overlap in the CPU where one would wait on each step.
     std::optional<DetectedJob> try_seeds(DetectedSampler kind, std::span<const uint32_t> seeds,
@@ -298,7 +294,7 @@ std::optional<DetectedJob> detect_job(uint32_t n, std::span<const ProcessOpens> 
     if (n < 2) return std::nullopt;
     Search s(n, procs, opt.min_evidence, stats, opt.cancel);
     if (!s.has_anchors()) return std::nullopt;
-    if (auto j = s.try_candidate({DetectedSampler::sequential, 0}, n)) return j;
+    if (auto j = s.try_unshuffled()) return j;
     // Beyond randperm64_threshold torch 2.6 and later fill the permutation
     // inside out: no position is final before the last draw.
     if (!prefix_computable(n, TorchVersion::v2_6)) return std::nullopt;
