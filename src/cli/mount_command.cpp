@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <malloc.h>
+#include <nlohmann/json.hpp>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 
@@ -206,7 +207,15 @@ int mount_command(const std::vector<std::string>& args) {
     }
     fs.engine = &engine;
     fs.control = &control;
-    if (auto why = fuse::serve(fs); !why.empty()) return fail(why);
+    control.add_status_part([&fs](nlohmann::json& j) {
+        nlohmann::json& r = j["requests"];
+        r = nlohmann::json::object();
+        for (size_t k = 0; k < fuse::request_kinds.size(); ++k)
+            r[std::string(fuse::request_kinds[k])] = fs.counters.requests.of(k);
+    });
+    std::string why = fuse::serve(fs);
+    control.add_status_part(nullptr); // fs ends here
+    if (!why.empty()) return fail(why);
     return exit_ok;
 }
 

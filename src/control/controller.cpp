@@ -241,6 +241,7 @@ std::string Controller::status_text() const {
     } else {
         j["detection"] = {{"state", "off"}};
     }
+    if (status_part_) status_part_(j);
     // Reasons may quote file names that are not UTF-8.
     return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }

@@ -10,6 +10,8 @@
 // answered yet (fuse_reply_* are C and never throw).
 #pragma once
 
+#include "clairfs/fuse/filesystem.hpp"
+
 #include <fuse_lowlevel.h>
 
 #include <algorithm>
@@ -36,6 +38,8 @@ struct Guarded;
 template <OpName Name, typename... Args, void (*Op)(fuse_req_t, Args...), bool Reply>
 struct Guarded<Name, Op, Reply> {
     static void call(fuse_req_t req, Args... args) noexcept {
+        static constexpr size_t kind = request_kind(Name.text);
+        if constexpr (kind < request_kinds.size()) filesystem_of(req).counters.requests.add(kind);
         try {
             Op(req, args...);
         } catch (...) {

@@ -13,6 +13,7 @@ import os
 import random
 import stat
 import subprocess
+import time
 
 from mountlib import (AS_NOBODY, CLAIRFS, check, clairfs, daemon_pids, expect_errno, is_mounted,
                       log, main, mounted, raw_readdir, run, run_cases, temp_dir, tree_checksum)
@@ -22,7 +23,8 @@ PER_CLASS = 4
 N = len(CLASSES) * PER_CLASS
 REQUIRED_STATUS = ["registered", "error", "mode", "epoch", "match_rate", "backing.reads",
                    "backing.bytes", "ram.bytes", "ram.capacity", "ram.hits", "ram.misses",
-                   "stall_seconds", "prefetch.lead", "ranks"]
+                   "stall_seconds", "prefetch.lead", "ranks", "requests.open",
+                   "requests.read", "requests.release", "requests.lookup"]
 
 
 def make_dataset(backing):
@@ -127,6 +129,35 @@ def unregistered_case(mp):
           f"fresh mount status: {s}")
     check(Control(mp).registration() == {}, "control of a fresh mount is not {}")
     log("status of a fresh mount has every key, mode unregistered")
+
+
+def requests_case(mp):
+    """status counts the kernel's requests by kind: each open of a dataset
+    file is one OPEN and one RELEASE, and each status read is one more."""
+    c = Control(mp)
+    before = c.status()["requests"]  # rendered at its own OPEN, counted
+    rels = [os.path.join("train", "cat", f"{i}.jpg") for i in range(PER_CLASS)]
+    for rel in rels:
+        with open(os.path.join(mp, rel), "rb") as f:
+            check(len(f.read()) > 0, f"{rel} read empty")
+    # RELEASE is asynchronous: the kernel sends it after close() returns.
+    deadline = time.monotonic() + 10
+    reads_of_status = 0
+    while True:
+        after = c.status()["requests"]
+        reads_of_status += 1
+        grew = {k: after[k] - before.get(k, 0) for k in after}
+        if grew["release"] >= len(rels) + reads_of_status or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    check(grew["open"] == len(rels) + reads_of_status,
+          f"{len(rels)} files and {reads_of_status} status reads made {grew['open']} OPENs: {grew}")
+    check(grew["release"] >= len(rels) + reads_of_status - 1 and grew["read"] >= 1,
+          f"requests after {len(rels)} files: {grew}")
+    check(set(after) >= {"lookup", "getattr", "open", "read", "release", "forget"},
+          f"requests lacks kinds: {sorted(after)}")
+    log(f"requests: {len(rels)} files and {reads_of_status} status reads counted as "
+        f"{grew['open']} OPEN, {grew['read']} READ, {grew['release']} RELEASE")
 
 
 def register_case(mp):
@@ -400,6 +431,7 @@ def test():
         with mounted(backing, mp, "--allow-other", "--mem", "64M"):
             run_cases(("listing", lambda: listing_case(mp)),
                       ("unregistered status", lambda: unregistered_case(mp)),
+                      ("requests", lambda: requests_case(mp)),
                       ("register", lambda: register_case(mp)),
                       ("invalid, whole writes", lambda: invalid_case(backing, mp, "whole")),
                       ("invalid, byte by byte", lambda: invalid_case(backing, mp, "pieces")),

@@ -8,7 +8,9 @@
 #include "clairfs/control/registration.hpp"
 #include "clairfs/prefetch/engine.hpp"
 
+#include <functional>
 #include <memory>
+#include <nlohmann/json_fwd.hpp>
 #include <mutex>
 #include <optional>
 #include <vector>
@@ -49,6 +51,11 @@ public:
     // with a trailing newline (keys in clairfs-control(5)).
     std::string status_text() const;
 
+    // Adds what the mount itself counts (its FUSE requests) to each status
+    // document. Set once, before the mount serves.
+    using StatusPart = std::function<void(nlohmann::json&)>;
+    void add_status_part(StatusPart part) { status_part_ = std::move(part); }
+
 private:
     // The text of a layout-list manifest (a file in the mount), read
     // through the backing store so it is the scanned version.
@@ -74,6 +81,7 @@ private:
     std::string error_;
     uint64_t registrations_ = 0; // successful registrations since the mount
     std::unique_ptr<Detector> detector_; // null with --no-detect
+    StatusPart status_part_;
 };
 
 // `clairfs mount --register FILE`: applies FILE as one control-file write

@@ -5,6 +5,7 @@
 
 #include "clairfs/config/mount_options.hpp"
 #include "clairfs/control/controller.hpp"
+#include "clairfs/fuse/request_counts.hpp"
 #include "clairfs/index/index.hpp"
 #include "clairfs/prefetch/engine.hpp"
 
@@ -20,6 +21,7 @@ struct Counters {
     std::atomic<uint64_t> opens{0};
     std::atomic<uint64_t> reads{0};
     std::atomic<uint64_t> read_bytes{0};
+    RequestCounts requests;
 };
 
 // With --kernel-opens, reads of .clairfs/control and status come without an
