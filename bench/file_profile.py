@@ -10,7 +10,8 @@ Writes a dataset of FILES files (ImageFolder: 100 class directories of
 dataset) on local disk, mounts clairfs over it, registers a RandomSampler
 job (explicit generator, seed 0, batch 64, no workers, 2 epochs), and
 reads each epoch in exactly the job's order (`clairfs order --paths`):
-open, read to EOF in 1 MiB calls, close, from one process, as a DataLoader
+open, fstat (as Python's open() does), read to EOF in 1 MiB calls, close,
+then --work-us of busy CPU (a job's decoding), from one process, as a DataLoader
 with num_workers=0 would. The same lists are then read from the backing
 directory with its pages cached, as a warm local copy.
 
@@ -78,13 +79,19 @@ def job_order(back):
     return [json.loads(line) for line in out.splitlines() if line.strip()]
 
 
-def read_all(root, rel):
-    """open, read to EOF, close, in order; returns (seconds, bytes)."""
+def read_all(root, rel, work_us=0):
+    """open, read to EOF, close, in order, then work_us of busy CPU per
+    file (a job decoding its sample); returns (seconds, bytes)."""
     t0 = time.monotonic()
     total = 0
     for r in rel:
+        if work_us:
+            until = time.perf_counter() + work_us / 1e6
+            while time.perf_counter() < until:
+                pass
         fd = os.open(os.path.join(root, r), os.O_RDONLY)
         try:
+            os.fstat(fd)  # as Python's open() does, and so PIL's and torch's loaders
             while True:
                 b = os.read(fd, 1 << 20)
                 if not b:
@@ -154,7 +161,9 @@ def diff_epoch(a, b, files):
 
 # ------------------------------------------------------------- callgrind
 
-ALLOC = re.compile(r"^(malloc|calloc|realloc|aligned_alloc|posix_memalign|memalign)$")
+# operator new is counted where clairfs calls it (the malloc it makes is
+# libstdc++'s call, counted nowhere); libfuse calls malloc itself.
+ALLOC = re.compile(r"^(malloc|calloc|realloc|aligned_alloc|posix_memalign|memalign|operator new)")
 MUTEX = re.compile(r"^_*pthread_mutex_(lock|trylock)")
 
 
@@ -165,7 +174,9 @@ def callgrind_counts(path, own_object):
     shared = {}  # callgrind compresses fn and cfn names into one table
     objects = {}
     cur_ob = cur_fn_ob = None
+    cur_fn = None
     cfn = None
+    callers = {"alloc": {}, "mutex": {}}
     total = 0
     counts = {"alloc": {}, "mutex": {}}
 
@@ -185,7 +196,7 @@ def callgrind_counts(path, own_object):
             elif line.startswith("ob="):
                 cur_ob = name_of("ob", line[3:].strip())
             elif line.startswith("fn="):
-                name_of("fn", line[3:].strip())
+                cur_fn = name_of("fn", line[3:].strip())
                 cur_fn_ob = cur_ob
             elif line.startswith("cob="):
                 name_of("cob", line[4:].strip())
@@ -201,15 +212,20 @@ def callgrind_counts(path, own_object):
                     for kind, rx in (("alloc", ALLOC), ("mutex", MUTEX)):
                         if rx.match(base):
                             counts[kind][who] = counts[kind].get(who, 0) + n
+                            if who == "clairfs":
+                                c = re.split(r"[(<]", cur_fn or "?")[0] or (cur_fn or "?")[:60]
+                                callers[kind][c] = callers[kind].get(c, 0) + n
                 cfn = None
-    return total, counts
+    return total, counts, callers
 
 
 def callgrind_epoch(dump, files):
-    total, counts = callgrind_counts(dump, os.path.basename(CLAIRFS))
+    total, counts, callers = callgrind_counts(dump, os.path.basename(CLAIRFS))
     out = {"instructions_per_file": total / files}
     for kind in ("alloc", "mutex"):
         out[kind + "_per_file"] = {k: v / files for k, v in sorted(counts[kind].items())}
+        top = sorted(callers[kind].items(), key=lambda kv: -kv[1])[:12]
+        out[kind + "_callers_per_file"] = {k: round(v / files, 3) for k, v in top if v / files >= 0.01}
     return out
 
 
@@ -242,6 +258,8 @@ def main():
     ap.add_argument("--cache-dir", help="turn on the SSD tier there")
     ap.add_argument("--cgroup-mem", help="memory cgroup (v1) for the daemon and the reader")
     ap.add_argument("--callgrind", action="store_true")
+    ap.add_argument("--work-us", type=int, default=0,
+                    help="busy CPU per file after reading it, as a job's decoding [0]")
     ap.add_argument("--clairfs-opt", action="append", default=[],
                     help="one more clairfs mount argument (repeat)")
     ap.add_argument("--workdir", default="/var/tmp")
@@ -283,34 +301,41 @@ def main():
         log("mounting: %s" % " ".join(prefix + cmd))
         daemon = subprocess.Popen(prefix + cmd, stderr=open(os.path.join(work, "daemon.log"), "w"))
         wait_mounted(mnt, timeout=120)
-        with open(os.path.join(mnt, ".clairfs", "control"), "w") as f:
-            f.write(json.dumps(JOB))
-        time.sleep(1)  # let the planner place the job; prefetching starts
         timed = not args.callgrind
         result = {"command": " ".join(sys.argv), "files": files, "mem": args.mem,
+                  "work_us": args.work_us,
                   "cache_dir": bool(args.cache_dir), "cgroup_mem": args.cgroup_mem,
                   "callgrind": args.callgrind, "clairfs_opts": args.clairfs_opt, "epochs": []}
         if args.callgrind:
-            callgrind_dump(daemon.pid, outbase)  # mount and registration: not a file's cost
+            callgrind_dump(daemon.pid, outbase)  # the mount: not a file's cost
+        # Epoch 0 counts from the registration on: planning the job and
+        # prefetching are part of what its files cost.
         snap = Snapshot(mnt, daemon.pid, timed)
+        if args.callgrind:
+            callgrind_dump(daemon.pid, outbase)  # rendering the status: not either
+        with open(os.path.join(mnt, ".clairfs", "control"), "w") as f:
+            f.write(json.dumps(JOB))
         for e, rel in enumerate(epochs):
-            secs, nbytes = read_all(mnt, rel)
+            secs, nbytes = read_all(mnt, rel, args.work_us)
+            dump = callgrind_dump(daemon.pid, outbase) if args.callgrind else None
             after = Snapshot(mnt, daemon.pid, timed)
             row = {"epoch": e, "files": len(rel), "bytes": nbytes, "seconds": secs,
                    "us_per_file": secs * 1e6 / len(rel)}
             row.update(diff_epoch(snap, after, len(rel)))
-            if args.callgrind:
-                row.update(callgrind_epoch(callgrind_dump(daemon.pid, outbase), len(rel)))
+            if dump:
+                row.update(callgrind_epoch(dump, len(rel)))
             result["epochs"].append(row)
             log("epoch %d: %.1f us/file, %s" % (e, row["us_per_file"], json.dumps(
                 {k: v for k, v in row.items() if k.endswith("per_file") and not isinstance(v, dict)})))
-            snap = Snapshot(mnt, daemon.pid, timed)
+            snap = after
+            if args.callgrind:
+                callgrind_dump(daemon.pid, outbase)  # the status render
         st = status(mnt)
         result["mode"], result["match_rate"] = st.get("mode"), st.get("match_rate")
         if timed:
             read_all(back, epochs[0])  # the local copy, warm
             for e, rel in enumerate(epochs):
-                secs, _ = read_all(back, rel)
+                secs, _ = read_all(back, rel, args.work_us)
                 result["epochs"][e]["local_warm_us_per_file"] = secs * 1e6 / len(rel)
                 result["epochs"][e]["x_local_warm"] = result["epochs"][e]["us_per_file"] / (secs * 1e6 / len(rel))
         print(json.dumps(result, indent=1))

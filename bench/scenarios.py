@@ -903,7 +903,27 @@ def epoch_summary(eps_runs, files):
         e["val_shared_fs_bytes"] = [med(col("val_shared_fs_bytes", i)) for i in range(ne)]
     if "dataset_resident_bytes" in eps_runs[0][0]:
         e["dataset_resident_bytes"] = [med(col("dataset_resident_bytes", i)) for i in range(ne)]
+    if "clairfs_counts" in eps_runs[0][0]:
+        e["per_file"] = [per_file([eps[i] for eps in eps_runs], files) for i in range(ne)]
     return e
+
+
+# What a file cost the mount in one epoch (issue 19's table): the kernel's
+# requests by kind, page-cache pushes and drops, the daemon's wake-ups and
+# CPU, each per file, medians over runs.
+PER_FILE_KEYS = ["req_lookup", "req_getattr", "req_open", "req_read", "req_release",
+                 "pushed", "page_drops"]
+
+
+def per_file(recs, files):
+    out = {}
+    for k in PER_FILE_KEYS:
+        out[k] = med([r["clairfs_counts"].get(k, 0) / files for r in recs])
+    out["requests"] = med([sum(v for k, v in r["clairfs_counts"].items() if k.startswith("req_"))
+                           / files for r in recs])
+    out["wakeups"] = med([r.get("daemon_wakeups", 0) / files for r in recs])
+    out["daemon_cpu_ms"] = med([r.get("daemon_cpu_s", 0) * 1e3 / files for r in recs])
+    return out
 
 
 def jobs_note(st):
@@ -1109,6 +1129,19 @@ def markdown(summary, scenarios, unavailable, cfg):
                          f"| {c.get('ssd_hits', 0):.0f} "
                          f"| {(c.get('ssd_capacity') or 0) / 1e6:.0f} |"
                          + (f" {' / '.join(c.get('jobs', ['–']))} |" if has_jobs else ""))
+    pf = [sc for sc in scenarios if (summary.get(sc) or {}).get("per_file")]
+    if pf:
+        lines += ["", "Per file, each epoch (medians over runs; FUSE requests from the "
+                  "daemon's status, wake-ups are its threads' voluntary context switches):",
+                  "", "| scenario | epoch | requests | LOOKUP | GETATTR | OPEN | READ | RELEASE "
+                  "| pushed | dropped | daemon wake-ups | daemon CPU ms |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        for sc in pf:
+            for i, p in enumerate(summary[sc]["per_file"]):
+                lines.append(f"| {sc} | {i} | {p['requests']:.2f} | {p['req_lookup']:.2f} "
+                             f"| {p['req_getattr']:.2f} | {p['req_open']:.2f} | {p['req_read']:.2f} "
+                             f"| {p['req_release']:.2f} | {p['pushed']:.2f} | {p['page_drops']:.2f} "
+                             f"| {p['wakeups']:.2f} | {p['daemon_cpu_ms']:.3f} |")
     return "\n".join(lines)
 
 

@@ -144,12 +144,61 @@ def own_cpu():
     return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime
 
 
+def clairfs_status_path(root):
+    """.clairfs/status of the clairfs mount holding ROOT, or None."""
+    d = os.path.abspath(root)
+    while True:
+        p = os.path.join(d, ".clairfs", "status")
+        if os.path.exists(p):
+            return p
+        if d == "/":
+            return None
+        d = os.path.dirname(d)
+
+
+def clairfs_counts(path):
+    """What the daemon counted so far: FUSE requests by kind, files pushed
+    into and dropped from the kernel's page cache, RAM hits."""
+    if not path:
+        return None
+    with open(path) as f:
+        st = json.load(f)
+    c = {"req_" + k: v for k, v in st.get("requests", {}).items()}
+    pf = st.get("prefetch", {})
+    c.update({"pushed": pf.get("pushed", 0), "page_drops": pf.get("page_drops", 0),
+              "ram_hits": st.get("ram", {}).get("hits", 0)})
+    return c
+
+
+def wakeups(pid):
+    """Voluntary context switches over the threads of PID: each is a
+    thread going to sleep, so one wake-up later."""
+    total = 0
+    if not pid:
+        return 0
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except FileNotFoundError:
+        return 0
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/status") as f:
+                for line in f:
+                    if line.startswith("voluntary_ctxt_switches:"):
+                        total += int(line.split()[1])
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+    return total
+
+
 def snapshot(a):
     reqs, nbytes = loop_stat(a.loop_dev)
     return {"t": time.perf_counter(), "bytes": nbytes, "reqs": reqs,
             "job": own_cpu(), "cg": cpuacct(a.cpuacct), "busy": proc_stat()[0],
             "steal": proc_stat()[1],
-            "daemon": pid_cpu(a.daemon_pid), "threads": thread_cpu(a.daemon_pid)}
+            "daemon": pid_cpu(a.daemon_pid), "threads": thread_cpu(a.daemon_pid),
+            "wakeups": wakeups(a.daemon_pid),
+            "clairfs": clairfs_counts(getattr(a, "clairfs_status", None))}
 
 
 def resident_bytes(root):
@@ -194,6 +243,7 @@ def main():
     ap.add_argument("--resident", action="store_true",
                     help="report dataset_resident_bytes at every epoch's end")
     a = ap.parse_args()
+    a.clairfs_status = clairfs_status_path(a.data) if a.daemon_pid else None
 
     import torch
     from torch.utils.data import DataLoader, DistributedSampler
@@ -270,7 +320,7 @@ def epoch_record(a, epoch, samples, steps, s0, s_train, s_end, first, val=None):
     snapshots at the epoch's start, the end of its training pass and its end
     (with the validation pass)."""
     wall = s_train["t"] - s0["t"]
-    d = {k: s_end[k] - s0[k] for k in s0 if k != "threads"}
+    d = {k: s_end[k] - s0[k] for k in s0 if k not in ("threads", "clairfs")}
     out = {"epoch": epoch, "samples": samples}
     if steps is not None:  # keras_job.py: optimizer steps
         out["steps"] = steps
@@ -296,6 +346,12 @@ def epoch_record(a, epoch, samples, steps, s0, s_train, s_end, first, val=None):
         out["daemon_cpu_s"] = round(d["daemon"], 3)
         out["daemon_threads_cpu_s"] = {k: round(v - s0["threads"].get(k, 0.0), 3)
                                        for k, v in sorted(s_end["threads"].items())}
+        out["daemon_wakeups"] = d["wakeups"]
+    if s0.get("clairfs") and s_end.get("clairfs"):
+        # Per epoch, what the daemon counted (the status reads themselves
+        # add one OPEN, READ and RELEASE each).
+        out["clairfs_counts"] = {k: v - s0["clairfs"].get(k, 0)
+                                 for k, v in s_end["clairfs"].items() if v - s0["clairfs"].get(k, 0)}
     return out
 
 
