@@ -127,11 +127,29 @@ def thread_switches(pid):
     return out
 
 
+def memory(pid, cg):
+    """Where the bytes are at this moment: the daemon's resident memory,
+    and with a cgroup its page cache and anonymous memory (a file held by
+    both the RAM tier and the mount's page cache is counted twice)."""
+    out = {}
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                out["daemon_rss_mb"] = int(line.split()[1]) / 1024
+    if cg:
+        with open(os.path.join(cg, "memory.stat")) as f:
+            st = dict(line.split() for line in f)
+        out["cgroup_cache_mb"] = int(st["total_cache"]) / 2**20
+        out["cgroup_rss_mb"] = int(st["total_rss"]) / 2**20
+    return out
+
+
 class Snapshot:
-    def __init__(self, mnt, pid, timed):
+    def __init__(self, mnt, pid, timed, cg=None):
         self.status = status(mnt)
         self.switches = thread_switches(pid)
         self.cpu = cpu_seconds(pid) if timed else None
+        self.memory = memory(pid, cg)
 
 
 def diff_epoch(a, b, files):
@@ -318,10 +336,14 @@ def main():
         for e, rel in enumerate(epochs):
             secs, nbytes = read_all(mnt, rel, args.work_us)
             dump = callgrind_dump(daemon.pid, outbase) if args.callgrind else None
-            after = Snapshot(mnt, daemon.pid, timed)
+            after = Snapshot(mnt, daemon.pid, timed, cg)
             row = {"epoch": e, "files": len(rel), "bytes": nbytes, "seconds": secs,
                    "us_per_file": secs * 1e6 / len(rel)}
             row.update(diff_epoch(snap, after, len(rel)))
+            row["memory_at_end"] = after.memory
+            k = after.status["ram"].get("kernel", {})
+            row["ram_mb_at_end"] = after.status["ram"]["bytes"] / 2**20
+            row["kernel_mb_at_end"] = k.get("bytes", 0) / 2**20
             if dump:
                 row.update(callgrind_epoch(dump, len(rel)))
             result["epochs"].append(row)

@@ -52,6 +52,10 @@ char* BlobArena::allocate(uint64_t length) {
 }
 
 void BlobArena::release(char* p, uint64_t length) {
+    // Before the extent is free again, so no new buffer is zapped; outside
+    // the lock, since zapping many pages takes a while. Best effort: the
+    // pages merely stay if it fails.
+    if (give_back_.load(std::memory_order_relaxed)) madvise(p, length, MADV_DONTNEED);
     std::lock_guard lk(mu_);
     free_->release(static_cast<uint64_t>(p - base_), length);
 }

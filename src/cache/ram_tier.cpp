@@ -10,6 +10,7 @@ namespace {
 
 constexpr uint8_t lock_bit = 1;
 constexpr uint8_t held_bit = 2;
+constexpr uint8_t kernel_bit = 4; // the kernel's page cache holds the file
 
 } // namespace
 
@@ -26,14 +27,17 @@ public:
     SlotLock& operator=(const SlotLock&) = delete;
 
     // Under the lock: the slot now holds a file, or no longer does.
-    void set_held(bool held) {
-        if (held)
-            state_.fetch_or(held_bit, std::memory_order_release);
-        else
-            state_.fetch_and(static_cast<uint8_t>(~held_bit), std::memory_order_release);
-    }
+    void set_held(bool held) { set(held_bit, held); }
+    void set_kernel(bool kernel) { set(kernel_bit, kernel); }
+    bool kernel() const { return state_.load(std::memory_order_relaxed) & kernel_bit; }
 
 private:
+    void set(uint8_t bit, bool on) {
+        if (on)
+            state_.fetch_or(bit, std::memory_order_release);
+        else
+            state_.fetch_and(static_cast<uint8_t>(~bit), std::memory_order_release);
+    }
     std::atomic<uint8_t>& state_;
 };
 
@@ -49,6 +53,13 @@ BlobRef RamTier::copy_of(index::NodeId id) const {
 
 BlobRef RamTier::get(index::NodeId id) {
     BlobRef b = copy_of(id);
+    if (!b && in_kernel(id)) {
+        // Served from the kernel's page cache: a hit of this tier, whose
+        // bytes the kernel holds for it.
+        hits_.fetch_add(1, std::memory_order_relaxed);
+        kernel_hits_.fetch_add(1, std::memory_order_relaxed);
+        return b;
+    }
     (b ? hits_ : misses_).fetch_add(1, std::memory_order_relaxed);
     return b;
 }
@@ -58,7 +69,62 @@ BlobRef RamTier::peek(index::NodeId id) const {
 }
 
 bool RamTier::contains(index::NodeId id) const {
-    return id < nodes_ && (state_[id].load(std::memory_order_acquire) & held_bit);
+    return id < nodes_ && (state_[id].load(std::memory_order_acquire) & (held_bit | kernel_bit));
+}
+
+bool RamTier::in_kernel(index::NodeId id) const {
+    return id < nodes_ && (state_[id].load(std::memory_order_acquire) & kernel_bit);
+}
+
+// The budget counts a file once, wherever its bytes are: the reservation a
+// put() made moves with the bytes to the kernel, and kernel_lost() (or an
+// eviction, which drops the kernel's pages first) returns it.
+bool RamTier::hand_over(index::NodeId id, uint64_t size) {
+    if (id >= nodes_) return false;
+    BlobRef dropped; // freed after the lock, as in evict()
+    {
+        SlotLock lk(state_[id]);
+        BlobRef& slot = blobs_[id];
+        if (lk.kernel()) return true;
+        if (slot) {
+            dropped = std::move(slot);
+            slot.reset();
+            lk.set_held(false);
+            entries_.fetch_sub(1, std::memory_order_relaxed);
+            // The reservation was the blob's size, which is the file's.
+            if (dropped->size != size) {
+                bytes_.fetch_add(size, std::memory_order_relaxed);
+                bytes_.fetch_sub(dropped->size, std::memory_order_relaxed);
+            }
+        } else if (!reserve(size)) {
+            return false; // evicted while open, and no room now: left unaccounted
+        }
+        lk.set_kernel(true);
+        kernel_files_.fetch_add(1, std::memory_order_relaxed);
+        kernel_bytes_.fetch_add(size, std::memory_order_relaxed);
+    }
+    if (dropped) handed_over_.fetch_add(1, std::memory_order_relaxed);
+    return true;
+}
+
+bool RamTier::kernel_lost(index::NodeId id, uint64_t size) {
+    if (!in_kernel(id)) return false;
+    SlotLock lk(state_[id]);
+    if (!lk.kernel()) return false; // another thread got there first
+    lk.set_kernel(false);
+    kernel_files_.fetch_sub(1, std::memory_order_relaxed);
+    kernel_bytes_.fetch_sub(size, std::memory_order_relaxed);
+    bytes_.fetch_sub(size, std::memory_order_relaxed);
+    return true;
+}
+
+RamTier::KernelStats RamTier::kernel_stats() const {
+    KernelStats k;
+    k.files = kernel_files_.load(std::memory_order_relaxed);
+    k.bytes = kernel_bytes_.load(std::memory_order_relaxed);
+    k.handed_over = handed_over_.load(std::memory_order_relaxed);
+    k.hits = kernel_hits_.load(std::memory_order_relaxed);
+    return k;
 }
 
 // Takes `size` bytes of the budget if they are free. Written so that it
@@ -76,7 +142,12 @@ bool RamTier::put(index::NodeId id, BlobRef blob) {
     SlotLock lk(state_[id]);
     BlobRef& slot = blobs_[id];
     if (slot) return true;
-    if (!reserve(blob->size)) {
+    if (lk.kernel()) {
+        // Reserved already, as the kernel's: the reservation moves back.
+        lk.set_kernel(false);
+        kernel_files_.fetch_sub(1, std::memory_order_relaxed);
+        kernel_bytes_.fetch_sub(blob->size, std::memory_order_relaxed);
+    } else if (!reserve(blob->size)) {
         rejected_.fetch_add(1, std::memory_order_relaxed);
         return false;
     }
@@ -110,7 +181,7 @@ uint64_t RamTier::evict(index::NodeId id) {
 // millisecond, and only by a scheduler round that must evict.
 void RamTier::held(std::vector<index::NodeId>& out) const {
     for (size_t id = 0; id < nodes_; ++id)
-        if (state_[id].load(std::memory_order_relaxed) & held_bit)
+        if (state_[id].load(std::memory_order_relaxed) & (held_bit | kernel_bit))
             out.push_back(static_cast<index::NodeId>(id));
 }
 

@@ -80,6 +80,10 @@ prefetch::EngineOptions engine_options(const config::MountOptions& o) {
     e.io_timeout = io_timeout_of(o);
     e.fuse_threads = o.threads;
     e.stage = o.stage;
+    // --kernel-opens drops files' pages after use, to see every open as a
+    // READ; peers are served from the RAM tier, which must then hold the
+    // bytes itself.
+    e.handover = o.handover && !o.kernel_opens && o.peers.empty();
     return e;
 }
 
@@ -175,6 +179,8 @@ int mount_command(const std::vector<std::string>& args) {
         uint64_t headroom = std::max<uint64_t>(eo.mem / 8, 16 << 20);
         if (auto why = cache::BlobArena::install(eo.mem + headroom); !why.empty())
             LOG_WARN("RAM tier buffers come from the heap: %s", why.c_str());
+        else if (eo.handover)
+            cache::BlobArena::installed()->set_give_back(true);
     }
     prefetch::Engine engine(idx, backing.fd, eo);
     if (!o.cache_dir.empty() && o.ssd != 0) engine.attach_ssd(open_ssd(o, idx, backing.real));

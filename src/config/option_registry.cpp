@@ -62,6 +62,13 @@ std::string set_peer_address(MountOptions& o, std::string_view v) {
     return "";
 }
 
+std::string set_no_handover(MountOptions& o, std::string_view v) {
+    bool off;
+    if (!parse_bool(v, off)) return "expected true or false";
+    o.handover = !off;
+    return "";
+}
+
 std::string set_no_detect(MountOptions& o, std::string_view v) {
     bool off;
     if (!parse_bool(v, off)) return "expected true or false";
@@ -202,6 +209,13 @@ constexpr OptionSpec specs[] = {
      "while a job is registered, copy the files its loaders open next into the kernel's page "
      "cache just before they are opened, so their reads need no round trip to the daemon",
      set_bool_field<&MountOptions::push_ahead>},
+    {"handover", 0, OptionType::flag, "", "true",
+     "once the kernel's page cache of the mount holds a file whole, drop the RAM tier's copy "
+     "(each byte in memory once), until the kernel has dropped 64 files it was handed",
+     set_bool_field<&MountOptions::handover>},
+    {"no_handover", 0, OptionType::flag, "", "false",
+     "keep the RAM tier's copy of every file the kernel also caches (--handover)",
+     set_no_handover},
     {"cache_dir", 0, OptionType::text, "DIR", "",
      "local-disk directory for the SSD tier's cache file and journal (one pair per dataset); "
      "a later mount of the unchanged dataset with the same DIR reuses what it holds",

@@ -22,6 +22,9 @@ struct OpenFile {
     std::atomic<int> fd{-1};
     std::mutex mu; // guards blob only
     cache::BlobRef blob;
+    // Bytes the READs of this open were answered with from the tiers: the
+    // whole file means the kernel's page cache now holds it (hand-over).
+    std::atomic<uint64_t> served{0};
 };
 
 // The whole file for a READ of a tiered file: the one the open pinned, else

@@ -51,6 +51,12 @@ void init_core(Filesystem& fs, fuse_conn_info* conn) {
             return fuse_lowlevel_notify_store(se, ino_of(id), 0, &bv, FUSE_BUF_NO_SPLICE);
         });
     }
+    {
+        fuse_session* se = fs.session;
+        fs.engine->set_invalidator([se](index::NodeId id) {
+            return fuse_lowlevel_notify_inval_inode(se, ino_of(id), 0, 0);
+        });
+    }
     if (fs.options.kernel_opens) {
         fuse_session* se = fs.session;
         fs.engine->set_dropper([se](index::NodeId id) {

@@ -42,6 +42,7 @@ void fuse_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file
         if (int rv = file_bytes(fs, of, id, blob); rv < 0) return reply_error(req, rv);
     }
     count(fs, size);
+    if (of) of->served.fetch_add(size, std::memory_order_relaxed);
     // The blob is the whole file, verified to be the scanned size.
     fuse_reply_buf(req, blob->bytes.get() + off_u, size);
 }

@@ -11,7 +11,11 @@ void fuse_release(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     auto* of = reinterpret_cast<OpenFile*>(fi->fh);
     if (of) {
         if (int fd = of->fd.load(std::memory_order_acquire); fd >= 0) sys::close(fd);
-        delete of;
+        uint64_t served = of->served.load(std::memory_order_relaxed);
+        delete of; // its reference to the bytes first, so a hand-over frees them
+        Filesystem& fs = filesystem_of(req);
+        if (const index::Node* n = node_of(fs, ino); n && served > 0)
+            fs.engine->released(fs.index.id_of(*n), served);
     }
     fuse_reply_err(req, 0);
 }

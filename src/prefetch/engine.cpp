@@ -36,6 +36,7 @@ Engine::Engine(const index::Index& idx, int backing_fd, EngineOptions opt)
       last_open_(std::make_unique<std::atomic<uint64_t>[]>(idx.size())),
       pushed_at_(std::make_unique<uint64_t[]>(idx.size())) {
     if (opt_.max_file == 0) opt_.max_file = opt_.mem / 16;
+    handover_.store(opt_.handover && opt_.mem > 0, std::memory_order_relaxed);
     for (index::NodeId id = 0; id < idx.size(); ++id) {
         const index::Node& n = idx.node(id);
         if (S_ISREG(n.mode) && tiered(n) && n.size < not_tiered)
@@ -54,6 +55,7 @@ void Engine::attach_ssd(std::unique_ptr<cache::Tier> ssd) {
 void Engine::attach_peers(std::unique_ptr<peer::Peers> peers) {
     peers_ = std::move(peers);
     if (!peers_) return;
+    handover_.store(false, std::memory_order_relaxed); // peers are served from the tier
     std::vector<int16_t> of(index_.size(), -1);
     for (index::NodeId id = 0; id < index_.size(); ++id)
         if (tier_size_[id] != not_tiered) of[id] = static_cast<int16_t>(peers_->home_of(id));
@@ -495,6 +497,7 @@ cache::BlobRef Engine::opened(index::NodeId id, uint32_t pid) {
 }
 
 int Engine::bytes_of(index::NodeId id, cache::BlobRef& out) {
+    if (ram_.kernel_lost(id, index_.node(id).size)) note_kernel_miss();
     if (cache::BlobRef b = ram_.peek(id)) {
         out = std::move(b);
         return 0;
@@ -536,6 +539,64 @@ void Engine::admit(index::NodeId id, const FetchResult& r, bool) {
             writer_->enqueue(id, r.blob);
     }
     landed_.fetch_add(1, std::memory_order_release);
+}
+
+// Hand-over (cache/ram_tier.hpp): a file read whole through the mount is
+// in the kernel's page cache, which keeps it across opens (keep_cache), so
+// the RAM tier's copy would be a second one, charged to the same memory.
+// Released, not at the last READ: a READ's reply has not reached the page
+// cache when the daemon sends it, and a concurrent READ of the same open
+// still needs the bytes (it holds its own reference anyway).
+void Engine::released(index::NodeId id, uint64_t served) {
+    if (!handover_.load(std::memory_order_relaxed)) return;
+    const index::Node& n = index_.node(id);
+    if (!tiered(n) || served < n.size) return;
+    ram_.hand_over(id, n.size);
+}
+
+uint64_t Engine::evict_file(index::NodeId id) {
+    if (!ram_.in_kernel(id)) return ram_.evict(id);
+    // The kernel's pages first, then the mark: a READ in between finds the
+    // file still marked, counts a miss and fetches it, which is harmless.
+    // -ENOENT: the kernel has no inode for it, so no pages either.
+    if (inval_) inval_(id);
+    uint64_t size = index_.node(id).size;
+    if (!ram_.kernel_lost(id, size)) return 0;
+    evictions_from_kernel_.fetch_add(1, std::memory_order_relaxed);
+    return size;
+}
+
+void Engine::forgotten(index::NodeId id) {
+    if (ram_.kernel_lost(id, index_.node(id).size))
+        kernel_forgets_.fetch_add(1, std::memory_order_relaxed);
+}
+
+// The kernel asked again for a file it was handed: under memory pressure
+// it reclaims page cache, and the RAM tier no longer holds the bytes. A few
+// such reads are cheap (each is one demand fetch, from the SSD tier or the
+// backing store); a kernel that keeps dropping what it is handed would turn
+// every later epoch into them, unseen by the prefetcher. So at the 64th,
+// however many files were handed over, hand-over stops for the mount: every
+// mark is cleared (the prefetcher then fetches those files again when they
+// are next due) and the tier keeps its copies, as with --no-handover.
+constexpr uint64_t max_kernel_misses = 64;
+
+void Engine::note_kernel_miss() {
+    uint64_t misses = kernel_misses_.fetch_add(1, std::memory_order_relaxed) + 1;
+    if (!handover_.load(std::memory_order_relaxed)) return;
+    uint64_t handed = ram_.kernel_stats().handed_over;
+    if (misses < max_kernel_misses) return;
+    if (!handover_.exchange(false)) return; // another thread stopped it
+    ram_.forget_kernel([this](index::NodeId i) { return index_.node(i).size; });
+    std::string why = "the kernel dropped " + std::to_string(misses) + " of the " +
+                      std::to_string(handed) +
+                      " files it was handed (memory pressure on its page cache)";
+    {
+        std::lock_guard lk(handover_mu_);
+        handover_stopped_ = why;
+    }
+    LOG_WARN("hand-over stopped: %s; the RAM tier keeps its own copy of every file from now "
+             "on (--no-handover)", why.c_str());
 }
 
 std::shared_ptr<Engine::Active>

@@ -164,6 +164,27 @@ void Engine::status(nlohmann::json& out) const {
                   {"files", r.entries},     {"hits", r.hits},
                   {"misses", r.misses},     {"evictions", r.evictions},
                   {"rejected", r.rejected}, {"max_file", opt_.mem ? opt_.max_file : 0}};
+    {
+        cache::RamTier::KernelStats k = ram_.kernel_stats();
+        std::string stopped;
+        {
+            std::lock_guard lk(handover_mu_);
+            stopped = handover_stopped_;
+        }
+        const char* state = handover_.load(std::memory_order_relaxed) ? "on"
+                            : stopped.empty()                           ? "off"
+                                                                        : "stopped";
+        out["ram"]["kernel"] = {{"handover", state},
+                                {"reason", stopped.empty() ? nlohmann::json(nullptr)
+                                                           : nlohmann::json(stopped)},
+                                {"files", k.files},
+                                {"bytes", k.bytes},
+                                {"handed_over", k.handed_over},
+                                {"hits", k.hits},
+                                {"misses", kernel_misses_.load(std::memory_order_relaxed)},
+                                {"forgotten", kernel_forgets_.load(std::memory_order_relaxed)},
+                                {"evicted", evictions_from_kernel_.load(std::memory_order_relaxed)}};
+    }
     if (const cache::BlobArena* arena = cache::BlobArena::installed()) {
         cache::BlobArenaStats a = arena->stats();
         out["ram"]["arena"] = {

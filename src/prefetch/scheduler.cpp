@@ -322,7 +322,7 @@ void Engine::schedule_round(const Jobs& jobs) {
             uint64_t keep_upto = evict_beyond(i, lead_target_);
             while (free < need && !victims.empty() && victims.back().first > keep_upto) {
                 index::NodeId v = victims.back().second;
-                uint64_t freed = ram_.evict(v);
+                uint64_t freed = evict_file(v);
                 if (homes && homes->here[v])
                     homed_held_.fetch_sub(std::min(freed, homed_held_.load()));
                 free += static_cast<int64_t>(freed);
@@ -405,6 +405,8 @@ void Engine::push_ahead(const std::vector<index::NodeId>& next) {
         if (!b || b->size > max_push) continue;
         pushed_at_[id] = opens_.load(std::memory_order_relaxed) + 1;
         int rv = push_(id, *b);
+        // Stored whole: the kernel's page cache holds it now.
+        if (rv == 0 && handover_.load(std::memory_order_relaxed)) ram_.hand_over(id, b->size);
         // ENOENT: the kernel has no inode for it yet (never looked up).
         (rv == 0         ? pushes_
          : rv == -ENOENT ? push_skipped_

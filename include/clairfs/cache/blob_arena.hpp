@@ -44,6 +44,12 @@ public:
     char* allocate(uint64_t length);
     void release(char* p, uint64_t length);
     void count_overflow() { overflows_.fetch_add(1, std::memory_order_relaxed); }
+    // Whether released buffers' pages go back to the system (madvise
+    // MADV_DONTNEED) instead of staying touched for reuse. On with
+    // hand-over: a file handed to the kernel's page cache leaves the tier,
+    // and its pages must leave the daemon's resident memory too, or the
+    // budget is held twice after all (once resident here, once cached).
+    void set_give_back(bool on) { give_back_.store(on, std::memory_order_relaxed); }
     BlobArenaStats stats() const;
 
 private:
@@ -52,6 +58,7 @@ private:
     mutable std::mutex mu_; // guards free_; leaf lock, never held across I/O
     std::unique_ptr<ExtentAllocator> free_;
     std::atomic<uint64_t> overflows_{0};
+    std::atomic<bool> give_back_{false};
 };
 
 } // namespace clairfs::cache

@@ -50,6 +50,9 @@ struct EngineOptions {
     // read; 0 = no bound.
     std::chrono::milliseconds io_timeout{60000};
     unsigned fuse_threads = 16; // readers that may wait on a backing call at once
+    // --handover: a file the kernel's page cache holds whole leaves the
+    // RAM tier (cache/ram_tier.hpp, hand_over()).
+    bool handover = false;
 };
 
 // Stage-in as status reports it.
@@ -90,6 +93,10 @@ public:
     // (src/prefetch/scheduler.cpp says when).
     using Dropper = std::function<int(index::NodeId id)>;
     void set_dropper(Dropper drop) { drop_ = std::move(drop); }
+    // The same notification, for evicting a file the RAM tier handed over
+    // to the kernel (--handover): its pages are the tier's copy, and room
+    // is made by dropping them. Set before start().
+    void set_invalidator(Dropper inval) { inval_ = std::move(inval); }
     // Told of every open while no job is registered (job detection:
     // control/detector.hpp); called on the FUSE thread, so it must only
     // queue. Set before start().
@@ -129,8 +136,16 @@ public:
     // pins them against eviction for its lifetime.
     cache::BlobRef opened(index::NodeId id, uint32_t pid);
     // The whole file for a READ: a RAM hit, else a demand fetch (joining a
-    // prefetch in flight). 0 or -errno.
+    // prefetch in flight). 0 or -errno. A READ of a file handed to the
+    // kernel means the kernel dropped (some of) its pages: counted, and the
+    // bytes come from the SSD tier or the backing store again.
     int bytes_of(index::NodeId id, cache::BlobRef& out);
+    // An open of a tiered file was released after its READs returned
+    // `served` bytes of it: if that is the whole file, the kernel's page
+    // cache holds it, and the RAM tier may hand it over.
+    void released(index::NodeId id, uint64_t served);
+    // The kernel forgot the file's inode, and its pages with it.
+    void forgotten(index::NodeId id);
     cache::BackingStore& backing() { return backing_; }
     // Backing-store calls a FUSE thread makes itself (reads of files the
     // tiers do not take), each bounded by --io-timeout.
@@ -348,10 +363,21 @@ private:
     std::unique_ptr<std::atomic<uint64_t>[]> last_open_;
     std::unique_ptr<uint64_t[]> pushed_at_; // scheduler thread only
     std::atomic<uint64_t> pushes_{0}, push_skipped_{0}, push_errors_{0};
+    // Hand-over (EngineOptions::handover): on until the kernel is seen to
+    // drop what it was handed (note_kernel_miss()).
+    std::atomic<bool> handover_{false};
+    std::atomic<uint64_t> kernel_misses_{0}, kernel_forgets_{0}, evictions_from_kernel_{0};
+    mutable std::mutex handover_mu_; // leaf; guards handover_stopped_
+    std::string handover_stopped_; // why hand-over stopped, or ""
+    void note_kernel_miss();
     // Page-cache drops (set_dropper): files read while a job is registered,
     // with when, appended by FUSE threads and taken by the scheduler thread, which keeps them in
     // read order until they are old enough.
     Dropper drop_;
+    Dropper inval_;
+    // Makes room: drops the tier's copy, or the kernel's pages of a file
+    // handed over. The bytes freed from the budget.
+    uint64_t evict_file(index::NodeId id);
     OpenObserver observe_;
     std::mutex drop_mu_; // guards read_log_; leaf lock
     std::vector<std::pair<index::NodeId, std::chrono::steady_clock::time_point>> read_log_;

@@ -221,3 +221,115 @@ TEST_CASE("a put/get/evict hammer on shared slots keeps bytes and budget exact")
     CHECK(t.stats().bytes == 0);
     CHECK(t.stats().entries == 0);
 }
+
+TEST_CASE("hand_over drops the copy, keeps the file contained and its budget, counts kernel hits") {
+    cache::RamTier t(1000);
+    REQUIRE(t.put(1, blob_of(1, 600)));
+    cache::BlobRef reader = t.peek(1); // a READ still copying out of it
+    CHECK(t.hand_over(1, 600));
+    CHECK(t.contains(1)); // the prefetcher must not fetch it again
+    CHECK(t.in_kernel(1));
+    CHECK(t.peek(1) == nullptr);
+    CHECK(t.stats().entries == 0);
+    CHECK(t.stats().bytes == 600);   // page cache is memory all the same
+    CHECK(t.stats().evictions == 0); // not an eviction: the bytes are still in memory
+    std::vector<index::NodeId> held;
+    t.held(held);
+    CHECK(held == std::vector<index::NodeId>{1}); // a victim: the caller drops the pages
+    CHECK(t.evict(1) == 0);                       // which evict() cannot do
+    CHECK(reader->size == 600);
+    CHECK(std::memcmp(reader->bytes.get(), test::sample_bytes(1, 600).data(), 600) == 0);
+    CHECK_FALSE(t.put(2, blob_of(2, 401))); // the budget still counts the 600
+
+    CHECK(t.get(1) == nullptr);
+    CHECK(t.stats().hits == 1);
+    CHECK(t.stats().misses == 0);
+    auto k = t.kernel_stats();
+    CHECK(k.files == 1);
+    CHECK(k.bytes == 600);
+    CHECK(k.handed_over == 1);
+    CHECK(k.hits == 1);
+
+    CHECK(t.kernel_lost(1, 600)); // dropped: the budget is free again
+    CHECK(t.stats().bytes == 0);
+    CHECK(t.put(2, blob_of(2, 1000)));
+}
+
+TEST_CASE("a file handed over without a copy here is marked only if it fits") {
+    cache::RamTier t(1000);
+    CHECK(t.hand_over(7, 700)); // evicted while open, read whole: marked and reserved
+    CHECK(t.stats().bytes == 700);
+    CHECK(t.kernel_stats().handed_over == 0); // no copy was dropped
+    CHECK_FALSE(t.hand_over(8, 400));         // no room: left to the kernel, unaccounted
+    CHECK_FALSE(t.contains(8));
+    CHECK(t.hand_over(7, 700)); // already marked: nothing moves
+    CHECK(t.stats().bytes == 700);
+}
+
+TEST_CASE("a put of a file the kernel was handed takes the reservation back") {
+    cache::RamTier t(1000);
+    REQUIRE(t.put(3, blob_of(3, 500)));
+    REQUIRE(t.hand_over(3, 500));
+    CHECK(t.put(3, blob_of(3, 500)));
+    CHECK_FALSE(t.in_kernel(3));
+    CHECK(t.stats().bytes == 500); // once, not twice
+    CHECK(t.stats().entries == 1);
+    CHECK(t.kernel_stats().files == 0);
+}
+
+TEST_CASE("kernel_lost clears the mark once; forget_kernel clears every mark") {
+    cache::RamTier t(10000);
+    for (index::NodeId id = 1; id <= 3; ++id) {
+        REQUIRE(t.put(id, blob_of(id, 100 * id)));
+        REQUIRE(t.hand_over(id, 100 * id));
+    }
+    CHECK(t.kernel_stats().files == 3);
+    CHECK(t.kernel_stats().bytes == 600);
+    CHECK(t.kernel_lost(2, 200));
+    CHECK_FALSE(t.kernel_lost(2, 200)); // a second READ of it is not another loss
+    CHECK(t.stats().bytes == 400);
+    CHECK_FALSE(t.contains(2));
+    CHECK(t.get(2) == nullptr);
+    CHECK(t.stats().misses == 1);
+    CHECK(t.put(2, blob_of(2, 200))); // fetched again, held here
+    CHECK(t.contains(2));
+    t.forget_kernel([](index::NodeId id) { return 100 * uint64_t{id}; });
+    CHECK(t.kernel_stats().files == 0);
+    CHECK(t.kernel_stats().bytes == 0);
+    CHECK(t.stats().bytes == 200); // only the copy held here
+    CHECK_FALSE(t.contains(1));
+    CHECK(t.contains(2));
+}
+
+TEST_CASE("hand_over racing puts, gets and losses keeps bytes, budget and marks exact") {
+    cache::RamTier t(1 << 20, 64);
+    std::atomic<bool> go{false};
+    auto worker = [&](int seed) {
+        while (!go.load()) std::this_thread::yield();
+        for (int i = 0; i < 20000; ++i) {
+            auto id = static_cast<index::NodeId>((i * 7 + seed) % 64);
+            switch ((i + seed) % 4) {
+            case 0: t.put(id, blob_of(id, 256)); break;
+            case 1: t.hand_over(id, 256); break;
+            case 2: t.kernel_lost(id, 256); break;
+            default: {
+                if (auto b = t.get(id)) CHECK(b->size == 256);
+            }
+            }
+        }
+    };
+    std::vector<std::thread> ts;
+    for (int s = 0; s < 4; ++s) ts.emplace_back(worker, s);
+    go = true;
+    for (auto& th : ts) th.join();
+    uint64_t marked = 0, held = 0;
+    for (index::NodeId id = 0; id < 64; ++id) {
+        CHECK_FALSE((t.in_kernel(id) && t.peek(id) != nullptr)); // never both
+        marked += t.in_kernel(id);
+        held += t.peek(id) != nullptr;
+    }
+    CHECK(t.kernel_stats().files == marked);
+    CHECK(t.kernel_stats().bytes == marked * 256);
+    CHECK(t.stats().entries == held);
+    CHECK(t.stats().bytes == (held + marked) * 256);
+}

@@ -89,7 +89,7 @@ TEST_CASE("an operation that answers itself is answered once") {
 
 TEST_CASE("a forget that throws still sends its reply_none") {
     reset();
-    guarded_no_reply<"forget", forget_throws>(fake_req(), 1);
+    guarded_no_reply<"a_forget", forget_throws>(fake_req(), 1);
     CHECK(g_replies == 1);
     CHECK(g_replied_none);
 }
