@@ -47,6 +47,9 @@ Scenarios:
                         clairfs-registered with --push-ahead: the files the
                         job opens next are copied into the page cache before
                         their open, so their reads need no round trip.
+  clairfs-registered-handover
+                        clairfs-registered with --handover: a file the job
+                        read whole leaves the RAM tier for the page cache.
   clairfs-registered-trainval
                         train/val datasets: one job with a "loaders" list,
                         the train loader then {"root": "val", "sampler":
@@ -119,7 +122,8 @@ PY = "/usr/bin/python3"
 FRAMEWORKS_PY = "/opt/clairfs-venv/bin/python"  # CLAIRFS_FRAMEWORKS_PYTHON overrides
 ALL = ["local-warm", "direct", "copy-first", "rclone",
        "clairfs-unregistered", "clairfs-registered", "clairfs-unregistered-detected",
-       "clairfs-registered-train", "clairfs-registered-push", "clairfs-registered-trainval",
+       "clairfs-registered-train", "clairfs-registered-push", "clairfs-registered-handover",
+       "clairfs-registered-trainval",
        "clairfs-ssd-unregistered", "clairfs-ssd-registered", "clairfs-ssd-staged"]
 NEEDS_VAL = ("clairfs-registered-train", "clairfs-registered-trainval")
 FRAMEWORKS = ("torch", "keras")
@@ -513,7 +517,8 @@ class Bench:
             self.reap(p, timeout=60)
             shutil.rmtree(cache, ignore_errors=True)
 
-    def sc_clairfs(self, r, register=None, ssd=False, stage=False, push=False, detect=False):
+    def sc_clairfs(self, r, register=None, ssd=False, stage=False, push=False, detect=False,
+                   handover=False):
         """register: None (no registration), "job" (the job as configured:
         its train loader on a train/val dataset), "trainval" (a loaders
         list: train, then val, sequential). detect: leave job detection on
@@ -530,6 +535,8 @@ class Bench:
             cmd += ["--stage"]
         if push:
             cmd += ["--push-ahead"]
+        if handover:
+            cmd += ["--handover"]
         if not register and not detect and self.has_option("--no-detect"):
             cmd += ["--no-detect"]
         regs = self.registrations(register) if register else []
@@ -711,6 +718,7 @@ class Bench:
               "clairfs-registered": lambda r: self.sc_clairfs(r, "job"),
               "clairfs-registered-train": lambda r: self.sc_clairfs(r, "job"),
               "clairfs-registered-push": lambda r: self.sc_clairfs(r, "job", push=True),
+              "clairfs-registered-handover": lambda r: self.sc_clairfs(r, "job", handover=True),
               "clairfs-registered-trainval": lambda r: self.sc_clairfs(r, "trainval"),
               "clairfs-ssd-unregistered": lambda r: self.sc_clairfs(r, ssd=True),
               "clairfs-ssd-registered": lambda r: self.sc_clairfs(r, "job", ssd=True),

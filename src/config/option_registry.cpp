@@ -209,12 +209,12 @@ constexpr OptionSpec specs[] = {
      "while a job is registered, copy the files its loaders open next into the kernel's page "
      "cache just before they are opened, so their reads need no round trip to the daemon",
      set_bool_field<&MountOptions::push_ahead>},
-    {"handover", 0, OptionType::flag, "", "true",
+    {"handover", 0, OptionType::flag, "", "false",
      "once the kernel's page cache of the mount holds a file whole, drop the RAM tier's copy "
-     "(each byte in memory once), until the kernel has dropped 64 files it was handed",
+     "(each byte in memory once); until the kernel has dropped 64 files it was handed",
      set_bool_field<&MountOptions::handover>},
     {"no_handover", 0, OptionType::flag, "", "false",
-     "keep the RAM tier's copy of every file the kernel also caches (--handover)",
+     "keep the RAM tier's copy of every file the kernel also caches (the default)",
      set_no_handover},
     {"cache_dir", 0, OptionType::text, "DIR", "",
      "local-disk directory for the SSD tier's cache file and journal (one pair per dataset); "

@@ -572,13 +572,15 @@ void Engine::forgotten(index::NodeId id) {
 }
 
 // The kernel asked again for a file it was handed: under memory pressure
-// it reclaims page cache, and the RAM tier no longer holds the bytes. A few
-// such reads are cheap (each is one demand fetch, from the SSD tier or the
-// backing store); a kernel that keeps dropping what it is handed would turn
-// every later epoch into them, unseen by the prefetcher. So at the 64th,
-// however many files were handed over, hand-over stops for the mount: every
-// mark is cleared (the prefetcher then fetches those files again when they
-// are next due) and the tier keeps its copies, as with --no-handover.
+// it reclaims page cache, and the RAM tier no longer holds the bytes. Each
+// such read is one demand fetch, from the SSD tier or the backing store; a
+// kernel that keeps dropping what it is handed would make them a share of
+// every later epoch, unseen by the prefetcher. So at the 64th, however many
+// files were handed over, hand-over stops for the mount: files are no
+// longer handed over, and each one the kernel drops comes back into the
+// tier when it is next read and stays. The marks stay: clearing them would
+// have the prefetcher read again every file the kernel still holds (543 MB
+// of a 1.1 GB dataset in one epoch of bench/RESULTS.md's run).
 constexpr uint64_t max_kernel_misses = 64;
 
 void Engine::note_kernel_miss() {
@@ -587,7 +589,6 @@ void Engine::note_kernel_miss() {
     uint64_t handed = ram_.kernel_stats().handed_over;
     if (misses < max_kernel_misses) return;
     if (!handover_.exchange(false)) return; // another thread stopped it
-    ram_.forget_kernel([this](index::NodeId i) { return index_.node(i).size; });
     std::string why = "the kernel dropped " + std::to_string(misses) + " of the " +
                       std::to_string(handed) +
                       " files it was handed (memory pressure on its page cache)";
@@ -595,8 +596,8 @@ void Engine::note_kernel_miss() {
         std::lock_guard lk(handover_mu_);
         handover_stopped_ = why;
     }
-    LOG_WARN("hand-over stopped: %s; the RAM tier keeps its own copy of every file from now "
-             "on (--no-handover)", why.c_str());
+    LOG_WARN("hand-over stopped: %s; the RAM tier keeps its own copy of every file it reads "
+             "from now on, as without --handover", why.c_str());
 }
 
 std::shared_ptr<Engine::Active>

@@ -74,9 +74,7 @@ def case_shuffle_explicit_generator(tmp, expected, size):
     os.makedirs(mp)
     # --push-ahead: the next files reach the page cache before their opens,
     # and the bytes the job reads there must still be the backing files'.
-    # --no-handover, so that every epoch pushes: handed over, a file pushed
-    # once stays the kernel's, and is not pushed again.
-    with ml.mounted(backing, mp, "--mem", "256M", "--push-ahead", "--no-handover"):
+    with ml.mounted(backing, mp, "--mem", "256M", "--push-ahead"):
         st = shuffle_job(mp, "shuffle", expected)
         check_clairvoyant(st, "shuffle", len(expected))
         pushed = st["prefetch"]["pushed"]

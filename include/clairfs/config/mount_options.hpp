@@ -47,7 +47,7 @@ struct MountOptions {
     std::string peer_address;    // where the others reach this daemon; empty: the host name
     unsigned peer_port = 0;      // its listener's TCP port; 0: any free one
     bool detect = true;          // unregistered: recognise the job from its opens
-    bool handover = true;        // a file the page cache holds whole is not held twice
+    bool handover = false;       // a file the page cache holds whole is not held twice
     std::vector<uint64_t> detect_seeds; // searched deep besides the usual ones (torch's form)
 
     uint64_t effective_blksize() const { return blksize ? blksize : max_read; }
