@@ -40,8 +40,8 @@ void init_core(Filesystem& fs, fuse_conn_info* conn) {
     conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
     conn->time_gran = 1;
 
+    fuse_session* se = fs.session;
     if (fs.options.push_ahead) {
-        fuse_session* se = fs.session;
         fs.engine->set_pusher([se](index::NodeId id, const cache::Blob& b) {
             fuse_bufvec bv{};
             bv.count = 1;
@@ -51,18 +51,13 @@ void init_core(Filesystem& fs, fuse_conn_info* conn) {
             return fuse_lowlevel_notify_store(se, ino_of(id), 0, &bv, FUSE_BUF_NO_SPLICE);
         });
     }
-    {
-        fuse_session* se = fs.session;
-        fs.engine->set_invalidator([se](index::NodeId id) {
-            return fuse_lowlevel_notify_inval_inode(se, ino_of(id), 0, 0);
-        });
-    }
-    if (fs.options.kernel_opens) {
-        fuse_session* se = fs.session;
-        fs.engine->set_dropper([se](index::NodeId id) {
-            return fuse_lowlevel_notify_inval_inode(se, ino_of(id), 0, 0);
-        });
-    }
+    // One notification drops a file's pages: to evict a file handed over
+    // to the kernel, and (--kernel-opens) every file soon after it is read.
+    auto drop_pages = [se](index::NodeId id) {
+        return fuse_lowlevel_notify_inval_inode(se, ino_of(id), 0, 0);
+    };
+    fs.engine->set_invalidator(drop_pages);
+    if (fs.options.kernel_opens) fs.engine->set_dropper(drop_pages);
     // Here, in the process that serves, after any fork: threads start now.
     fs.engine->start();
     if (fs.control) fs.control->start_detection();

@@ -585,12 +585,9 @@ constexpr uint64_t max_kernel_misses = 64;
 
 void Engine::note_kernel_miss() {
     uint64_t misses = kernel_misses_.fetch_add(1, std::memory_order_relaxed) + 1;
-    if (!handover_.load(std::memory_order_relaxed)) return;
-    uint64_t handed = ram_.kernel_stats().handed_over;
-    if (misses < max_kernel_misses) return;
-    if (!handover_.exchange(false)) return; // another thread stopped it
+    if (misses < max_kernel_misses || !handover_.exchange(false)) return; // or stopped already
     std::string why = "the kernel dropped " + std::to_string(misses) + " of the " +
-                      std::to_string(handed) +
+                      std::to_string(ram_.kernel_stats().handed_over) +
                       " files it was handed (memory pressure on its page cache)";
     {
         std::lock_guard lk(handover_mu_);

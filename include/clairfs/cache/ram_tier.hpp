@@ -51,13 +51,6 @@ public:
     // marked the kernel's, and its bytes leave the budget.
     bool kernel_lost(index::NodeId id, uint64_t size);
     bool in_kernel(index::NodeId id) const;
-    // Every mark cleared (hand-over stopped); `size_of` gives the sizes.
-    template <typename SizeOf>
-    void forget_kernel(SizeOf size_of) {
-        for (size_t id = 0; id < nodes_; ++id)
-            if (in_kernel(static_cast<index::NodeId>(id)))
-                kernel_lost(static_cast<index::NodeId>(id), size_of(static_cast<index::NodeId>(id)));
-    }
     struct KernelStats {
         uint64_t files = 0, bytes = 0; // marked the kernel's now
         uint64_t handed_over = 0;      // hand_over() calls that dropped a copy

@@ -277,7 +277,7 @@ TEST_CASE("a put of a file the kernel was handed takes the reservation back") {
     CHECK(t.kernel_stats().files == 0);
 }
 
-TEST_CASE("kernel_lost clears the mark once; forget_kernel clears every mark") {
+TEST_CASE("kernel_lost clears the mark once and returns its bytes to the budget") {
     cache::RamTier t(10000);
     for (index::NodeId id = 1; id <= 3; ++id) {
         REQUIRE(t.put(id, blob_of(id, 100 * id)));
@@ -293,7 +293,8 @@ TEST_CASE("kernel_lost clears the mark once; forget_kernel clears every mark") {
     CHECK(t.stats().misses == 1);
     CHECK(t.put(2, blob_of(2, 200))); // fetched again, held here
     CHECK(t.contains(2));
-    t.forget_kernel([](index::NodeId id) { return 100 * uint64_t{id}; });
+    CHECK(t.kernel_lost(1, 100));
+    CHECK(t.kernel_lost(3, 300));
     CHECK(t.kernel_stats().files == 0);
     CHECK(t.kernel_stats().bytes == 0);
     CHECK(t.stats().bytes == 200); // only the copy held here
