@@ -59,7 +59,8 @@ int Controller::write_control(std::string_view text, std::string& why) {
 }
 
 int Controller::register_job(JobRegistration job, bool stage, std::string& why,
-                             std::span<const std::pair<index::NodeId, uint32_t>> replay) {
+                             std::span<const std::pair<index::NodeId, uint32_t>> replay,
+                             const std::function<prefetch::Engine::Opens()>& late) {
     std::vector<plan::Job> resolved;
     size_t samples = 0;
     for (const Registration& reg : job.loaders) {
@@ -107,7 +108,7 @@ int Controller::register_job(JobRegistration job, bool stage, std::string& why,
             }
             std::erase_if(active_, [](const JobRegistration& j) { return j.detected; });
         }
-        auto swapped = engine_.activate(std::move(prepared));
+        auto swapped = engine_.activate(std::move(prepared), late);
         std::move(swapped.begin(), swapped.end(), std::back_inserter(replaced));
         std::erase_if(active_, [&](const JobRegistration& j) { return j.id == id; });
         active_.push_back(std::move(job));
@@ -126,10 +127,11 @@ int Controller::register_job(JobRegistration job, bool stage, std::string& why,
 void Controller::enable_detection(DetectorOptions opt) {
     detector_ = std::make_unique<Detector>(
         index_, std::move(opt),
-        [this](JobRegistration job, std::span<const std::pair<index::NodeId, uint32_t>> opens) {
+        [this](JobRegistration job, std::span<const std::pair<index::NodeId, uint32_t>> opens,
+               const std::function<prefetch::Engine::Opens()>& late) {
             job.detected = true;
             std::string why;
-            register_job(std::move(job), false, why, opens);
+            register_job(std::move(job), false, why, opens, late);
             return why;
         },
         [this] { return drop_finished_detected(); });

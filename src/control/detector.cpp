@@ -395,7 +395,17 @@ void Detector::accept(const order::DetectedJob& j) {
     for (uint32_t pid : j.pids)
         if (auto it = procs_.find(pid); it != procs_.end())
             for (index::NodeId id : it->second.opens) mine.emplace_back(id, pid);
-    std::string why = apply_(job, mine);
+    // The opens queued while this thread searched and confirmed: taken by
+    // the engine as the job goes live, so none falls between detection and
+    // the job's trackers (a worker that skipped 16 opens would not be
+    // followed again before its next epoch).
+    std::string why = apply_(job, mine, [this] {
+        Opens late;
+        std::lock_guard lk(mu_);
+        late.assign(queue_.begin(), queue_.end());
+        queue_.clear();
+        return late;
+    });
     pending_.reset();
     std::string said;
     if (why.empty()) {

@@ -461,6 +461,15 @@ std::shared_ptr<const Engine::Jobs> Engine::jobs() const {
 cache::BlobRef Engine::opened(index::NodeId id, uint32_t pid) {
     auto jobs = this->jobs();
     bool registered = !jobs->empty();
+    if (!registered && observe_) {
+        // Looked at again under the lock activate() replays the observer's
+        // queue under: this open is either queued before that replay or
+        // routed to the job after it.
+        std::lock_guard lk(observe_mu_);
+        jobs = this->jobs();
+        registered = !jobs->empty();
+        if (!registered) observe_(id, pid);
+    }
     if (drop_) {
         if (!read_any_.load(std::memory_order_relaxed))
             read_any_.store(true, std::memory_order_relaxed);
@@ -470,7 +479,6 @@ cache::BlobRef Engine::opened(index::NodeId id, uint32_t pid) {
             read_log_.emplace_back(id, std::chrono::steady_clock::now());
         }
     }
-    if (!registered && observe_) observe_(id, pid);
     if (registered) {
         // Following the jobs is an optimisation: if it fails, the open
         // still succeeds and the jobs are no longer predicted.
@@ -617,7 +625,13 @@ static Engine::Jobs take_jobs(std::shared_ptr<const Engine::Jobs>& jobs, Engine:
     return taken;
 }
 
-Engine::Jobs Engine::activate(std::shared_ptr<Active> prepared) {
+Engine::Jobs Engine::activate(std::shared_ptr<Active> prepared,
+                              const std::function<Opens()>& late) {
+    std::unique_lock observing(observe_mu_, std::defer_lock);
+    if (late) {
+        observing.lock();
+        replay(prepared, late());
+    }
     if (peers_) {
         // Before the job is visible to the scheduler: its first round waits
         // for the other nodes' registrations (share_registrations).
@@ -632,6 +646,7 @@ Engine::Jobs Engine::activate(std::shared_ptr<Active> prepared) {
         next.push_back(std::move(prepared));
         jobs_ = std::make_shared<const Jobs>(std::move(next));
     }
+    if (observing.owns_lock()) observing.unlock();
     if (pool_) pool_->drop_queued_prefetches();
     {
         std::lock_guard lk(wake_mu_);

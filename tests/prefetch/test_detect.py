@@ -48,11 +48,19 @@ def make_small_dataset(root):
 
 @contextlib.contextmanager
 def mounted(tmp, name, *options):
-    """The dataset under tmp/data mounted at tmp/mnt-NAME with --mem 256M."""
+    """The dataset under tmp/data mounted at tmp/mnt-NAME with --mem 256M.
+    A failing case shows the daemon's log: what detection saw and decided is
+    the only account of a failure that depends on timing."""
     mp = os.path.join(tmp, f"mnt-{name}")
+    log = os.path.join(tmp, f"{name}.log")
     os.makedirs(mp)
-    with ml.mounted(os.path.join(tmp, "data"), mp, "--mem", "256M", *options):
-        yield mp
+    with ml.mounted(os.path.join(tmp, "data"), mp, "--mem", "256M", "--log-file", log, *options):
+        try:
+            yield mp
+        except ml.TestFailure:
+            with open(log, errors="replace") as f:
+                ml.log(f"the daemon's log ({name}):\n" + "".join(f.readlines()[-40:]))
+            raise
 
 
 def settled(mp):

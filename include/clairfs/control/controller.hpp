@@ -62,9 +62,12 @@ private:
     std::string read_manifest(const std::string& path, std::string& text);
     int unregister(const std::string& id, std::string& why);
     // Builds and activates `job` (written, or detected); 0 or -EINVAL.
-    // `replay`: opens made before, told to the job's trackers first.
+    // `replay`: opens made before, told to the job's trackers first;
+    // `late`: the opens detection has not looked at yet, told to them as
+    // the job goes live (Engine::activate).
     int register_job(JobRegistration job, bool stage, std::string& why,
-                     std::span<const std::pair<index::NodeId, uint32_t>> replay = {});
+                     std::span<const std::pair<index::NodeId, uint32_t>> replay = {},
+                     const std::function<prefetch::Engine::Opens()>& late = {});
     // A detected job that is over (fell back, or retired: every process
     // of it exited) is dropped, so detection can start over (the next job
     // may be another). True if it did.

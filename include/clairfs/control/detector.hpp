@@ -41,10 +41,13 @@ struct DetectorOptions {
 class Detector {
 public:
     // Registers a detected job, telling its trackers first the opens it was
-    // found from (each claimed process's, in its order): "" or why it
-    // was refused.
+    // found from (each claimed process's, in its order), then those `late`
+    // returns (queued since, every process's) as the job goes live: "" or
+    // why it was refused.
+    using Opens = std::vector<std::pair<index::NodeId, uint32_t>>;
     using Apply = std::function<std::string(
-        JobRegistration job, std::span<const std::pair<index::NodeId, uint32_t>> opens)>;
+        JobRegistration job, std::span<const std::pair<index::NodeId, uint32_t>> opens,
+        const std::function<Opens()>& late)>;
     // Drops a registered detected job that is over (it fell back, or every
     // process of it exited), so detection can start over: true if it did.
     using DropFinished = std::function<bool()>;

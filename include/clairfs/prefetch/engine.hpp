@@ -172,7 +172,15 @@ public:
     // of the same id (active or retired) is replaced. Returns what was
     // replaced: drop it after your own locks, since the last reference
     // frees its plans and joins its planner threads.
-    [[nodiscard]] Jobs activate(std::shared_ptr<Active> prepared);
+    //
+    // `late` (a detected job) returns the opens the observer queued since
+    // the caller last looked: they are replayed and the job made visible
+    // under observe_mu_, so every open reaches either the observer (and so
+    // `late`) or the job's trackers, none neither. One lost mid-epoch open
+    // puts a worker's cursor out of reach of its next opens.
+    using Opens = std::vector<std::pair<index::NodeId, uint32_t>>;
+    [[nodiscard]] Jobs activate(std::shared_ptr<Active> prepared,
+                                const std::function<Opens()>& late = {});
     // Removes job `id` (every job if empty); with no job left, back to
     // unregistered: first-touch caching, nothing prefetched. Returns the
     // jobs dropped, as activate() does.
@@ -379,6 +387,10 @@ private:
     // handed over. The bytes freed from the budget.
     uint64_t evict_file(index::NodeId id);
     OpenObserver observe_;
+    // Taken by an open that finds no job (to call observe_) and by
+    // activate() with late opens; observe_ only queues and replay() does no
+    // I/O, though a replayed open may wait for its tracker's planner.
+    std::mutex observe_mu_;
     std::mutex drop_mu_; // guards read_log_; leaf lock
     std::vector<std::pair<index::NodeId, std::chrono::steady_clock::time_point>> read_log_;
     std::deque<std::pair<index::NodeId, std::chrono::steady_clock::time_point>> to_drop_;
