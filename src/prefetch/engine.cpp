@@ -490,12 +490,11 @@ cache::BlobRef Engine::opened(index::NodeId id, uint32_t pid) {
                 for (auto& l : j->loaders)
                     l.tracker->abandon("following the job failed inside clairfs (" + why + ")");
         if (o.matched) {
-            matched_opens_.fetch_add(1, std::memory_order_relaxed);
-            {
-                std::lock_guard lk(wake_mu_);
-                wake_ = true;
-            }
-            wake_cv_.notify_one();
+            uint64_t n = matched_opens_.fetch_add(1, std::memory_order_relaxed) + 1;
+            // Only when a round is due (Engine::round_due): woken by every
+            // open, the scheduler cost the daemon a context switch per file
+            // for rounds it then skipped.
+            if (o.new_epoch || n >= round_at_.load(std::memory_order_relaxed)) wake_scheduler();
         }
     }
     if (!tiered(index_.node(id))) return nullptr;
@@ -547,6 +546,16 @@ void Engine::admit(index::NodeId id, const FetchResult& r, bool) {
             writer_->enqueue(id, r.blob);
     }
     landed_.fetch_add(1, std::memory_order_release);
+    // The last round found the prefetch queue full: room now.
+    if (refill_wanted_.exchange(false, std::memory_order_relaxed)) wake_scheduler();
+}
+
+void Engine::wake_scheduler() {
+    {
+        std::lock_guard lk(wake_mu_);
+        wake_ = true;
+    }
+    wake_cv_.notify_one();
 }
 
 // Hand-over (cache/ram_tier.hpp): a file read whole through the mount is
@@ -648,11 +657,7 @@ Engine::Jobs Engine::activate(std::shared_ptr<Active> prepared,
     }
     if (observing.owns_lock()) observing.unlock();
     if (pool_) pool_->drop_queued_prefetches();
-    {
-        std::lock_guard lk(wake_mu_);
-        wake_ = true;
-    }
-    wake_cv_.notify_one();
+    wake_scheduler();
     return replaced;
 }
 

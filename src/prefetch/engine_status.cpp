@@ -218,7 +218,8 @@ void Engine::status(nlohmann::json& out) const {
                        {"push_skipped", push_skipped_.load(std::memory_order_relaxed)},
                        {"page_drops", drops_.load(std::memory_order_relaxed)},
                        {"page_drop_errors", drop_errors_.load(std::memory_order_relaxed)},
-                       {"push_errors", push_errors_.load(std::memory_order_relaxed)}};
+                       {"push_errors", push_errors_.load(std::memory_order_relaxed)},
+                       {"scheduler_wakeups", wakeups_.load(std::memory_order_relaxed)}};
 
     out["ranks"] = any ? jobs[0]["loaders"][0]["ranks"] : nlohmann::json::array();
     out["jobs"] = std::move(jobs);

@@ -132,8 +132,12 @@ bool Engine::round_due(const Jobs& jobs) {
     }
     if (!ran_) return true;
     if (wanted_more_ && landed_.load(std::memory_order_acquire) != last_landed_) return true;
-    uint64_t step = std::max<uint64_t>(1, lead_target_ / 16);
-    return matched_opens_.load(std::memory_order_relaxed) - last_opens_ >= step;
+    return matched_opens_.load(std::memory_order_relaxed) - last_opens_ >= round_step();
+}
+
+// Opens between rounds: a sixteenth of the lead the window aims at.
+uint64_t Engine::round_step() const {
+    return std::max<uint64_t>(1, lead_target_ / 16);
 }
 
 void Engine::schedule_loop() {
@@ -142,6 +146,7 @@ void Engine::schedule_loop() {
     while (!stopping_) {
         wake_cv_.wait_for(lk, idle_round, [this] { return wake_ || stopping_; });
         if (stopping_) break;
+        if (wake_) wakeups_.fetch_add(1, std::memory_order_relaxed); // else the idle tick
         wake_ = false;
         if (force_round_) {
             force_round_ = false;
@@ -159,7 +164,11 @@ void Engine::schedule_loop() {
             // them before it lifts the hold.
             const bool hold = holding();
             if (peers_ && !hold) place_due_homes();
-            if (!jobs->empty() && !hold && round_due(*jobs)) schedule_round(*jobs);
+            if (!jobs->empty() && !hold && round_due(*jobs)) {
+                schedule_round(*jobs);
+                // The open that makes the next round due wakes it.
+                round_at_.store(last_opens_ + round_step(), std::memory_order_relaxed);
+            }
             if (drop_) drop_pages(!jobs->empty() && mode() == track::Mode::clairvoyant);
         });
         if (!why.empty())
@@ -333,6 +342,7 @@ void Engine::schedule_round(const Jobs& jobs) {
         // A stage-in fetch may have landed since the look above.
         if (!pool_->prefetch(id, [&] { return ram_.contains(id); })) { // the queue is full
             wanted_more_ = true;
+            refill_wanted_.store(true, std::memory_order_relaxed);
             break;
         }
         free -= size;

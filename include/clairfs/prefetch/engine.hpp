@@ -364,6 +364,13 @@ private:
     // everything it wanted sees a fetch land.
     std::atomic<uint64_t> matched_opens_{0};
     std::atomic<uint64_t> landed_{0};
+    // The matched-open count at which the next round is due, and whether
+    // the last round wants to be woken by the next fetch that lands.
+    std::atomic<uint64_t> round_at_{0};
+    std::atomic<uint64_t> wakeups_{0}; // the scheduler's, not counting its idle ticks
+    std::atomic<bool> refill_wanted_{false};
+    uint64_t round_step() const;
+    void wake_scheduler();
     // Page-cache pushes: per node, the open count at its last open and just
     // after its last push. A file is pushed again only once opened since.
     Pusher push_;
