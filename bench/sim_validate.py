@@ -25,6 +25,10 @@ below 2% of the dataset (a few MB of metadata against none is not a
 disagreement worth a percentage). Prints a markdown table; exits 1 if any
 figure disagrees. --results-md appends the table to bench/RESULTS.md.
 
+--time-tolerance sets a wider band for epoch times alone (the CI test's
+0.5): a real run on a shared machine is slowed by whatever else runs, which
+bytes are not.
+
 --peer-bytes run checks the peer bytes over the whole run instead of per
 epoch (still printed per epoch): how much moves between nodes is then
 checked, not in which epoch's window it fell (the daemons prefetch the next
@@ -224,7 +228,7 @@ def agree(real, sim, dataset, tol):
     return abs(d) <= tol, f"{d:+.0%}"
 
 
-def validate(path, clairfs, tol, keep, overhead_s, peer_bytes="epoch"):
+def validate(path, clairfs, tol, keep, overhead_s, peer_bytes="epoch", time_tol=None):
     res = normalise(json.load(open(path)))
     res["_path"] = path
     cfg = sim_config(res, overhead_s)
@@ -249,7 +253,7 @@ def validate(path, clairfs, tol, keep, overhead_s, peer_bytes="epoch"):
         for e, se in enumerate(sims[sc]["epochs"]):
             checks = []
             rt = real["slowest_s"][e]
-            a, why = agree(rt, se["seconds"], 0, tol)
+            a, why = agree(rt, se["seconds"], 0, tol if time_tol is None else time_tol)
             checks.append(a)
             tcell = f"{rt:.1f} / {se['seconds']:.1f} ({why})"
             rf = real["shared_fs_bytes"][e]
@@ -294,6 +298,9 @@ def main():
     ap.add_argument("results", nargs="+")
     ap.add_argument("--clairfs", default=os.path.join(ROOT, "build", "src", "clairfs"))
     ap.add_argument("--tolerance", type=float, default=0.2)
+    ap.add_argument("--time-tolerance", type=float,
+                    help="for epoch times only (default: --tolerance): a run on a shared, "
+                         "noisy machine can be slowed by others; bytes cannot")
     ap.add_argument("--overhead", type=float, default=0.2,
                     help="seconds a new DataLoader iterator takes before its first open")
     ap.add_argument("--keep", help="write the simulator configs and outputs here")
@@ -302,7 +309,8 @@ def main():
     a = ap.parse_args()
     all_ok, text = True, ""
     for p in a.results:
-        ok, t = validate(p, a.clairfs, a.tolerance, a.keep, a.overhead, a.peer_bytes)
+        ok, t = validate(p, a.clairfs, a.tolerance, a.keep, a.overhead, a.peer_bytes,
+                         a.time_tolerance)
         all_ok &= ok
         text += "\n" + t
     print(text)

@@ -11,7 +11,9 @@ store to a peer (peer/source_model.hpp, tested apart with set rates).
 - every byte every job got equals the backing file's, in every epoch;
 - over 3 epochs the backing store is read once per file across the group
   (the sum of the daemons' backing.files is the file count), the rest
-  coming from the files' homes (peers.files_in);
+  coming from the files' homes (peers.files_in), but for the few reads the
+  source model chose to make from the backing store while a peer was busy
+  (peers.chose_backing, at most a tenth of the peer files);
 - a node that registers other keys puts every node in fallback, each
   saying which node differs in which key;
 - `kill -9` of one daemon mid-epoch: the other two jobs finish with correct
@@ -183,9 +185,18 @@ def case_once_per_file(tmp, expected, size):
                f"{[round(s['peers']['homed_bytes'] / 1e6, 1) for s in sts]}, ram MB "
                f"{[round(s['ram']['bytes'] / 1e6, 1) for s in sts]} of "
                f"{[round(s['ram']['capacity'] / 1e6, 1) for s in sts]}")
-        ml.check(backing_files == len(expected),
+        # A daemon reads a file homed elsewhere from the backing store only
+        # when its cost model expects that to finish first (peers.chose_
+        # backing): here the "shared" file system is a local directory, so
+        # a peer busy for a moment loses now and then. Every other file is
+        # read from the backing store once in the group.
+        chose = [s["peers"]["chose_backing"] for s in sts]
+        ml.check(backing_files == len(expected) + sum(chose),
                  f"the group read the backing store {backing_files} times for "
-                 f"{len(expected)} files; daemons' warnings: {g.warnings()}")
+                 f"{len(expected)} files, {sum(chose)} by choice; daemons' warnings: "
+                 f"{g.warnings()}")
+        ml.check(sum(chose) <= peer_in // 10,
+                 f"the daemons chose the backing store {chose} times against {peer_in} peer files")
         # Every node placed the files alike, each with the node whose rank
         # opens it first; prefetching waited for all three registrations, so
         # each node read exactly its rank's first epoch.
@@ -194,8 +205,9 @@ def case_once_per_file(tmp, expected, size):
         for i, s in enumerate(sts):
             ml.check(s["peers"]["homed_files"] == len(expected) // NODES,
                      f"node {i} is home to {s['peers']['homed_files']} files")
-            ml.check(s["backing"]["files"] == len(expected) // NODES,
-                     f"node {i} read {s['backing']['files']} files, not its epoch-0 share")
+            ml.check(s["backing"]["files"] == len(expected) // NODES + chose[i],
+                     f"node {i} read {s['backing']['files']} files, not its epoch-0 share "
+                     f"and the {chose[i]} it chose to")
         ml.check(peer_in > 0 and peer_in == peer_out, f"peer files in {peer_in}, out {peer_out}")
         for s in sts:
             ml.check(s["mode"] == "clairvoyant", f"mode {s['mode']}: {s.get('reason')}")
@@ -208,7 +220,7 @@ def case_once_per_file(tmp, expected, size):
             return json.loads(r.stdout)
         ml.check(ml.wait_until(lambda: sum(n["summary"]["backing_files"]
                                            for n in cluster_rows() if n["summary"])
-                               == len(expected), 5),
+                               == len(expected) + sum(chose), 5),
                  f"status --cluster rows: {cluster_rows()}")
         rows = cluster_rows()
         ml.check([n["state"] for n in rows] == ["self", "up", "up"], f"states {rows}")
