@@ -71,24 +71,28 @@ def generate(back, nfiles, seed):
     os.sync()
 
 
-def job_order(back):
+def job_order(back, epochs):
     cmd = [CLAIRFS, "order", "--root", back, "--layout", "imagefolder", "--paths",
            "--sampler", "random", "--generator", "explicit", "--seed", "0",
-           "--batch-size", "64", "--epochs", "2"]
+           "--batch-size", "64", "--epochs", str(epochs)]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     return [json.loads(line) for line in out.splitlines() if line.strip()]
 
 
 def read_all(root, rel, work_us=0):
     """open, read to EOF, close, in order, then work_us of busy CPU per
-    file (a job decoding its sample); returns (seconds, bytes)."""
+    file (a job decoding its sample); returns (seconds, bytes, CPU seconds
+    the reader spent in open to close: its side of each file's cost, such
+    as filling the page cache on a READ)."""
     t0 = time.monotonic()
     total = 0
+    io_cpu = 0.0
     for r in rel:
         if work_us:
             until = time.perf_counter() + work_us / 1e6
             while time.perf_counter() < until:
                 pass
+        c0 = time.thread_time()
         fd = os.open(os.path.join(root, r), os.O_RDONLY)
         try:
             os.fstat(fd)  # as Python's open() does, and so PIL's and torch's loaders
@@ -99,7 +103,8 @@ def read_all(root, rel, work_us=0):
                 total += len(b)
         finally:
             os.close(fd)
-    return time.monotonic() - t0, total
+        io_cpu += time.thread_time() - c0
+    return time.monotonic() - t0, total, io_cpu
 
 
 def status(mnt):
@@ -166,6 +171,7 @@ def diff_epoch(a, b, files):
         "requests_per_file": req,
         "requests_total_per_file": sum(req.values()),
         "pushed_per_file": (pb["pushed"] - pa["pushed"]) / files,
+        "open_pushes_per_file": (pb.get("open_pushes", 0) - pa.get("open_pushes", 0)) / files,
         "page_drops_per_file": (pb["page_drops"] - pa["page_drops"]) / files,
         "backing_reads_per_file": (b.status["backing"]["reads"] - a.status["backing"]["reads"]) / files,
         "ram_hits_per_file": (b.status["ram"]["hits"] - a.status["ram"]["hits"]) / files,
@@ -272,6 +278,8 @@ def callgrind_dump(pid, outbase):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--files", type=int, default=4000)
+    ap.add_argument("--epochs", type=int, default=2,
+                    help="epochs of the job read [2]; from the third on, the steady state")
     ap.add_argument("--mem", default="1G", help="clairfs --mem [1G]")
     ap.add_argument("--cache-dir", help="turn on the SSD tier there")
     ap.add_argument("--cgroup-mem", help="memory cgroup (v1) for the daemon and the reader")
@@ -297,7 +305,7 @@ def main():
     try:
         log("writing %d files under %s" % (args.files, back))
         generate(back, args.files, 0)
-        epochs = job_order(back)
+        epochs = job_order(back, args.epochs)
         files = args.files
         prefix = []
         if args.cgroup_mem:
@@ -332,13 +340,14 @@ def main():
         if args.callgrind:
             callgrind_dump(daemon.pid, outbase)  # rendering the status: not either
         with open(os.path.join(mnt, ".clairfs", "control"), "w") as f:
-            f.write(json.dumps(JOB))
+            f.write(json.dumps({**JOB, "epochs": args.epochs}))
         for e, rel in enumerate(epochs):
-            secs, nbytes = read_all(mnt, rel, args.work_us)
+            secs, nbytes, io_cpu = read_all(mnt, rel, args.work_us)
             dump = callgrind_dump(daemon.pid, outbase) if args.callgrind else None
             after = Snapshot(mnt, daemon.pid, timed, cg)
             row = {"epoch": e, "files": len(rel), "bytes": nbytes, "seconds": secs,
-                   "us_per_file": secs * 1e6 / len(rel)}
+                   "us_per_file": secs * 1e6 / len(rel),
+                   "reader_io_cpu_ms_per_file": io_cpu * 1e3 / len(rel)}
             row.update(diff_epoch(snap, after, len(rel)))
             row["memory_at_end"] = after.memory
             k = after.status["ram"].get("kernel", {})
@@ -357,8 +366,9 @@ def main():
         if timed:
             read_all(back, epochs[0])  # the local copy, warm
             for e, rel in enumerate(epochs):
-                secs, _ = read_all(back, rel, args.work_us)
+                secs, _, io_cpu = read_all(back, rel, args.work_us)
                 result["epochs"][e]["local_warm_us_per_file"] = secs * 1e6 / len(rel)
+                result["epochs"][e]["local_warm_io_cpu_ms_per_file"] = io_cpu * 1e3 / len(rel)
                 result["epochs"][e]["x_local_warm"] = result["epochs"][e]["us_per_file"] / (secs * 1e6 / len(rel))
         print(json.dumps(result, indent=1))
         if args.json:

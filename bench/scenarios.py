@@ -50,6 +50,11 @@ Scenarios:
   clairfs-registered-handover
                         clairfs-registered with --handover: a file the job
                         read whole leaves the RAM tier for the page cache.
+  clairfs-registered-no-open-push, clairfs-ssd-registered-no-open-push
+                        clairfs-registered and clairfs-ssd-registered with
+                        --no-open-push: a file the kernel dropped is read
+                        through READs, not pushed at its open (the
+                        behaviour before issue 19's default).
   clairfs-registered-trainval
                         train/val datasets: one job with a "loaders" list,
                         the train loader then {"root": "val", "sampler":
@@ -123,8 +128,9 @@ FRAMEWORKS_PY = "/opt/clairfs-venv/bin/python"  # CLAIRFS_FRAMEWORKS_PYTHON over
 ALL = ["local-warm", "direct", "copy-first", "rclone",
        "clairfs-unregistered", "clairfs-registered", "clairfs-unregistered-detected",
        "clairfs-registered-train", "clairfs-registered-push", "clairfs-registered-handover",
-       "clairfs-registered-trainval",
-       "clairfs-ssd-unregistered", "clairfs-ssd-registered", "clairfs-ssd-staged"]
+       "clairfs-registered-no-open-push", "clairfs-registered-trainval",
+       "clairfs-ssd-unregistered", "clairfs-ssd-registered", "clairfs-ssd-registered-no-open-push",
+       "clairfs-ssd-staged"]
 NEEDS_VAL = ("clairfs-registered-train", "clairfs-registered-trainval")
 FRAMEWORKS = ("torch", "keras")
 RUNNING = []  # Popen objects to kill on abort
@@ -518,7 +524,7 @@ class Bench:
             shutil.rmtree(cache, ignore_errors=True)
 
     def sc_clairfs(self, r, register=None, ssd=False, stage=False, push=False, detect=False,
-                   handover=False):
+                   handover=False, open_push=True):
         """register: None (no registration), "job" (the job as configured:
         its train loader on a train/val dataset), "trainval" (a loaders
         list: train, then val, sequential). detect: leave job detection on
@@ -537,6 +543,8 @@ class Bench:
             cmd += ["--push-ahead"]
         if handover:
             cmd += ["--handover"]
+        if not open_push:
+            cmd += ["--no-open-push"]
         if not register and not detect and self.has_option("--no-detect"):
             cmd += ["--no-detect"]
         regs = self.registrations(register) if register else []
@@ -719,6 +727,10 @@ class Bench:
               "clairfs-registered-train": lambda r: self.sc_clairfs(r, "job"),
               "clairfs-registered-push": lambda r: self.sc_clairfs(r, "job", push=True),
               "clairfs-registered-handover": lambda r: self.sc_clairfs(r, "job", handover=True),
+              "clairfs-registered-no-open-push":
+                  lambda r: self.sc_clairfs(r, "job", open_push=False),
+              "clairfs-ssd-registered-no-open-push":
+                  lambda r: self.sc_clairfs(r, "job", ssd=True, open_push=False),
               "clairfs-registered-trainval": lambda r: self.sc_clairfs(r, "trainval"),
               "clairfs-ssd-unregistered": lambda r: self.sc_clairfs(r, ssd=True),
               "clairfs-ssd-registered": lambda r: self.sc_clairfs(r, "job", ssd=True),
@@ -920,7 +932,7 @@ def epoch_summary(eps_runs, files):
 # requests by kind, page-cache pushes and drops, the daemon's wake-ups and
 # CPU, each per file, medians over runs.
 PER_FILE_KEYS = ["req_lookup", "req_getattr", "req_open", "req_read", "req_release",
-                 "pushed", "page_drops"]
+                 "pushed", "open_pushes", "page_drops"]
 
 
 def per_file(recs, files):
@@ -931,6 +943,9 @@ def per_file(recs, files):
                            / files for r in recs])
     out["wakeups"] = med([r.get("daemon_wakeups", 0) / files for r in recs])
     out["daemon_cpu_ms"] = med([r.get("daemon_cpu_s", 0) * 1e3 / files for r in recs])
+    # The job's own CPU (its process and workers): a READ's page-cache
+    # fill is the job's, a push's the daemon's.
+    out["job_cpu_ms"] = med([r.get("job_cpu_s", 0) * 1e3 / files for r in recs])
     return out
 
 
@@ -1142,14 +1157,17 @@ def markdown(summary, scenarios, unavailable, cfg):
         lines += ["", "Per file, each epoch (medians over runs; FUSE requests from the "
                   "daemon's status, wake-ups are its threads' voluntary context switches):",
                   "", "| scenario | epoch | requests | LOOKUP | GETATTR | OPEN | READ | RELEASE "
-                  "| pushed | dropped | daemon wake-ups | daemon CPU ms |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+                  "| pushed ahead | pushed at open | dropped | daemon wake-ups | daemon CPU ms "
+                  "| job CPU ms |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for sc in pf:
             for i, p in enumerate(summary[sc]["per_file"]):
                 lines.append(f"| {sc} | {i} | {p['requests']:.2f} | {p['req_lookup']:.2f} "
                              f"| {p['req_getattr']:.2f} | {p['req_open']:.2f} | {p['req_read']:.2f} "
-                             f"| {p['req_release']:.2f} | {p['pushed']:.2f} | {p['page_drops']:.2f} "
-                             f"| {p['wakeups']:.2f} | {p['daemon_cpu_ms']:.3f} |")
+                             f"| {p['req_release']:.2f} | {p['pushed']:.2f} "
+                             f"| {p.get('open_pushes', 0):.2f} | {p['page_drops']:.2f} "
+                             f"| {p['wakeups']:.2f} | {p['daemon_cpu_ms']:.3f} "
+                             f"| {p.get('job_cpu_ms', 0):.2f} |")
     return "\n".join(lines)
 
 

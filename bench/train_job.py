@@ -166,6 +166,7 @@ def clairfs_counts(path):
     c = {"req_" + k: v for k, v in st.get("requests", {}).items()}
     pf = st.get("prefetch", {})
     c.update({"pushed": pf.get("pushed", 0), "page_drops": pf.get("page_drops", 0),
+              "open_pushes": pf.get("open_pushes", 0),
               "ram_hits": st.get("ram", {}).get("hits", 0)})
     return c
 

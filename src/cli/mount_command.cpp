@@ -84,6 +84,10 @@ prefetch::EngineOptions engine_options(const config::MountOptions& o) {
     // READ; peers are served from the RAM tier, which must then hold the
     // bytes itself.
     e.handover = o.handover && !o.kernel_opens && o.peers.empty();
+    e.push_ahead = o.push_ahead;
+    // --kernel-opens makes no OPEN to push at; --push-ahead pushes the same
+    // files earlier; a file handed over has no copy in the RAM tier.
+    e.open_push = o.open_push && !o.kernel_opens && !o.push_ahead && !e.handover;
     return e;
 }
 

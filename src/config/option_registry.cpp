@@ -69,6 +69,13 @@ std::string set_no_handover(MountOptions& o, std::string_view v) {
     return "";
 }
 
+std::string set_no_open_push(MountOptions& o, std::string_view v) {
+    bool off;
+    if (!parse_bool(v, off)) return "expected true or false";
+    o.open_push = !off;
+    return "";
+}
+
 std::string set_no_detect(MountOptions& o, std::string_view v) {
     bool off;
     if (!parse_bool(v, off)) return "expected true or false";
@@ -216,6 +223,13 @@ constexpr OptionSpec specs[] = {
     {"no_handover", 0, OptionType::flag, "", "false",
      "keep the RAM tier's copy of every file the kernel also caches (the default)",
      set_no_handover},
+    {"open_push", 0, OptionType::flag, "", "true",
+     "at an open, copy the RAM tier's bytes of the file into the kernel's page cache unless "
+     "the kernel kept them, so the job's reads make no READ round trip (the default)",
+     set_bool_field<&MountOptions::open_push>},
+    {"no_open_push", 0, OptionType::flag, "", "false",
+     "answer every read of a file the kernel did not keep with a READ round trip",
+     set_no_open_push},
     {"cache_dir", 0, OptionType::text, "DIR", "",
      "local-disk directory for the SSD tier's cache file and journal (one pair per dataset); "
      "a later mount of the unchanged dataset with the same DIR reuses what it holds",

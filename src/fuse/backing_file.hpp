@@ -25,6 +25,8 @@ struct OpenFile {
     // Bytes the READs of this open were answered with from the tiers: the
     // whole file means the kernel's page cache now holds it (hand-over).
     std::atomic<uint64_t> served{0};
+    // What the OPEN did about the page cache, for the RELEASE to learn from.
+    prefetch::OpenPush push = prefetch::OpenPush::none;
 };
 
 // The whole file for a READ of a tiered file: the one the open pinned, else

@@ -41,7 +41,7 @@ void init_core(Filesystem& fs, fuse_conn_info* conn) {
     conn->time_gran = 1;
 
     fuse_session* se = fs.session;
-    if (fs.options.push_ahead) {
+    if (fs.options.push_ahead || fs.options.open_push) {
         fs.engine->set_pusher([se](index::NodeId id, const cache::Blob& b) {
             fuse_bufvec bv{};
             bv.count = 1;

@@ -25,7 +25,10 @@ void fuse_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     fs.counters.opens.fetch_add(1, std::memory_order_relaxed);
     auto of = std::make_unique<OpenFile>();
     // Held by the open, the bytes survive eviction until release.
-    of->blob = fs.engine->opened(fs.index.id_of(*n), static_cast<uint32_t>(fuse_req_ctx(req)->pid));
+    const index::NodeId id = fs.index.id_of(*n);
+    of->blob = fs.engine->opened(id, static_cast<uint32_t>(fuse_req_ctx(req)->pid));
+    // Before the reply: the job's first read may follow it at once.
+    of->push = fs.engine->push_on_open(id, of->blob);
     fi->fh = reinterpret_cast<uint64_t>(of.get());
     fi->keep_cache = 1; // the bytes cannot change while mounted
     fi->noflush = 1;

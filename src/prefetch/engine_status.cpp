@@ -219,7 +219,11 @@ void Engine::status(nlohmann::json& out) const {
                        {"page_drops", drops_.load(std::memory_order_relaxed)},
                        {"page_drop_errors", drop_errors_.load(std::memory_order_relaxed)},
                        {"push_errors", push_errors_.load(std::memory_order_relaxed)},
-                       {"scheduler_wakeups", wakeups_.load(std::memory_order_relaxed)}};
+                       {"scheduler_wakeups", wakeups_.load(std::memory_order_relaxed)},
+                       {"open_pushes", open_pushes_.load(std::memory_order_relaxed)},
+                       {"open_watched", open_watched_.load(std::memory_order_relaxed)},
+                       {"open_kept", open_kept_.load(std::memory_order_relaxed)},
+                       {"open_busy", open_busy_.load(std::memory_order_relaxed)}};
 
     out["ranks"] = any ? jobs[0]["loaders"][0]["ranks"] : nlohmann::json::array();
     out["jobs"] = std::move(jobs);

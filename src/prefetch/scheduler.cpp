@@ -39,8 +39,6 @@ constexpr auto idle_round = 50ms;
 constexpr size_t drop_behind = 64;
 constexpr auto drop_settle = 20ms;
 constexpr auto drop_after = 1s;
-// Largest file put into the kernel's page cache ahead of its open.
-constexpr uint64_t max_push = 16 << 20;
 
 } // namespace
 
@@ -355,7 +353,7 @@ void Engine::schedule_round(const Jobs& jobs) {
     // daemon. Only that far ahead, so the pages are still there when the
     // file is opened and the page cache never holds a second copy of the
     // whole budget.
-    if (push_) {
+    if (push_ && opt_.push_ahead) {
         std::vector<index::NodeId> next;
         size_t reach = std::min<size_t>(lead, lead_target_ / 2);
         for (size_t i = 0; i < reach; ++i) next.push_back(window[i]);

@@ -509,6 +509,39 @@ def status(mp):
         return json.load(f)
 
 
+def random_dataset(root, files, seed, max_size, empty=()):
+    """FILES files of random bytes and sizes below max_size in 8 class
+    directories (those numbered in `empty` empty); returns {relative
+    path: bytes}."""
+    rng = random.Random(seed)
+    expected = {}
+    for i in range(files):
+        rel = os.path.join(f"c{i % 8}", f"{i:04d}.jpg")
+        os.makedirs(os.path.join(root, os.path.dirname(rel)), exist_ok=True)
+        data = b"" if i in empty else rng.randbytes(rng.randrange(1, max_size))
+        with open(os.path.join(root, rel), "wb") as f:
+            f.write(data)
+        expected[rel] = data
+    return expected
+
+
+def read_expected(mp, expected, what):
+    """Reads every file of `expected` through the mount, checking its bytes."""
+    for rel, data in sorted(expected.items()):
+        with open(os.path.join(mp, rel), "rb") as f:
+            got = f.read()
+        check(got == data, f"{what}: {rel} differs through the mount ({len(got)} bytes, "
+                           f"{len(data)} expected)")
+
+
+def drop_caches(what):
+    """echo WHAT > /proc/sys/vm/drop_caches (root): 1 the page cache, 2
+    dentries and inodes, 3 both."""
+    os.sync()
+    with open("/proc/sys/vm/drop_caches", "w") as f:
+        f.write(what)
+
+
 def register(mp, **keys):
     """Writes keys as one registration to the mount's .clairfs/control."""
     with open(os.path.join(mp, ".clairfs", "control"), "w") as f:

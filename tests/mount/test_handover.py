@@ -20,9 +20,7 @@ mount is in the kernel's page cache, so the RAM tier drops its own copy
   marked.
 
 Needs root (drop_caches) and /dev/fuse (exit 77 without FUSE)."""
-import json
 import os
-import random
 import tempfile
 import time
 
@@ -32,35 +30,10 @@ FILES = 160  # past the 64 misses that stop hand-over
 
 
 def make_dataset(root):
-    rng = random.Random(19)
-    expected = {}
-    for i in range(FILES):
-        rel = os.path.join(f"c{i % 8}", f"{i:04d}.jpg")
-        os.makedirs(os.path.join(root, os.path.dirname(rel)), exist_ok=True)
-        data = rng.randbytes(rng.randrange(1, 200_000))
-        with open(os.path.join(root, rel), "wb") as f:
-            f.write(data)
-        expected[rel] = data
-    return expected
+    return ml.random_dataset(root, FILES, 19, 200_000)
 
 
-def status(mp):
-    with open(os.path.join(mp, ".clairfs", "status")) as f:
-        return json.load(f)
-
-
-def read_all(mp, expected, what):
-    for rel, data in sorted(expected.items()):
-        with open(os.path.join(mp, rel), "rb") as f:
-            got = f.read()
-        ml.check(got == data, f"{what}: {rel} differs through the mount ({len(got)} bytes, "
-                              f"{len(data)} expected)")
-
-
-def drop_caches(what):
-    os.sync()
-    with open("/proc/sys/vm/drop_caches", "w") as f:
-        f.write(what)
+status, read_all, drop_caches = ml.status, ml.read_expected, ml.drop_caches
 
 
 def settled(mp, cond, what, timeout=20):

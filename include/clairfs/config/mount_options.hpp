@@ -48,6 +48,7 @@ struct MountOptions {
     unsigned peer_port = 0;      // its listener's TCP port; 0: any free one
     bool detect = true;          // unregistered: recognise the job from its opens
     bool handover = false;       // a file the page cache holds whole is not held twice
+    bool open_push = true;       // at an open, put the RAM tier's copy into the page cache
     std::vector<uint64_t> detect_seeds; // searched deep besides the usual ones (torch's form)
 
     uint64_t effective_blksize() const { return blksize ? blksize : max_read; }

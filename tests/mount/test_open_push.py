@@ -1,0 +1,126 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""Pushes at open (the default; --no-open-push turns them off) through a
+real mount. At an OPEN of a file the RAM tier holds, clairfs copies its
+bytes into the kernel's page cache before replying, unless the kernel has
+lately been keeping the files it had; the job's reads then make no READ
+round trip, and no GETATTR the epoch after.
+
+- first pass (first touch: nothing held at the opens): no push; every
+  file lands in the RAM tier;
+- the kernel drops the pages (drop_caches 1): the next pass pushes at
+  15 opens in 16 and watches the 16th, the same bytes, about one READ per
+  watched file, no backing read;
+- the pages stay: the watched opens show the kernel keeping the files,
+  and within a few passes the pushes stop (open_kept rises);
+- the pages go again: the watched opens need READs, and pushing resumes
+  within the pass;
+- --no-open-push: never a push, and a READ for every file the kernel
+  dropped.
+Every byte read equals the backing file's. Needs root (drop_caches) and
+/dev/fuse (exit 77 without FUSE)."""
+import os
+import tempfile
+
+import mountlib as ml
+
+FILES = 160
+
+
+def make_dataset(root):
+    # An empty file among them: nothing to push.
+    return ml.random_dataset(root, FILES, 20, 300_000, empty=(7,))
+
+
+status, read_all = ml.status, ml.read_expected
+
+
+def drop_pages():
+    ml.drop_caches("1")
+
+
+def counts(st):
+    p = st["prefetch"]
+    return {"pushes": p["open_pushes"], "watched": p["open_watched"], "kept": p["open_kept"],
+            "reads": st["requests"]["read"], "backing": st["backing"]["files"]}
+
+
+def delta(a, b):
+    return {k: b[k] - a[k] for k in a}
+
+
+def a_pass(mp, expected, what):
+    """Reads every file; what the pass did, once its RELEASEs are in (they
+    are asynchronous, and the watched opens learn at RELEASE)."""
+    before = counts(status(mp))
+    opens = status(mp)["requests"]["open"]
+    read_all(mp, expected, what)
+    ml.check(ml.wait_until(lambda: status(mp)["requests"]["release"] >= opens + FILES, 20),
+             f"{what}: the RELEASEs did not arrive")
+    d = delta(before, counts(status(mp)))
+    ml.log(f"{what}: {d}")
+    return d
+
+
+def case_open_push(data, mp, expected):
+    with ml.mounted(data, mp, "--mem", "64M", "--no-detect"):
+        d = a_pass(mp, expected, "first touch")
+        ml.check(d["pushes"] == 0, f"first touch pushed {d['pushes']} files nothing held")
+        # The empty file needs no read.
+        ml.check(d["backing"] == FILES - 1, f"first touch: {d['backing']} backing reads")
+        st = status(mp)
+        ml.check(st["ram"]["files"] == FILES - 1, f"first touch: RAM tier {st['ram']}")
+
+        drop_pages()
+        d = a_pass(mp, expected, "pages dropped")
+        pushable = FILES - 1  # not the empty file
+        ml.check(d["pushes"] >= pushable - pushable // 16 - 2,
+                 f"pages dropped: {d['pushes']} pushes of {pushable} files")
+        ml.check(1 <= d["watched"] <= FILES // 16 + 2, f"pages dropped: {d['watched']} watched")
+        # READs for the watched files only (two for one past 128 KiB, the
+        # kernel's first readahead), and the status documents' own.
+        ml.check(d["reads"] <= 2 * d["watched"] + 10,
+                 f"pages dropped: {d['reads']} READs with {d['watched']} files watched")
+        ml.check(d["backing"] == 0, f"pages dropped: {d['backing']} backing reads")
+
+        # The kernel keeps every page now: the pushes stop.
+        for n in range(12):
+            d = a_pass(mp, expected, f"pages kept, pass {n + 1}")
+            if d["pushes"] == 0:
+                break
+        ml.check(d["pushes"] == 0, f"still pushing after 12 passes the kernel kept: {d}")
+        # The empty file's open is nobody's evidence.
+        ml.check(d["watched"] == FILES - 1 and d["kept"] == d["watched"], f"pages kept: {d}")
+        ml.check(d["reads"] <= 10, f"pages kept: {d['reads']} READs")
+
+        # Dropped again: the watched opens need READs, and pushing resumes.
+        drop_pages()
+        d = a_pass(mp, expected, "pages dropped again")
+        ml.check(d["pushes"] >= FILES // 2, f"pages dropped again: only {d['pushes']} pushes")
+        ml.check(d["backing"] == 0, f"pages dropped again: {d['backing']} backing reads")
+
+
+def case_no_open_push(data, mp, expected):
+    with ml.mounted(data, mp, "--mem", "64M", "--no-detect", "--no-open-push"):
+        a_pass(mp, expected, "first touch")
+        drop_pages()
+        d = a_pass(mp, expected, "--no-open-push, pages dropped")
+        ml.check(d["pushes"] == 0 and d["watched"] == 0, f"--no-open-push: {d}")
+        ml.check(d["reads"] >= FILES - 1, f"--no-open-push: {d['reads']} READs for {FILES} files")
+        ml.check(d["backing"] == 0, f"--no-open-push: {d['backing']} backing reads")
+
+
+def test():
+    # On disk, not tmpfs: the backing files' own pages must be droppable too.
+    with tempfile.TemporaryDirectory(prefix="clairfs-open-push.", dir="/var/tmp") as tmp:
+        data = os.path.join(tmp, "data")
+        expected = make_dataset(data)
+        mps = [os.path.join(tmp, m) for m in ("mnt-p", "mnt-n")]
+        for mp in mps:
+            os.makedirs(mp)
+        ml.run_cases(("open push", lambda: case_open_push(data, mps[0], expected)),
+                     ("no open push", lambda: case_no_open_push(data, mps[1], expected)))
+
+
+if __name__ == "__main__":
+    ml.main(test)
