@@ -62,27 +62,6 @@ std::string set_peer_address(MountOptions& o, std::string_view v) {
     return "";
 }
 
-std::string set_no_handover(MountOptions& o, std::string_view v) {
-    bool off;
-    if (!parse_bool(v, off)) return "expected true or false";
-    o.handover = !off;
-    return "";
-}
-
-std::string set_no_open_push(MountOptions& o, std::string_view v) {
-    bool off;
-    if (!parse_bool(v, off)) return "expected true or false";
-    o.open_push = !off;
-    return "";
-}
-
-std::string set_no_detect(MountOptions& o, std::string_view v) {
-    bool off;
-    if (!parse_bool(v, off)) return "expected true or false";
-    o.detect = !off;
-    return "";
-}
-
 // A comma-separated list of Python int seeds.
 std::string set_detect_seeds(MountOptions& o, std::string_view v) {
     std::vector<uint64_t> seeds;
@@ -222,14 +201,14 @@ constexpr OptionSpec specs[] = {
      set_bool_field<&MountOptions::handover>},
     {"no_handover", 0, OptionType::flag, "", "false",
      "keep the RAM tier's copy of every file the kernel also caches (the default)",
-     set_no_handover},
+     set_negated_field<&MountOptions::handover>},
     {"open_push", 0, OptionType::flag, "", "true",
      "at an open, copy the RAM tier's bytes of the file into the kernel's page cache unless "
      "the kernel kept them, so the job's reads make no READ round trip (the default)",
      set_bool_field<&MountOptions::open_push>},
     {"no_open_push", 0, OptionType::flag, "", "false",
      "answer every read of a file the kernel did not keep with a READ round trip",
-     set_no_open_push},
+     set_negated_field<&MountOptions::open_push>},
     {"cache_dir", 0, OptionType::text, "DIR", "",
      "local-disk directory for the SSD tier's cache file and journal (one pair per dataset); "
      "a later mount of the unchanged dataset with the same DIR reuses what it holds",
@@ -261,7 +240,7 @@ constexpr OptionSpec specs[] = {
      "--detect-seeds) and register it as detected; see JOB DETECTION in clairfs(1)",
      set_bool_field<&MountOptions::detect>},
     {"no_detect", 0, OptionType::flag, "", "false", "turn job detection off (--detect)",
-     set_no_detect},
+     set_negated_field<&MountOptions::detect>},
     {"detect_seeds", 0, OptionType::text, "LIST", "",
      "comma-separated seeds detection also tries, each as seed + epoch for the first 1000 "
      "epochs (besides 0, 1, 42, 123, 1234, 2021, 3407 and 12345)",

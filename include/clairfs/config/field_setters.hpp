@@ -21,6 +21,14 @@ template <auto Field> std::string set_bool_field(owner_of<Field>& target, std::s
     return parse_bool(v, target.*Field) ? "" : "expected true or false";
 }
 
+// The flag that turns Field off (--no-detect for detect).
+template <auto Field> std::string set_negated_field(owner_of<Field>& target, std::string_view v) {
+    bool off;
+    if (!parse_bool(v, off)) return "expected true or false";
+    target.*Field = !off;
+    return "";
+}
+
 // An integer field within [Lo, Hi].
 template <auto Field, uint64_t Lo, uint64_t Hi>
 std::string set_count_field(owner_of<Field>& target, std::string_view v) {
