@@ -55,6 +55,11 @@ Scenarios:
                         --no-open-push: a file the kernel dropped is read
                         through READs, not pushed at its open (the
                         behaviour before issue 19's default).
+  clairfs-registered-no-one-copy, clairfs-unregistered-no-one-copy
+                        clairfs-registered and clairfs-unregistered with
+                        --no-one-copy: the kernel's page cache keeps the
+                        files the RAM tier holds too (two copies), as
+                        before issue 19's step 3.
   clairfs-registered-trainval
                         train/val datasets: one job with a "loaders" list,
                         the train loader then {"root": "val", "sampler":
@@ -128,7 +133,8 @@ FRAMEWORKS_PY = "/opt/clairfs-venv/bin/python"  # CLAIRFS_FRAMEWORKS_PYTHON over
 ALL = ["local-warm", "direct", "copy-first", "rclone",
        "clairfs-unregistered", "clairfs-registered", "clairfs-unregistered-detected",
        "clairfs-registered-train", "clairfs-registered-push", "clairfs-registered-handover",
-       "clairfs-registered-no-open-push", "clairfs-registered-trainval",
+       "clairfs-registered-no-open-push", "clairfs-registered-no-one-copy",
+       "clairfs-unregistered-no-one-copy", "clairfs-registered-trainval",
        "clairfs-ssd-unregistered", "clairfs-ssd-registered", "clairfs-ssd-registered-no-open-push",
        "clairfs-ssd-staged"]
 NEEDS_VAL = ("clairfs-registered-train", "clairfs-registered-trainval")
@@ -524,7 +530,7 @@ class Bench:
             shutil.rmtree(cache, ignore_errors=True)
 
     def sc_clairfs(self, r, register=None, ssd=False, stage=False, push=False, detect=False,
-                   handover=False, open_push=True):
+                   handover=False, open_push=True, one_copy=True):
         """register: None (no registration), "job" (the job as configured:
         its train loader on a train/val dataset), "trainval" (a loaders
         list: train, then val, sequential). detect: leave job detection on
@@ -545,6 +551,8 @@ class Bench:
             cmd += ["--handover"]
         if not open_push:
             cmd += ["--no-open-push"]
+        if not one_copy:
+            cmd += ["--no-one-copy"]
         if not register and not detect and self.has_option("--no-detect"):
             cmd += ["--no-detect"]
         regs = self.registrations(register) if register else []
@@ -731,6 +739,9 @@ class Bench:
                   lambda r: self.sc_clairfs(r, "job", open_push=False),
               "clairfs-ssd-registered-no-open-push":
                   lambda r: self.sc_clairfs(r, "job", ssd=True, open_push=False),
+              "clairfs-registered-no-one-copy":
+                  lambda r: self.sc_clairfs(r, "job", one_copy=False),
+              "clairfs-unregistered-no-one-copy": lambda r: self.sc_clairfs(r, one_copy=False),
               "clairfs-registered-trainval": lambda r: self.sc_clairfs(r, "trainval"),
               "clairfs-ssd-unregistered": lambda r: self.sc_clairfs(r, ssd=True),
               "clairfs-ssd-registered": lambda r: self.sc_clairfs(r, "job", ssd=True),

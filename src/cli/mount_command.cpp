@@ -88,6 +88,10 @@ prefetch::EngineOptions engine_options(const config::MountOptions& o) {
     // --kernel-opens makes no OPEN to push at; --push-ahead pushes the same
     // files earlier; a file handed over has no copy in the RAM tier.
     e.open_push = o.open_push && !o.kernel_opens && !o.push_ahead && !e.handover;
+    // --kernel-opens sees no RELEASE to drop at and drops pages itself; a
+    // file handed over has only the kernel's copy; --push-ahead pushes a
+    // file before its open, which a drop at the last close would undo.
+    e.one_copy = o.one_copy && !o.kernel_opens && !o.push_ahead && !e.handover;
     return e;
 }
 

@@ -209,6 +209,13 @@ constexpr OptionSpec specs[] = {
     {"no_open_push", 0, OptionType::flag, "", "false",
      "answer every read of a file the kernel did not keep with a READ round trip",
      set_negated_field<&MountOptions::open_push>},
+    {"one_copy", 0, OptionType::flag, "", "true",
+     "when the last open of a file the RAM tier holds is closed, drop its pages from the "
+     "kernel's page cache, so its bytes are in memory once (the default)",
+     set_bool_field<&MountOptions::one_copy>},
+    {"no_one_copy", 0, OptionType::flag, "", "false",
+     "let the kernel's page cache keep files the RAM tier also holds",
+     set_negated_field<&MountOptions::one_copy>},
     {"cache_dir", 0, OptionType::text, "DIR", "",
      "local-disk directory for the SSD tier's cache file and journal (one pair per dataset); "
      "a later mount of the unchanged dataset with the same DIR reuses what it holds",

@@ -32,7 +32,12 @@ void fuse_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     fi->fh = reinterpret_cast<uint64_t>(of.get());
     fi->keep_cache = 1; // the bytes cannot change while mounted
     fi->noflush = 1;
-    if (fuse_reply_open(req, fi) == 0) of.release(); // else the opener was interrupted
+    if (fuse_reply_open(req, fi) == 0) {
+        of.release();
+        return;
+    }
+    // The opener was interrupted: no RELEASE will come for this open.
+    fs.engine->released(id, 0, prefetch::OpenPush::none);
 }
 
 } // namespace clairfs::fuse

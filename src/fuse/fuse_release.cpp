@@ -9,16 +9,18 @@ namespace clairfs::fuse {
 void fuse_release(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     if (control_release(req, ino, fi)) return;
     auto* of = reinterpret_cast<OpenFile*>(fi->fh);
-    if (of) {
-        if (int fd = of->fd.load(std::memory_order_acquire); fd >= 0) sys::close(fd);
-        uint64_t served = of->served.load(std::memory_order_relaxed);
-        prefetch::OpenPush push = of->push;
-        delete of; // its reference to the bytes first, so a hand-over frees them
-        Filesystem& fs = filesystem_of(req);
-        if (const index::Node* n = node_of(fs, ino); n && (served > 0 || push != prefetch::OpenPush::none))
-            fs.engine->released(fs.index.id_of(*n), served, push);
-    }
+    Filesystem& fs = filesystem_of(req);
+    // The reply first: what released() does to the kernel's pages (a
+    // hand-over's or --one-copy's drop) waits on their locks, and nothing
+    // waits on a RELEASE's reply.
     fuse_reply_err(req, 0);
+    if (!of) return;
+    if (int fd = of->fd.load(std::memory_order_acquire); fd >= 0) sys::close(fd);
+    uint64_t served = of->served.load(std::memory_order_relaxed);
+    prefetch::OpenPush push = of->push;
+    delete of; // its reference to the bytes first, so a hand-over frees them
+    if (const index::Node* n = node_of(fs, ino))
+        fs.engine->released(fs.index.id_of(*n), served, push);
 }
 
 } // namespace clairfs::fuse

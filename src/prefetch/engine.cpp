@@ -39,6 +39,8 @@ Engine::Engine(const index::Index& idx, int backing_fd, EngineOptions opt)
     handover_.store(opt_.handover && opt_.mem > 0, std::memory_order_relaxed);
     if (opt_.open_push && opt_.mem > 0)
         open_seen_ = std::make_unique<std::atomic<bool>[]>(idx.size()); // all false
+    if (opt_.one_copy && opt_.mem > 0 && !opt_.handover)
+        open_count_ = std::make_unique<std::atomic<uint32_t>[]>(idx.size()); // all 0
     for (index::NodeId id = 0; id < idx.size(); ++id) {
         const index::Node& n = idx.node(id);
         if (S_ISREG(n.mode) && tiered(n) && n.size < not_tiered)
@@ -577,6 +579,10 @@ void Engine::released(index::NodeId id, uint64_t served, OpenPush how) {
         r += ((kept ? int64_t{rate_one} : 0) - r) / rate_span;
         kept_rate_.store(static_cast<uint32_t>(r), std::memory_order_relaxed);
     }
+    if (open_count_) {
+        drop_if_last(id);
+        return; // no hand-over beside it (EngineOptions::one_copy)
+    }
     if (!handover_.load(std::memory_order_relaxed)) return;
     const index::Node& n = index_.node(id);
     if (!tiered(n) || served < n.size) return;
@@ -591,7 +597,30 @@ void Engine::released(index::NodeId id, uint64_t served, OpenPush how) {
 // copy into pages it still held; a READ it did need costs two round trips
 // (the READ, and the GETATTR the epoch after: each READ invalidates the
 // atime). So it pushes unless 3 in 4 watched files were kept.
+// One copy (--one-copy, the default): a file the RAM tier holds and the
+// kernel's page cache of the mount holds too is in memory twice, charged to
+// the same memory cgroup when the job and the daemon share one; with the
+// dataset in the tier the job's page cache then crowds out its own memory
+// and it spends its CPU in reclaim (bench/RESULTS.md, "One copy"). So the
+// pages go when the file's last open is released, and the next open pushes
+// them again. A file the tier lacks keeps its pages: there they are the only
+// copy, and the kernel keeps them while it has room. The drop also makes
+// the next fstat ask for the attributes again (FUSE_NOTIFY_INVAL_INODE
+// invalidates both, and no notification drops pages alone): a GETATTR
+// round trip, the price of the memory.
+void Engine::drop_if_last(index::NodeId id) {
+    // An open racing this release may push before the drop lands: its
+    // reads then make READs, which the tier answers.
+    if (open_count_[id].fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+    if (!inval_ || !ram_.contains(id) || ram_.in_kernel(id)) return;
+    int rv = inval_(id);
+    // ENOENT: the kernel has no inode for it, so no pages either.
+    (rv == 0 || rv == -ENOENT ? close_drops_ : close_drop_errors_)
+        .fetch_add(1, std::memory_order_relaxed);
+}
+
 OpenPush Engine::push_on_open(index::NodeId id, const cache::BlobRef& bytes) {
+    if (open_count_) open_count_[id].fetch_add(1, std::memory_order_acq_rel);
     if (!open_seen_ || !push_) return OpenPush::none;
     // Nothing to push, ever: its opens say nothing about the others.
     const uint64_t size = index_.node(id).size;
@@ -612,6 +641,10 @@ OpenPush Engine::push_on_open(index::NodeId id, const cache::BlobRef& bytes) {
         (rv == 0 ? open_pushes_ : push_errors_).fetch_add(1, std::memory_order_relaxed);
         return rv == 0;
     };
+    if (open_count_) {
+        if (have) push();
+        return OpenPush::none; // nothing to learn: the kernel was made to drop it
+    }
     if (!open_seen_[id].exchange(true, std::memory_order_relaxed)) {
         if (have) push();
         return OpenPush::none; // its READs (if any) only fill the kernel's cache

@@ -223,7 +223,10 @@ void Engine::status(nlohmann::json& out) const {
                        {"open_pushes", open_pushes_.load(std::memory_order_relaxed)},
                        {"open_watched", open_watched_.load(std::memory_order_relaxed)},
                        {"open_kept", open_kept_.load(std::memory_order_relaxed)},
-                       {"open_busy", open_busy_.load(std::memory_order_relaxed)}};
+                       {"open_busy", open_busy_.load(std::memory_order_relaxed)},
+                       {"one_copy", static_cast<bool>(open_count_)},
+                       {"close_drops", close_drops_.load(std::memory_order_relaxed)},
+                       {"close_drop_errors", close_drop_errors_.load(std::memory_order_relaxed)}};
 
     out["ranks"] = any ? jobs[0]["loaders"][0]["ranks"] : nlohmann::json::array();
     out["jobs"] = std::move(jobs);

@@ -17,6 +17,14 @@ round trip, and no GETATTR the epoch after.
   within the pass;
 - --no-open-push: never a push, and a READ for every file the kernel
   dropped.
+Those run with --no-one-copy. With one copy (the default) the last close of
+a file the RAM tier holds drops its pages from the kernel's cache:
+- first touch: every file's last close drops it (close_drops);
+- the next pass, with no drop_caches, pushes every file at its open: no
+  READ, no backing read;
+- with --no-open-push the next pass needs a READ for every file: the
+  kernel really had dropped them (without one copy it kept them: above);
+- a file still open elsewhere keeps its pages until its last close.
 Every byte read equals the backing file's. Needs root (drop_caches) and
 /dev/fuse (exit 77 without FUSE)."""
 import os
@@ -42,7 +50,8 @@ def drop_pages():
 def counts(st):
     p = st["prefetch"]
     return {"pushes": p["open_pushes"], "watched": p["open_watched"], "kept": p["open_kept"],
-            "reads": st["requests"]["read"], "backing": st["backing"]["files"]}
+            "reads": st["requests"]["read"], "backing": st["backing"]["files"],
+            "close_drops": p["close_drops"]}
 
 
 def delta(a, b):
@@ -63,7 +72,7 @@ def a_pass(mp, expected, what):
 
 
 def case_open_push(data, mp, expected):
-    with ml.mounted(data, mp, "--mem", "64M", "--no-detect"):
+    with ml.mounted(data, mp, "--mem", "64M", "--no-detect", "--no-one-copy"):
         d = a_pass(mp, expected, "first touch")
         ml.check(d["pushes"] == 0, f"first touch pushed {d['pushes']} files nothing held")
         # The empty file needs no read.
@@ -101,7 +110,7 @@ def case_open_push(data, mp, expected):
 
 
 def case_no_open_push(data, mp, expected):
-    with ml.mounted(data, mp, "--mem", "64M", "--no-detect", "--no-open-push"):
+    with ml.mounted(data, mp, "--mem", "64M", "--no-detect", "--no-open-push", "--no-one-copy"):
         a_pass(mp, expected, "first touch")
         drop_pages()
         d = a_pass(mp, expected, "--no-open-push, pages dropped")
@@ -110,16 +119,67 @@ def case_no_open_push(data, mp, expected):
         ml.check(d["backing"] == 0, f"--no-open-push: {d['backing']} backing reads")
 
 
+def open_now(st):
+    return st["requests"]["open"] - st["requests"]["release"]
+
+
+def case_one_copy(data, mp, expected):
+    pushable = FILES - 1  # not the empty file
+    with ml.mounted(data, mp, "--mem", "64M", "--no-detect"):
+        ml.check(status(mp)["prefetch"]["one_copy"] is True, "one copy is not the default")
+        d = a_pass(mp, expected, "one copy, first touch")
+        ml.check(d["pushes"] == 0 and d["backing"] == pushable, f"one copy, first touch: {d}")
+        # Each file's last close, once the RAM tier held it; the empty file
+        # has no pages (the tier holds it too: ENOENT or 0 both count).
+        ml.check(d["close_drops"] >= pushable, f"one copy, first touch: {d['close_drops']} drops")
+        d = a_pass(mp, expected, "one copy, second pass")
+        ml.check(d["pushes"] == pushable, f"one copy: {d['pushes']} pushes of {pushable} files")
+        ml.check(d["reads"] <= 10, f"one copy: {d['reads']} READs though every file was pushed")
+        ml.check(d["backing"] == 0 and d["close_drops"] >= pushable, f"one copy, second pass: {d}")
+        st = status(mp)["prefetch"]
+        ml.check(st["close_drop_errors"] == 0, f"one copy: {st['close_drop_errors']} failed drops")
+
+        # Open elsewhere: a close that is not the last keeps the pages.
+        name = next(n for n in sorted(expected) if len(expected[n]) > 0)
+        path = os.path.join(mp, name)
+        held = os.open(path, os.O_RDONLY)
+        try:
+            before = counts(status(mp))
+            with open(path, "rb") as f:
+                ml.check(f.read() == expected[name], f"{name}: bytes differ")
+            # Its RELEASE is in when only `held` and the status document
+            # being read are open.
+            ml.check(ml.wait_until(lambda: open_now(status(mp)) <= 2, 20), "no RELEASE")
+            d = delta(before, counts(status(mp)))
+            ml.check(d["close_drops"] == 0, f"a close while {name} is open elsewhere dropped it")
+        finally:
+            os.close(held)
+        ml.check(ml.wait_until(lambda: delta(before, counts(status(mp)))["close_drops"] == 1, 20),
+                 f"the last close of {name} did not drop it: {delta(before, counts(status(mp)))}")
+
+
+def case_one_copy_no_push(data, mp, expected):
+    with ml.mounted(data, mp, "--mem", "64M", "--no-detect", "--no-open-push"):
+        a_pass(mp, expected, "one copy, no push, first touch")
+        d = a_pass(mp, expected, "one copy, no push, second pass")
+        # No drop_caches here: the READs show the kernel dropped the pages.
+        ml.check(d["reads"] >= FILES - 1, f"one copy, no push: {d['reads']} READs for {FILES} "
+                 "files the kernel should not have kept")
+        ml.check(d["backing"] == 0, f"one copy, no push: {d['backing']} backing reads")
+
+
 def test():
     # On disk, not tmpfs: the backing files' own pages must be droppable too.
     with tempfile.TemporaryDirectory(prefix="clairfs-open-push.", dir="/var/tmp") as tmp:
         data = os.path.join(tmp, "data")
         expected = make_dataset(data)
-        mps = [os.path.join(tmp, m) for m in ("mnt-p", "mnt-n")]
+        mps = [os.path.join(tmp, m) for m in ("mnt-p", "mnt-n", "mnt-c", "mnt-cn")]
         for mp in mps:
             os.makedirs(mp)
         ml.run_cases(("open push", lambda: case_open_push(data, mps[0], expected)),
-                     ("no open push", lambda: case_no_open_push(data, mps[1], expected)))
+                     ("no open push", lambda: case_no_open_push(data, mps[1], expected)),
+                     ("one copy", lambda: case_one_copy(data, mps[2], expected)),
+                     ("one copy no push", lambda: case_one_copy_no_push(data, mps[3], expected)))
 
 
 if __name__ == "__main__":

@@ -59,6 +59,10 @@ struct EngineOptions {
     // --open-push: at its open, a file the RAM tier holds goes into the
     // kernel's page cache unless the kernel kept it (Engine::push_on_open).
     bool open_push = false;
+    // --one-copy: when the last open of a file the RAM tier holds is
+    // released, its pages leave the kernel's page cache, so RAM holds its
+    // bytes once (Engine::released).
+    bool one_copy = false;
 };
 
 // What an OPEN did about the kernel's page cache (Engine::push_on_open),
@@ -160,6 +164,11 @@ public:
     //
     // `how` is what push_on_open() did at that open: a watched open that
     // needed no READ shows the kernel kept the file since it last had it.
+    //
+    // Called for every OPEN that push_on_open() saw, also one whose reply
+    // failed: with --one-copy it is the last release of a file the RAM
+    // tier holds that drops the kernel's pages of it. After the reply:
+    // the drop waits on the file's page locks.
     void released(index::NodeId id, uint64_t served, OpenPush how = OpenPush::none);
     // At an OPEN, with the bytes opened() pinned (null if the RAM tier lacks
     // them): pushes them into the kernel's page cache before the reply, so
@@ -168,7 +177,9 @@ public:
     // next fstat then asks the daemon for). Not while the kernel is seen to
     // keep the files it had (3 in 4 of the watched opens lately needed no
     // READ): a push would copy over pages it holds. 1 open in 16 is
-    // watched rather than pushed, to keep seeing that.
+    // watched rather than pushed, to keep seeing that. With --one-copy the
+    // kernel cannot have kept a file the tier holds (its last release
+    // dropped the pages), so every such open is pushed.
     OpenPush push_on_open(index::NodeId id, const cache::BlobRef& bytes);
     // The kernel forgot the file's inode, and its pages with it.
     void forgotten(index::NodeId id);
@@ -417,6 +428,11 @@ private:
     std::atomic<uint64_t> open_pushes_{0}, open_watched_{0}, open_kept_{0}, open_probe_{0};
     std::atomic<uint64_t> open_busy_{0}; // pushes not made: half the FUSE threads were pushing
     std::atomic<unsigned> pushing_{0};
+    // --one-copy: per node, the opens not yet released (null when off);
+    // files whose pages were dropped at their last release, and failures.
+    std::unique_ptr<std::atomic<uint32_t>[]> open_count_;
+    std::atomic<uint64_t> close_drops_{0}, close_drop_errors_{0};
+    void drop_if_last(index::NodeId id);
     // Hand-over (EngineOptions::handover): on until the kernel is seen to
     // drop what it was handed (note_kernel_miss()).
     std::atomic<bool> handover_{false};
