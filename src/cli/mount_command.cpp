@@ -91,7 +91,11 @@ prefetch::EngineOptions engine_options(const config::MountOptions& o) {
     // --kernel-opens sees no RELEASE to drop at and drops pages itself; a
     // file handed over has only the kernel's copy; --push-ahead pushes a
     // file before its open, which a drop at the last close would undo.
-    e.one_copy = o.one_copy && !o.kernel_opens && !o.push_ahead && !e.handover;
+    using OneCopy = prefetch::EngineOptions::OneCopy;
+    e.one_copy = o.kernel_opens || o.push_ahead || e.handover ? OneCopy::never
+                 : o.one_copy == "always"                     ? OneCopy::always
+                 : o.one_copy == "never"                      ? OneCopy::never
+                                                              : OneCopy::automatic;
     return e;
 }
 

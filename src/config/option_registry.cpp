@@ -48,6 +48,19 @@ std::string set_peers(MountOptions& o, std::string_view v) {
     return "";
 }
 
+std::string set_one_copy(MountOptions& o, std::string_view v) {
+    if (v != "auto" && v != "always" && v != "never") return "expected auto, always or never";
+    o.one_copy = std::string(v);
+    return "";
+}
+
+std::string set_no_one_copy(MountOptions& o, std::string_view v) {
+    bool off;
+    if (!parse_bool(v, off)) return "expected true or false";
+    o.one_copy = off ? "never" : "auto";
+    return "";
+}
+
 std::string set_peer_timeout(MountOptions& o, std::string_view v) {
     double s = 0;
     // Below a tenth of a second a busy node's pings would read as a death.
@@ -209,13 +222,14 @@ constexpr OptionSpec specs[] = {
     {"no_open_push", 0, OptionType::flag, "", "false",
      "answer every read of a file the kernel did not keep with a READ round trip",
      set_negated_field<&MountOptions::open_push>},
-    {"one_copy", 0, OptionType::flag, "", "true",
+    {"one_copy", 0, OptionType::choice, "WHEN", "auto",
      "when the last open of a file the RAM tier holds is closed, drop its pages from the "
-     "kernel's page cache, so its bytes are in memory once (the default)",
-     set_bool_field<&MountOptions::one_copy>},
+     "kernel's page cache, so its bytes are in memory once: always, never, or auto (while the "
+     "tier's bytes would take more than half the room the page cache has)",
+     set_one_copy},
     {"no_one_copy", 0, OptionType::flag, "", "false",
-     "let the kernel's page cache keep files the RAM tier also holds",
-     set_negated_field<&MountOptions::one_copy>},
+     "let the kernel's page cache keep files the RAM tier also holds (--one-copy never)",
+     set_no_one_copy},
     {"cache_dir", 0, OptionType::text, "DIR", "",
      "local-disk directory for the SSD tier's cache file and journal (one pair per dataset); "
      "a later mount of the unchanged dataset with the same DIR reuses what it holds",

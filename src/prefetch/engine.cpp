@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "clairfs/prefetch/engine.hpp"
+#include "clairfs/config/memory_budget.hpp"
 
 #include "active_job.hpp"
 #include "clairfs/cache/ssd_tier.hpp"
@@ -39,8 +40,10 @@ Engine::Engine(const index::Index& idx, int backing_fd, EngineOptions opt)
     handover_.store(opt_.handover && opt_.mem > 0, std::memory_order_relaxed);
     if (opt_.open_push && opt_.mem > 0)
         open_seen_ = std::make_unique<std::atomic<bool>[]>(idx.size()); // all false
-    if (opt_.one_copy && opt_.mem > 0 && !opt_.handover)
+    if (opt_.one_copy != EngineOptions::OneCopy::never && opt_.mem > 0 && !opt_.handover) {
         open_count_ = std::make_unique<std::atomic<uint32_t>[]>(idx.size()); // all 0
+        dropping_.store(opt_.one_copy == EngineOptions::OneCopy::always);
+    }
     for (index::NodeId id = 0; id < idx.size(); ++id) {
         const index::Node& n = idx.node(id);
         if (S_ISREG(n.mode) && tiered(n) && n.size < not_tiered)
@@ -597,26 +600,58 @@ void Engine::released(index::NodeId id, uint64_t served, OpenPush how) {
 // copy into pages it still held; a READ it did need costs two round trips
 // (the READ, and the GETATTR the epoch after: each READ invalidates the
 // atime). So it pushes unless 3 in 4 watched files were kept.
-// One copy (--one-copy, the default): a file the RAM tier holds and the
-// kernel's page cache of the mount holds too is in memory twice, charged to
-// the same memory cgroup when the job and the daemon share one; with the
-// dataset in the tier the job's page cache then crowds out its own memory
-// and it spends its CPU in reclaim (bench/RESULTS.md, "One copy"). So the
-// pages go when the file's last open is released, and the next open pushes
-// them again. A file the tier lacks keeps its pages: there they are the only
+// One copy (--one-copy): a file the RAM tier holds and the kernel's page
+// cache of the mount holds too is in memory twice, charged to the same
+// memory cgroup when the job and the daemon share one; with the dataset in
+// the tier the page cache then crowds out the job's own memory and the job
+// spends its CPU in reclaim (bench/RESULTS.md, "One copy"). So the pages
+// go when the file's last open is released, and the next open pushes them
+// again. A file the tier lacks keeps its pages: there they are the only
 // copy, and the kernel keeps them while it has room. The drop also makes
 // the next fstat ask for the attributes again (FUSE_NOTIFY_INVAL_INODE
 // invalidates both, and no notification drops pages alone): a GETATTR
-// round trip, the price of the memory.
+// round trip, and the push at every open is a copy; where the page cache
+// has room for both copies they buy nothing, so by default (automatic)
+// pages are dropped only while the tier's bytes would take more than half
+// of that room (weigh_room).
 void Engine::drop_if_last(index::NodeId id) {
     // An open racing this release may push before the drop lands: its
     // reads then make READs, which the tier answers.
     if (open_count_[id].fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+    if (!dropping_.load(std::memory_order_relaxed)) return;
     if (!inval_ || !ram_.contains(id) || ram_.in_kernel(id)) return;
     int rv = inval_(id);
     // ENOENT: the kernel has no inode for it, so no pages either.
     (rv == 0 || rv == -ENOENT ? close_drops_ : close_drop_errors_)
         .fetch_add(1, std::memory_order_relaxed);
+}
+
+// Automatic one copy: the room the page cache has (the memory this
+// process may use less what reclaim cannot free, config/memory_budget.hpp)
+// against the bytes the RAM tier holds, which the page cache would hold a
+// second time. Pages are dropped while those bytes exceed half the room,
+// and kept again once they fit in a third: the tier's bytes count in the
+// anonymous memory, so the room does not move with the choice, and the
+// gap keeps a budget near the line from switching at every look. Weighed
+// once a second, from files in /proc and /sys.
+void Engine::weigh_room() {
+    if (!open_count_ || opt_.one_copy != EngineOptions::OneCopy::automatic) return;
+    auto now = std::chrono::steady_clock::now();
+    if (now - room_at_ < std::chrono::seconds(1)) return;
+    room_at_ = now;
+    const uint64_t room = room_probe_ ? room_probe_() : config::page_cache_room();
+    room_.store(room, std::memory_order_relaxed);
+    if (room == UINT64_MAX) return; // unknown: as it was
+    const uint64_t held = ram_.stats().bytes;
+    const bool was = dropping_.load(std::memory_order_relaxed);
+    const bool now_dropping = was ? held > room / 3 : held > room / 2;
+    if (now_dropping == was) return;
+    dropping_.store(now_dropping, std::memory_order_relaxed);
+    one_copy_switches_.fetch_add(1, std::memory_order_relaxed);
+    LOG_INFO("one copy %s: the RAM tier holds %.0f MiB, the page cache has room for %.0f MiB%s",
+             now_dropping ? "on" : "off", held / 1048576.0, room / 1048576.0,
+             now_dropping ? "; files leave the page cache at their last close"
+                          : "; the page cache keeps a second copy");
 }
 
 OpenPush Engine::push_on_open(index::NodeId id, const cache::BlobRef& bytes) {
@@ -641,7 +676,7 @@ OpenPush Engine::push_on_open(index::NodeId id, const cache::BlobRef& bytes) {
         (rv == 0 ? open_pushes_ : push_errors_).fetch_add(1, std::memory_order_relaxed);
         return rv == 0;
     };
-    if (open_count_) {
+    if (open_count_ && dropping_.load(std::memory_order_relaxed)) {
         if (have) push();
         return OpenPush::none; // nothing to learn: the kernel was made to drop it
     }

@@ -224,9 +224,18 @@ void Engine::status(nlohmann::json& out) const {
                        {"open_watched", open_watched_.load(std::memory_order_relaxed)},
                        {"open_kept", open_kept_.load(std::memory_order_relaxed)},
                        {"open_busy", open_busy_.load(std::memory_order_relaxed)},
-                       {"one_copy", static_cast<bool>(open_count_)},
                        {"close_drops", close_drops_.load(std::memory_order_relaxed)},
                        {"close_drop_errors", close_drop_errors_.load(std::memory_order_relaxed)}};
+    {
+        using OneCopy = EngineOptions::OneCopy;
+        const OneCopy m = open_count_ ? opt_.one_copy : OneCopy::never;
+        const uint64_t room = room_.load(std::memory_order_relaxed);
+        out["prefetch"]["one_copy"] = {
+            {"mode", m == OneCopy::always ? "always" : m == OneCopy::automatic ? "auto" : "never"},
+            {"dropping", dropping_.load(std::memory_order_relaxed)},
+            {"room_bytes", room == UINT64_MAX ? nlohmann::json(nullptr) : nlohmann::json(room)},
+            {"switches", one_copy_switches_.load(std::memory_order_relaxed)}};
+    }
 
     out["ranks"] = any ? jobs[0]["loaders"][0]["ranks"] : nlohmann::json::array();
     out["jobs"] = std::move(jobs);

@@ -168,6 +168,7 @@ void Engine::schedule_loop() {
                 round_at_.store(last_opens_ + round_step(), std::memory_order_relaxed);
             }
             if (drop_) drop_pages(!jobs->empty() && mode() == track::Mode::clairvoyant);
+            weigh_room();
         });
         if (!why.empty())
             for (const auto& j : *jobs)

@@ -17,8 +17,10 @@ round trip, and no GETATTR the epoch after.
   within the pass;
 - --no-open-push: never a push, and a READ for every file the kernel
   dropped.
-Those run with --no-one-copy. With one copy (the default) the last close of
-a file the RAM tier holds drops its pages from the kernel's cache:
+Those run with the default --one-copy auto, which on a machine with memory
+to spare lets the page cache keep a second copy (checked), and with
+--no-one-copy. With --one-copy always the last close of a file the RAM tier
+holds drops its pages from the kernel's cache:
 - first touch: every file's last close drops it (close_drops);
 - the next pass, with no drop_caches, pushes every file at its open: no
   READ, no backing read;
@@ -72,7 +74,7 @@ def a_pass(mp, expected, what):
 
 
 def case_open_push(data, mp, expected):
-    with ml.mounted(data, mp, "--mem", "64M", "--no-detect", "--no-one-copy"):
+    with ml.mounted(data, mp, "--mem", "64M", "--no-detect"):
         d = a_pass(mp, expected, "first touch")
         ml.check(d["pushes"] == 0, f"first touch pushed {d['pushes']} files nothing held")
         # The empty file needs no read.
@@ -107,6 +109,11 @@ def case_open_push(data, mp, expected):
         d = a_pass(mp, expected, "pages dropped again")
         ml.check(d["pushes"] >= FILES // 2, f"pages dropped again: only {d['pushes']} pushes")
         ml.check(d["backing"] == 0, f"pages dropped again: {d['backing']} backing reads")
+        # 24 MB in the tier, with the machine's memory as room: no drops.
+        oc = status(mp)["prefetch"]["one_copy"]
+        ml.check(oc["mode"] == "auto" and oc["dropping"] is False and oc["room_bytes"],
+                 f"one copy by default: {oc}")
+        ml.check(status(mp)["prefetch"]["close_drops"] == 0, "auto one copy dropped pages")
 
 
 def case_no_open_push(data, mp, expected):
@@ -125,8 +132,9 @@ def open_now(st):
 
 def case_one_copy(data, mp, expected):
     pushable = FILES - 1  # not the empty file
-    with ml.mounted(data, mp, "--mem", "64M", "--no-detect"):
-        ml.check(status(mp)["prefetch"]["one_copy"] is True, "one copy is not the default")
+    with ml.mounted(data, mp, "--mem", "64M", "--no-detect", "--one-copy", "always"):
+        oc = status(mp)["prefetch"]["one_copy"]
+        ml.check(oc["mode"] == "always" and oc["dropping"] is True, f"--one-copy always: {oc}")
         d = a_pass(mp, expected, "one copy, first touch")
         ml.check(d["pushes"] == 0 and d["backing"] == pushable, f"one copy, first touch: {d}")
         # Each file's last close, once the RAM tier held it; the empty file
@@ -159,7 +167,8 @@ def case_one_copy(data, mp, expected):
 
 
 def case_one_copy_no_push(data, mp, expected):
-    with ml.mounted(data, mp, "--mem", "64M", "--no-detect", "--no-open-push"):
+    with ml.mounted(data, mp, "--mem", "64M", "--no-detect", "--no-open-push", "--one-copy",
+                    "always"):
         a_pass(mp, expected, "one copy, no push, first touch")
         d = a_pass(mp, expected, "one copy, no push, second pass")
         # No drop_caches here: the READs show the kernel dropped the pages.

@@ -61,8 +61,11 @@ struct EngineOptions {
     bool open_push = false;
     // --one-copy: when the last open of a file the RAM tier holds is
     // released, its pages leave the kernel's page cache, so RAM holds its
-    // bytes once (Engine::released).
-    bool one_copy = false;
+    // bytes once (Engine::drop_if_last): never, always, or (automatic)
+    // while the tier's bytes would take more than half the page cache's
+    // room (Engine::weigh_room).
+    enum class OneCopy : uint8_t { never, automatic, always };
+    OneCopy one_copy = OneCopy::never;
 };
 
 // What an OPEN did about the kernel's page cache (Engine::push_on_open),
@@ -115,6 +118,11 @@ public:
     // to the kernel (--handover): its pages are the tier's copy, and room
     // is made by dropping them. Set before start().
     void set_invalidator(Dropper inval) { inval_ = std::move(inval); }
+    // Weighs the room the page cache has, for --one-copy auto
+    // (config::page_cache_room() unless set: a unit test sets its own).
+    // Set before start().
+    using RoomProbe = std::function<uint64_t()>;
+    void set_room_probe(RoomProbe probe) { room_probe_ = std::move(probe); }
     // Told of every open while no job is registered (job detection:
     // control/detector.hpp); called on the FUSE thread, so it must only
     // queue. Set before start().
@@ -428,11 +436,18 @@ private:
     std::atomic<uint64_t> open_pushes_{0}, open_watched_{0}, open_kept_{0}, open_probe_{0};
     std::atomic<uint64_t> open_busy_{0}; // pushes not made: half the FUSE threads were pushing
     std::atomic<unsigned> pushing_{0};
-    // --one-copy: per node, the opens not yet released (null when off);
-    // files whose pages were dropped at their last release, and failures.
+    // --one-copy: per node, the opens not yet released (null when never);
+    // whether last releases drop pages now; the page cache's room when
+    // last weighed (UINT64_MAX: unknown), and when; files whose pages were
+    // dropped at their last release, and failures.
     std::unique_ptr<std::atomic<uint32_t>[]> open_count_;
-    std::atomic<uint64_t> close_drops_{0}, close_drop_errors_{0};
+    std::atomic<bool> dropping_{false};
+    std::atomic<uint64_t> room_{UINT64_MAX};
+    std::chrono::steady_clock::time_point room_at_{}; // scheduler thread only
+    std::atomic<uint64_t> close_drops_{0}, close_drop_errors_{0}, one_copy_switches_{0};
     void drop_if_last(index::NodeId id);
+    void weigh_room(); // scheduler thread
+    RoomProbe room_probe_;
     // Hand-over (EngineOptions::handover): on until the kernel is seen to
     // drop what it was handed (note_kernel_miss()).
     std::atomic<bool> handover_{false};
