@@ -230,6 +230,7 @@ int mount_command(const std::vector<std::string>& args) {
         r = nlohmann::json::object();
         for (size_t k = 0; k < fuse::request_kinds.size(); ++k)
             r[std::string(fuse::request_kinds[k])] = fs.counters.requests.of(k);
+        fs.passthrough.status(j["passthrough"]);
     });
     std::string why = fuse::serve(fs);
     control.add_status_part(nullptr); // fs ends here

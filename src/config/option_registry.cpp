@@ -222,6 +222,14 @@ constexpr OptionSpec specs[] = {
     {"no_open_push", 0, OptionType::flag, "", "false",
      "answer every read of a file the kernel did not keep with a READ round trip",
      set_negated_field<&MountOptions::open_push>},
+    {"passthrough", 0, OptionType::flag, "", "true",
+     "let the kernel read files the tiers do not take straight from the backing store (FUSE "
+     "passthrough: libfuse 3.16 and Linux 6.9 or later, as root), with no READ round trip (the "
+     "default where available)",
+     set_bool_field<&MountOptions::passthrough>},
+    {"no_passthrough", 0, OptionType::flag, "", "false",
+     "read files the tiers do not take through the daemon, each READ bounded by --io-timeout",
+     set_negated_field<&MountOptions::passthrough>},
     {"one_copy", 0, OptionType::choice, "WHEN", "auto",
      "when the last open of a file the RAM tier holds is closed, drop its pages from the "
      "kernel's page cache, so its bytes are in memory once: always, never, or auto (while the "

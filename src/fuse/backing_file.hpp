@@ -27,6 +27,8 @@ struct OpenFile {
     std::atomic<uint64_t> served{0};
     // What the OPEN did about the page cache, for the RELEASE to learn from.
     prefetch::OpenPush push = prefetch::OpenPush::none;
+    // The kernel reads this open's file itself (Passthrough): no READ comes.
+    int32_t backing_id = 0;
 };
 
 // The whole file for a READ of a tiered file: the one the open pinned, else

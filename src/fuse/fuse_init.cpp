@@ -4,9 +4,33 @@
 #include "fuse_ops.hpp"
 
 #include <exception>
+#include <string>
+#include <unistd.h>
 
 namespace clairfs::fuse {
 namespace {
+
+// Asks for FUSE passthrough where every part has it; "" if asked, else why not.
+std::string passthrough_refusal(Filesystem& fs, fuse_conn_info* conn) {
+    if (!fs.options.passthrough) return "off (--no-passthrough)";
+    if (fs.options.kernel_opens) return "off with --kernel-opens (no OPEN to hand the file over at)";
+#if CLAIRFS_HAVE_PASSTHROUGH
+    if (!(conn->capable & FUSE_CAP_PASSTHROUGH))
+        return "the kernel lacks it (Linux 6.9 or later with CONFIG_FUSE_PASSTHROUGH has it)";
+    // The kernel hands a backing file only to a process with CAP_SYS_ADMIN.
+    if (::geteuid() != 0) return "it needs root (CAP_SYS_ADMIN)";
+    conn->want |= FUSE_CAP_PASSTHROUGH;
+    // Backing files on a file system that stacks on another (overlayfs,
+    // another passthrough mount) are refused, and clairfs stays stackable
+    // under one more layer.
+    conn->max_stack_depth = 1;
+    return "";
+#else
+    (void)conn;
+    return "this build's libfuse (" + std::to_string(FUSE_MAJOR_VERSION) + "." +
+           std::to_string(FUSE_MINOR_VERSION) + ") lacks it (3.16 or later has it)";
+#endif
+}
 
 void init_core(Filesystem& fs, fuse_conn_info* conn) {
     auto max = static_cast<unsigned>(fs.options.max_read);
@@ -39,6 +63,7 @@ void init_core(Filesystem& fs, fuse_conn_info* conn) {
     // Nothing changes under the mount, so mtime checks would only cost.
     conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
     conn->time_gran = 1;
+    fs.passthrough.start(passthrough_refusal(fs, conn));
 
     fuse_session* se = fs.session;
     if (fs.options.push_ahead || fs.options.open_push) {

@@ -29,6 +29,17 @@ void fuse_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     of->blob = fs.engine->opened(id, static_cast<uint32_t>(fuse_req_ctx(req)->pid));
     // Before the reply: the job's first read may follow it at once.
     of->push = fs.engine->push_on_open(id, of->blob);
+    if (!fs.engine->tiered(*n)) {
+        int32_t backing = fs.passthrough.open(req, fs, *n, id);
+        if (backing < 0) {
+            fs.engine->released(id, 0, prefetch::OpenPush::none);
+            return reply_error(req, backing);
+        }
+        of->backing_id = backing;
+#if CLAIRFS_HAVE_PASSTHROUGH
+        fi->backing_id = backing;
+#endif
+    }
     fi->fh = reinterpret_cast<uint64_t>(of.get());
     fi->keep_cache = 1; // the bytes cannot change while mounted
     fi->noflush = 1;
@@ -37,6 +48,7 @@ void fuse_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
         return;
     }
     // The opener was interrupted: no RELEASE will come for this open.
+    if (of->backing_id) fs.passthrough.release(nullptr, id);
     fs.engine->released(id, 0, prefetch::OpenPush::none);
 }
 

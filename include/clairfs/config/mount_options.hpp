@@ -49,6 +49,7 @@ struct MountOptions {
     bool detect = true;          // unregistered: recognise the job from its opens
     bool handover = false;       // a file the page cache holds whole is not held twice
     bool open_push = true;       // at an open, put the RAM tier's copy into the page cache
+    bool passthrough = true;     // the kernel reads files the tiers do not take itself
     std::string one_copy = "auto"; // auto, always, never: drop a RAM-tier file's pages at its last close
     std::vector<uint64_t> detect_seeds; // searched deep besides the usual ones (torch's form)
 

@@ -5,6 +5,7 @@
 
 #include "clairfs/config/mount_options.hpp"
 #include "clairfs/control/controller.hpp"
+#include "clairfs/fuse/passthrough.hpp"
 #include "clairfs/fuse/request_counts.hpp"
 #include "clairfs/index/index.hpp"
 #include "clairfs/prefetch/engine.hpp"
@@ -47,6 +48,7 @@ struct Filesystem {
     control::Controller* control = nullptr; // likewise
     fuse_session* session = nullptr;        // while serving: for notifications to the kernel
     UnopenedDocs unopened{};                // --kernel-opens: see UnopenedDocs
+    Passthrough passthrough{};              // --passthrough: files the tiers do not take
 };
 
 inline Filesystem& filesystem_of(fuse_req_t req) {

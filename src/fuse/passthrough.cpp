@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: MIT
+#include "clairfs/fuse/passthrough.hpp"
+#include "clairfs/fuse/filesystem.hpp"
+#include "clairfs/log.hpp"
+#include "clairfs/sys/syscalls.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+namespace clairfs::fuse {
+
+void Passthrough::start(std::string why_not) {
+    std::lock_guard lk(mu_);
+    why_off_ = std::move(why_not);
+    on_.store(why_off_.empty(), std::memory_order_relaxed);
+}
+
+void Passthrough::stop(const std::string& why) {
+    if (!on_.exchange(false)) return; // stopped already: one log line
+    {
+        std::lock_guard lk(mu_);
+        why_off_ = why;
+    }
+    LOG_WARN("passthrough off: %s; files the tiers do not take are read through the daemon",
+             why.c_str());
+}
+
+int32_t Passthrough::open(fuse_req_t req, Filesystem& fs, const index::Node& n,
+                          index::NodeId id) {
+    {
+        // Another open of the file has a backing id: the kernel takes no
+        // second one for the inode, and a cached open beside a passthrough
+        // one would be refused (ETXTBSY), so it shares it even once off.
+        std::lock_guard lk(mu_);
+        if (auto it = open_.find(id); it != open_.end()) {
+            ++it->second.opens;
+            opens_.fetch_add(1, std::memory_order_relaxed);
+            return it->second.id;
+        }
+    }
+    if (!on()) return 0;
+#if CLAIRFS_HAVE_PASSTHROUGH
+    // Opened within --io-timeout, as a READ's backing open is: a hung
+    // shared file system fails this OPEN with EIO, not the FUSE thread.
+    struct Call {
+        cache::BackingStore* store;
+        const index::Node* node;
+        int fd = -1;
+    };
+    auto c = std::make_shared<Call>(Call{&fs.engine->backing(), &n});
+    if (!fs.engine->backing_calls().run({[c] { c->fd = c->store->open_verified(*c->node); },
+                                         [c] {
+                                             if (c->fd >= 0) sys::close(c->fd);
+                                             c->fd = -1;
+                                         }})) {
+        fs.engine->note_io_timeout(n);
+        return -EIO;
+    }
+    if (c->fd < 0) return c->fd;
+    errno = 0;
+    int32_t backing = fuse_passthrough_open(req, c->fd);
+    const int err = errno;
+    sys::close(c->fd); // the kernel holds its own reference
+    if (backing <= 0) {
+        fallbacks_.fetch_add(1, std::memory_order_relaxed);
+        stop(std::string("the kernel refused a backing file (") +
+             (err ? std::strerror(err) : "no reason given") +
+             (err == EPERM ? ": passthrough needs CAP_SYS_ADMIN" : "") + ")");
+        return 0;
+    }
+    int32_t unused = 0;
+    {
+        std::lock_guard lk(mu_);
+        auto [it, fresh] = open_.try_emplace(id, Backing{backing, 0});
+        if (!fresh) unused = backing; // a concurrent open got there first
+        ++it->second.opens;
+        backing = it->second.id;
+    }
+    if (unused) fuse_passthrough_close(req, unused);
+    opens_.fetch_add(1, std::memory_order_relaxed);
+    return backing;
+#else
+    (void)req, (void)fs, (void)n;
+    return 0;
+#endif
+}
+
+void Passthrough::release(fuse_req_t req, index::NodeId id) {
+    int32_t last = 0;
+    {
+        std::lock_guard lk(mu_);
+        auto it = open_.find(id);
+        if (it == open_.end()) return;
+        if (--it->second.opens == 0) {
+            last = it->second.id;
+            open_.erase(it);
+        }
+    }
+#if CLAIRFS_HAVE_PASSTHROUGH
+    if (last && req) fuse_passthrough_close(req, last);
+#else
+    (void)req, (void)last;
+#endif
+}
+
+void Passthrough::status(nlohmann::json& out) const {
+    std::lock_guard lk(mu_);
+    out = {{"state", on() ? "on" : "off"},
+           {"reason", why_off_.empty() ? nlohmann::json(nullptr) : nlohmann::json(why_off_)},
+           {"opens", opens_.load(std::memory_order_relaxed)},
+           {"files_open", open_.size()},
+           {"refused", fallbacks_.load(std::memory_order_relaxed)}};
+}
+
+} // namespace clairfs::fuse
