@@ -224,7 +224,7 @@ constexpr OptionSpec specs[] = {
      set_negated_field<&MountOptions::open_push>},
     {"passthrough", 0, OptionType::flag, "", "true",
      "let the kernel read files the tiers do not take straight from the backing store (FUSE "
-     "passthrough: libfuse 3.16 and Linux 6.9 or later, as root), with no READ round trip (the "
+     "passthrough: libfuse 3.17 and Linux 6.9 or later, as root), with no READ round trip (the "
      "default where available)",
      set_bool_field<&MountOptions::passthrough>},
     {"no_passthrough", 0, OptionType::flag, "", "false",

@@ -23,12 +23,12 @@ std::string passthrough_refusal(Filesystem& fs, fuse_conn_info* conn) {
     // Backing files on a file system that stacks on another (overlayfs,
     // another passthrough mount) are refused, and clairfs stays stackable
     // under one more layer.
-    conn->max_stack_depth = 1;
+    conn->max_backing_stack_depth = 1;
     return "";
 #else
     (void)conn;
     return "this build's libfuse (" + std::to_string(FUSE_MAJOR_VERSION) + "." +
-           std::to_string(FUSE_MINOR_VERSION) + ") lacks it (3.16 or later has it)";
+           std::to_string(FUSE_MINOR_VERSION) + ") lacks it (3.17 or later has it)";
 #endif
 }
 

@@ -41,7 +41,10 @@ void fuse_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
 #endif
     }
     fi->fh = reinterpret_cast<uint64_t>(of.get());
-    fi->keep_cache = 1; // the bytes cannot change while mounted
+    // The bytes cannot change while mounted. Not with passthrough: the
+    // kernel refuses the open (EIO) with any flag beside it but a few, and
+    // the backing file's own page cache serves it then.
+    fi->keep_cache = of->backing_id == 0;
     fi->noflush = 1;
     if (fuse_reply_open(req, fi) == 0) {
         of.release();

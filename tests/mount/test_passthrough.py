@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-"""FUSE passthrough (--passthrough, the default where libfuse >= 3.16, a
+"""FUSE passthrough (--passthrough, the default where libfuse >= 3.17, a
 kernel with CONFIG_FUSE_PASSTHROUGH and root): a file the tiers do not take
 (here, larger than a sixteenth of --mem 16M) is read by the kernel straight
 from its backing file.

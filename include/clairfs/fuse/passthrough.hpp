@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// FUSE passthrough (libfuse 3.16 and kernel 6.9 on): the OPEN of a file the
+// FUSE passthrough (libfuse 3.17 and kernel 6.9 on): the OPEN of a file the
 // tiers do not take (larger than a sixteenth of --mem, or --mem 0) hands
 // the kernel that file's backing descriptor, and the kernel then reads it
 // itself, with no READ round trip to the daemon and no copy through it.
