@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 #include "clairfs/prefetch/engine.hpp"
-#include "clairfs/config/memory_budget.hpp"
 
 #include "active_job.hpp"
 #include "clairfs/cache/ssd_tier.hpp"
+#include "clairfs/config/memory_budget.hpp"
 #include "clairfs/layout/dataset.hpp"
 #include "clairfs/log.hpp"
 #include "clairfs/order/samplers.hpp"
@@ -592,14 +592,6 @@ void Engine::released(index::NodeId id, uint64_t served, OpenPush how) {
     ram_.hand_over(id, n.size);
 }
 
-// Pushes at open (Engine::push_on_open). A file's first open since the
-// mount pushes what the RAM tier holds: the kernel cannot have it yet.
-// Later opens push unless the kernel has lately been keeping the files it
-// had: watched opens (not pushed) show that, one in 16 of them and every
-// open while the kernel keeps them. A push the kernel did not need costs a
-// copy into pages it still held; a READ it did need costs two round trips
-// (the READ, and the GETATTR the epoch after: each READ invalidates the
-// atime). So it pushes unless 3 in 4 watched files were kept.
 // One copy (--one-copy): a file the RAM tier holds and the kernel's page
 // cache of the mount holds too is in memory twice, charged to the same
 // memory cgroup when the job and the daemon share one; with the dataset in
@@ -654,6 +646,14 @@ void Engine::weigh_room() {
                           : "; the page cache keeps a second copy");
 }
 
+// Pushes at open (Engine::push_on_open). A file's first open since the
+// mount pushes what the RAM tier holds: the kernel cannot have it yet.
+// Later opens push unless the kernel has lately been keeping the files it
+// had: watched opens (not pushed) show that, one in 16 of them and every
+// open while the kernel keeps them. A push the kernel did not need costs a
+// copy into pages it still held; a READ it did need costs two round trips
+// (the READ, and the GETATTR the epoch after: each READ invalidates the
+// atime). So it pushes unless 3 in 4 watched files were kept.
 OpenPush Engine::push_on_open(index::NodeId id, const cache::BlobRef& bytes) {
     if (open_count_) open_count_[id].fetch_add(1, std::memory_order_acq_rel);
     if (!open_seen_ || !push_) return OpenPush::none;
