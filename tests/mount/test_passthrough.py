@@ -10,7 +10,8 @@ Where this build and kernel have it (status passthrough.state "on"):
   return the backing file's bytes, with no READ request to the daemon;
 - two concurrent opens of one file share one backing file (files_open 1),
   and the last close gives it back (files_open 0);
-- small files still come from the RAM tier (READs as ever);
+- small files still come from the RAM tier (READs as ever), and with
+  --mem 0 files of one READ or less (1 MiB) are not passed through;
 - a file that changed on the backing store since the scan fails its open
   with ESTALE, as its first READ would have.
 Where it does not (Debian 12's libfuse 3.14), status says why, and the same
@@ -132,15 +133,36 @@ def case_off(data, mp, expected):
         ml.check(ml.status(mp)["passthrough"]["opens"] == 0, "--no-passthrough: passed through")
 
 
+def case_small(data, mp, expected):
+    """--mem 0: no file is tiered, but only those larger than one READ
+    (1 MiB) are passed through; a smaller one costs one READ, less than
+    the backing open a passthrough open makes."""
+    small = {r: d for r, d in expected.items() if not r.startswith("big/")}
+    with ml.mounted(data, mp, "--mem", "0", "--no-detect"):
+        before = ml.status(mp)
+        ml.read_expected(mp, small, "--mem 0, small files")
+        after = ml.status(mp)
+        ml.check(after["passthrough"]["opens"] == before["passthrough"]["opens"],
+                 f"small files passed through: {after['passthrough']}")
+        ml.check(reads(after) - reads(before) >= len(small) - 1, "--mem 0: small files, no READs")
+        rel = sorted(r for r in expected if r.startswith("big/"))[2]
+        with open(os.path.join(mp, rel), "rb") as f:
+            ml.check(f.read() == expected[rel], f"--mem 0: {rel} differs")
+        if after["passthrough"]["state"] == "on":
+            ml.check(ml.status(mp)["passthrough"]["opens"] == after["passthrough"]["opens"] + 1,
+                     "--mem 0: the large file was not passed through")
+
+
 def test():
     with tempfile.TemporaryDirectory(prefix="clairfs-passthrough.", dir="/var/tmp") as tmp:
         data = os.path.join(tmp, "data")
         expected = make_dataset(data)
-        mps = [os.path.join(tmp, m) for m in ("mnt-d", "mnt-o")]
+        mps = [os.path.join(tmp, m) for m in ("mnt-d", "mnt-o", "mnt-s")]
         for mp in mps:
             os.makedirs(mp)
         ml.run_cases(("default", lambda: case_default(data, mps[0], expected)),
-                     ("off", lambda: case_off(data, mps[1], expected)))
+                     ("off", lambda: case_off(data, mps[1], expected)),
+                     ("small", lambda: case_small(data, mps[2], expected)))
 
 
 if __name__ == "__main__":
