@@ -38,7 +38,7 @@ std::string bytes(double b) {
 
 std::string line(const char* label, const std::string& value) {
     char out[512];
-    snprintf(out, sizeof out, "%-10s %s\n", label, value.c_str());
+    snprintf(out, sizeof out, "%-12s %s\n", label, value.c_str());
     return out;
 }
 
@@ -191,7 +191,13 @@ std::string status_summary(const json& s) {
         hits + misses > 0
             ? (std::to_string(static_cast<int>(100 * hits / (hits + misses) + 0.5)) + "%").c_str()
             : "-");
-    out += line("ram:", buf);
+    std::string ram = buf;
+    // Whether the page cache keeps a second copy of what the tier holds.
+    if (at(s, "prefetch/one_copy/dropping").is_boolean())
+        ram += at(s, "prefetch/one_copy/dropping").get<bool>()
+                   ? ", one copy (dropped from the page cache at close)"
+                   : ", the page cache may keep a second copy";
+    out += line("ram:", ram);
     if (at(s, "ssd/enabled").is_boolean()) {
         if (at(s, "ssd/enabled").get<bool>()) {
             snprintf(buf, sizeof buf, "%s of %s, %.0f hits, %.0f errors",
@@ -209,6 +215,13 @@ std::string status_summary(const json& s) {
     out += line("backing:", buf);
     if (std::string state = text_of(at(s, "stage/state")); state != "idle" && state != "null")
         out += line("stage:", stage_line(at(s, "stage")));
+    if (std::string state = text_of(at(s, "passthrough/state")); state == "on") {
+        snprintf(buf, sizeof buf, "on, %.0f opens of large files read by the kernel",
+                 number(at(s, "passthrough/opens")));
+        out += line("passthrough:", buf);
+    } else if (const json& why = at(s, "passthrough/reason"); why.is_string()) {
+        out += line("passthrough:", "off: " + why.get<std::string>());
+    }
     snprintf(buf, sizeof buf, "lead %.0f samples, stalls %.2f s", number(at(s, "prefetch/lead")),
              number(at(s, "stall_seconds")));
     out += line("prefetch:", buf);

@@ -72,7 +72,7 @@ uint64_t cgroup_limit() {
     return limit;
 }
 
-uint64_t less(uint64_t limit, uint64_t used) {
+uint64_t headroom(uint64_t limit, uint64_t used) {
     if (limit == UINT64_MAX || used == UINT64_MAX) return UINT64_MAX;
     return limit > used ? limit - used : 0;
 }
@@ -91,10 +91,10 @@ uint64_t page_cache_room() {
     if (room != UINT64_MAX) room *= 1024;
     CgroupMemory dirs = cgroup_dirs();
     if (!dirs.v2.empty())
-        room = std::min(room, less(read_limit(dirs.v2 + "/memory.max"),
+        room = std::min(room, headroom(read_limit(dirs.v2 + "/memory.max"),
                                    sum_of(dirs.v2 + "/memory.stat", {"anon", "shmem"})));
     if (!dirs.v1.empty())
-        room = std::min(room, less(read_limit(dirs.v1 + "/memory.limit_in_bytes"),
+        room = std::min(room, headroom(read_limit(dirs.v1 + "/memory.limit_in_bytes"),
                                    sum_of(dirs.v1 + "/memory.stat", {"total_rss", "total_shmem"})));
     return room;
 }
