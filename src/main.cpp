@@ -3,6 +3,8 @@
 
 #include <cstdio>
 #include <string>
+#include <string_view>
+#include <sys/stat.h>
 #include <vector>
 
 namespace {
@@ -22,6 +24,8 @@ void usage(FILE* out) {
         "  wait MOUNT [--timeout S]             until the mount answers and its peers have joined\n"
         "  order [--KEY VALUE ...]              print the order a PyTorch job reads samples in\n"
         "  simulate --config FILE               predict what clairfs does on a cluster\n\n"
+        "clairfs BACKING MOUNTPOINT -o OPTIONS, as mount -t fuse.clairfs and fstab run it,\n"
+        "is clairfs mount.\n"
         "clairfs COMMAND --help shows a command's options; man clairfs has the details.\n");
 }
 
@@ -54,6 +58,19 @@ int run(int argc, char** argv) {
         printf("clairfs %s\n", CLAIRFS_VERSION);
         return exit_ok;
     }
+    // The mount helper's convention: `mount -t fuse.clairfs BACKING MNT -o
+    // ...`, an fstab line or a systemd mount unit run /sbin/mount.fuse.clairfs
+    // (a link to clairfs), or mount.fuse3 runs `clairfs BACKING MNT -o ...`.
+    // Called so, or with a first argument that is a path (no command has a
+    // slash) or a directory, it is `clairfs mount`, whose errors then say
+    // what is wrong with the mount; anything else stays an unknown command.
+    std::string_view self = argv[0];
+    self = self.substr(self.rfind('/') + 1);
+    struct stat st;
+    if (argc >= 3 && cmd[0] != '-' &&
+        (self.starts_with("mount.fuse") || cmd.find('/') != std::string::npos ||
+         (::stat(cmd.c_str(), &st) == 0 && S_ISDIR(st.st_mode))))
+        return mount_command(std::vector<std::string>(argv + 1, argv + argc));
     fprintf(stderr, "clairfs: unknown command '%s'\n", cmd.c_str());
     usage(stderr);
     return exit_usage;

@@ -9,12 +9,30 @@
 namespace clairfs::config {
 namespace {
 
+// The generic options an fstab line, a systemd mount unit or mount(8)
+// itself hands a mount helper (mount.fuse3 drops a few: user, auto,
+// _netdev, nofail). They do not apply: the view is read-only whatever is
+// asked, control writes need the mount writable, and device, setuid and
+// access-time semantics are the backing files'. x-* and comment= are
+// notes for systemd and mount(8).
+bool generic_mount_option(std::string_view item) {
+    static constexpr std::string_view ignored[] = {
+        "ro",      "rw",       "defaults",    "suid",     "nosuid",     "dev",    "nodev",
+        "exec",    "noexec",   "atime",       "noatime",  "relatime",   "norelatime",
+        "strictatime", "nostrictatime", "diratime", "nodiratime", "lazytime", "nolazytime",
+        "sync",    "async",    "auto",        "noauto",   "user",       "nouser", "users",
+        "_netdev", "nofail",   "owner",       "group",    "silent",     "loud"};
+    for (std::string_view g : ignored)
+        if (item == g) return true;
+    return item.starts_with("x-") || item.starts_with("comment=");
+}
+
 std::string apply_list(MountOptions& out, std::string_view list) {
     while (!list.empty()) {
         size_t comma = list.find(',');
         std::string_view item = list.substr(0, comma);
         list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
-        if (item.empty() || item == "ro") continue; // the mount is read-only anyway
+        if (item.empty() || generic_mount_option(item)) continue;
         size_t eq = item.find('=');
         std::string why = eq == std::string_view::npos
                               ? apply_option(out, item, "true")
