@@ -36,9 +36,10 @@ clang_rt() {
 # python3-venv: the torch 2.x venv (ensurepip is not in Debian's python3).
 # e2fsprogs: unit_root's full-file-system case formats a small ext4 image
 # (Priority required in Debian 12, only important in 13: a minimal 13 lacks
-# mkfs.ext4).
+# mkfs.ext4). python3-prometheus-client: the metrics test parses `clairfs
+# status --prometheus` with Prometheus' own text-format parser.
 test_pkgs=(python3 procps util-linux mount python3-torch python3-torchvision python3-pil
-  python3-venv clang "$(clang_rt)" e2fsprogs)
+  python3-venv clang "$(clang_rt)" e2fsprogs python3-prometheus-client)
 bench_pkgs=(python3 procps bindfs mergerfs rclone python3-matplotlib python3-pil
   e2fsprogs)
 want=("${build_pkgs[@]}")

@@ -5,6 +5,7 @@
 #include "clairfs/log.hpp"
 #include "clairfs/sys/syscalls.hpp"
 #include "control_client.hpp"
+#include "status_prometheus.hpp"
 #include "status_summary.hpp"
 
 #include <chrono>
@@ -17,7 +18,8 @@ namespace {
 struct StatusArgs {
     std::string mount;
     bool json = false;
-    bool cluster = false; // one row per node of the peer group
+    bool prometheus = false; // text exposition format
+    bool cluster = false;    // one row per node of the peer group
     double watch = 0; // seconds between reports; 0: report once
 };
 
@@ -28,6 +30,8 @@ std::string parse(const std::vector<std::string>& args, StatusArgs& out, bool& h
             help = true;
         } else if (a == "--json") {
             out.json = true;
+        } else if (a == "--prometheus") {
+            out.prometheus = true;
         } else if (a == "--cluster") {
             out.cluster = true;
         } else if (a == "--watch" || a.starts_with("--watch=")) {
@@ -43,6 +47,8 @@ std::string parse(const std::vector<std::string>& args, StatusArgs& out, bool& h
         }
     }
     if (!help && out.mount.empty()) return "expected MOUNT";
+    if (out.prometheus && (out.json || out.cluster))
+        return "--prometheus is a format of its own: not with --json or --cluster";
     return "";
 }
 
@@ -95,7 +101,7 @@ std::string cluster_table(const nlohmann::json& st, bool json) {
 }
 
 // One report; false (after saying why) if the status cannot be read.
-bool report(const std::string& abs, bool json, bool cluster) {
+bool report(const std::string& abs, bool json, bool cluster, bool prometheus) {
     std::string text;
     if (int rv = read_control_file(status_path(abs), text); rv < 0) {
         LOG_ERROR("cannot read %s: %s", status_path(abs).c_str(), sys::error_text(rv));
@@ -109,7 +115,10 @@ bool report(const std::string& abs, bool json, bool cluster) {
             LOG_ERROR("%s is not a JSON object", status_path(abs).c_str());
             return false;
         }
-        fputs(cluster ? cluster_table(j, json).c_str() : status_summary(j).c_str(), stdout);
+        fputs(prometheus ? prometheus_text(j, abs).c_str()
+              : cluster  ? cluster_table(j, json).c_str()
+                         : status_summary(j).c_str(),
+              stdout);
     }
     fflush(stdout);
     return true;
@@ -125,11 +134,14 @@ int status_command(const std::vector<std::string>& args) {
         return exit_usage;
     }
     if (help) {
-        printf("usage: clairfs status MOUNT [--json] [--cluster] [--watch SECONDS]\n\n"
+        printf("usage: clairfs status MOUNT [--json | --prometheus] [--cluster] [--watch SECONDS]\n\n"
                "Shows what a mount is doing: mode, the registered job's progress per rank,\n"
                "RAM use and hit rate, backing-store reads, stalls and prefetch lead.\n"
                "  --json             print MOUNT/.clairfs/status as it is (keys in\n"
                "                     clairfs-control(5))\n"
+               "  --prometheus       the same figures in Prometheus' text format (for\n"
+               "                     node_exporter's textfile collector), labelled\n"
+               "                     mount=\"MOUNT\"\n"
                "  --cluster          one row per node of the mount's peer group (--peers),\n"
                "                     from the summaries the daemons send each other every\n"
                "                     second; with --json, the rows as JSON\n"
@@ -141,9 +153,9 @@ int status_command(const std::vector<std::string>& args) {
     for (bool first = true;; first = false) {
         if (!first) {
             std::this_thread::sleep_for(std::chrono::duration<double>(a.watch));
-            if (!a.json) fputs("\n", stdout);
+            if (!a.json && !a.prometheus) fputs("\n", stdout);
         }
-        if (!report(abs, a.json, a.cluster)) return exit_failure;
+        if (!report(abs, a.json, a.cluster, a.prometheus)) return exit_failure;
         if (a.watch <= 0) return exit_ok;
     }
 }

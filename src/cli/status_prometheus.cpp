@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: MIT
+#include "status_prometheus.hpp"
+
+#include <cstdio>
+#include <string_view>
+
+namespace clairfs::cli {
+namespace {
+
+using nlohmann::json;
+
+// A label value: backslash, double quote and newline escaped.
+std::string label_value(std::string_view v) {
+    std::string out;
+    for (char c : v) {
+        if (c == '\\' || c == '"') out += '\\';
+        if (c == '\n') {
+            out += "\\n";
+            continue;
+        }
+        out += c;
+    }
+    return out;
+}
+
+const json* at(const json& j, const char* path) {
+    const json* v = &j;
+    std::string_view p = path;
+    while (!p.empty()) {
+        size_t slash = p.find('/');
+        std::string key(p.substr(0, slash));
+        if (!v->is_object() || !v->contains(key)) return nullptr;
+        v = &(*v)[key];
+        p = slash == std::string_view::npos ? std::string_view{} : p.substr(slash + 1);
+    }
+    return v;
+}
+
+class Writer {
+public:
+    explicit Writer(std::string mount) : labels_("mount=\"" + label_value(mount) + "\"") {}
+
+    // One family with one series, if the status has a number (or a boolean,
+    // as 0 or 1) at `path`.
+    void one(const char* name, const char* type, const char* help, const json& st,
+             const char* path) {
+        const json* v = at(st, path);
+        if (!v) return;
+        double x = 0;
+        if (v->is_number())
+            x = v->get<double>();
+        else if (v->is_boolean())
+            x = v->get<bool>() ? 1 : 0;
+        else
+            return;
+        family(name, type, help);
+        series(name, "", x);
+    }
+    void family(const char* name, const char* type, const char* help) {
+        out_ += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
+    }
+    // `extra` is more labels, already formatted (key="value",...), or "".
+    void series(const char* name, const std::string& extra, double x) {
+        char num[64];
+        snprintf(num, sizeof num, "%.17g", x);
+        out_ += std::string(name) + "{" + labels_ + (extra.empty() ? "" : "," + extra) + "} " +
+                num + "\n";
+    }
+    std::string take() { return std::move(out_); }
+
+private:
+    std::string labels_, out_;
+};
+
+} // namespace
+
+std::string prometheus_text(const json& st, const std::string& mountpoint) {
+    Writer w(mountpoint);
+    w.family("clairfs_up", "gauge", "1: the mount answered its status file.");
+    w.series("clairfs_up", "", 1);
+    if (const json* mode = at(st, "mode"); mode && mode->is_string()) {
+        w.family("clairfs_mode", "gauge",
+                 "The prediction mode (unregistered, clairvoyant, fallback): 1 for the current.");
+        w.series("clairfs_mode", "mode=\"" + label_value(mode->get<std::string>()) + "\"", 1);
+    }
+    w.one("clairfs_match_rate", "gauge",
+          "Share of the registered job's opens that followed the predicted order.", st,
+          "match_rate");
+    w.one("clairfs_epoch", "gauge", "The registered job's current epoch.", st, "epoch");
+
+    w.one("clairfs_ram_bytes", "gauge", "Bytes the RAM tier holds.", st, "ram/bytes");
+    w.one("clairfs_ram_capacity_bytes", "gauge", "The RAM tier's budget (--mem).", st,
+          "ram/capacity");
+    w.one("clairfs_ram_files", "gauge", "Files the RAM tier holds.", st, "ram/files");
+    w.one("clairfs_ram_hits_total", "counter", "Reads answered from the RAM tier.", st,
+          "ram/hits");
+    w.one("clairfs_ram_misses_total", "counter", "Reads the RAM tier could not answer.", st,
+          "ram/misses");
+    w.one("clairfs_ram_evictions_total", "counter", "Files evicted from the RAM tier.", st,
+          "ram/evictions");
+    if (const json* on = at(st, "ssd/enabled"); on && on->is_boolean() && on->get<bool>()) {
+        w.one("clairfs_ssd_bytes", "gauge", "Bytes the SSD tier holds.", st, "ssd/bytes");
+        w.one("clairfs_ssd_capacity_bytes", "gauge", "The SSD tier's budget (--ssd).", st,
+              "ssd/capacity");
+        w.one("clairfs_ssd_hits_total", "counter", "Reads answered from the SSD tier.", st,
+              "ssd/hits");
+        w.one("clairfs_ssd_errors_total", "counter", "SSD tier read and write errors.", st,
+              "ssd/errors");
+    }
+    w.one("clairfs_backing_reads_total", "counter", "Read calls made to the backing store.", st,
+          "backing/reads");
+    w.one("clairfs_backing_read_bytes_total", "counter", "Bytes read from the backing store.",
+          st, "backing/bytes");
+    w.one("clairfs_backing_files_total", "counter", "Files read from the backing store.", st,
+          "backing/files");
+    w.one("clairfs_backing_errors_total", "counter", "Backing-store errors.", st,
+          "backing/errors");
+    w.one("clairfs_backing_saved_reads_total", "counter",
+          "Opens of tiered files a direct read would have paid a backing read for, less the "
+          "backing reads clairfs made.",
+          st, "backing/saved_reads");
+    w.one("clairfs_stall_seconds_total", "counter",
+          "Time readers spent waiting for the backing store.", st, "stall_seconds");
+    w.one("clairfs_prefetch_lead_samples", "gauge",
+          "Samples ready in RAM ahead of the slowest local rank.", st, "prefetch/lead");
+    w.one("clairfs_prefetched_files_total", "counter", "Files prefetched.", st,
+          "prefetch/prefetched");
+    w.one("clairfs_demand_fetches_total", "counter", "Files fetched because a read needed them.",
+          st, "prefetch/demand_fetches");
+    w.one("clairfs_one_copy_dropping", "gauge",
+          "1 while the last close of a RAM-tier file drops its page-cache copy (--one-copy).", st,
+          "prefetch/one_copy/dropping");
+    if (const json* p = at(st, "passthrough/state"); p && p->is_string()) {
+        w.family("clairfs_passthrough_enabled", "gauge",
+                 "1 while the kernel reads large untiered files itself (FUSE passthrough).");
+        w.series("clairfs_passthrough_enabled", "", p->get<std::string>() == "on" ? 1 : 0);
+    }
+    if (const json* r = at(st, "requests"); r && r->is_object() && !r->empty()) {
+        w.family("clairfs_fuse_requests_total", "counter", "FUSE requests served, by kind.");
+        for (const auto& [kind, n] : r->items())
+            if (n.is_number())
+                w.series("clairfs_fuse_requests_total", "kind=\"" + label_value(kind) + "\"",
+                         n.get<double>());
+    }
+    return w.take();
+}
+
+} // namespace clairfs::cli
