@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 build_pkgs=(g++ meson ninja-build pkg-config libfuse3-dev fuse3 libmpich-dev
-  mpich libaio-dev libxxhash-dev nlohmann-json3-dev doctest-dev)
+  mpich libaio-dev libxxhash-dev nlohmann-json3-dev doctest-dev libcpp-httplib-dev)
 # The mount tests use Debian's /usr/bin/python3 (stdlib only), pgrep,
 # setpriv/unshare and mount; the order tests compare with real torch and
 # torchvision (never python3-mpi4py: it pulls in OpenMPI over MPICH), and

@@ -11,6 +11,7 @@
 #include "clairfs/log.hpp"
 #include "clairfs/prefetch/engine.hpp"
 #include "clairfs/peer/peers.hpp"
+#include "metrics_server.hpp"
 #include "mount_checks.hpp"
 #include "mount_table.hpp"
 #include "peer_launch.hpp"
@@ -164,6 +165,14 @@ int mount_command(const std::vector<std::string>& args) {
     o.mountpoint = resolved_path(o.mountpoint);
     if (!o.log_file.empty()) o.log_file = absolute_path(o.log_file);
 
+    // Bound before the scan, the mount and the fork: a taken port fails the
+    // command at once, with nothing mounted.
+    MetricsServer metrics(o.mountpoint);
+    if (o.metrics_port != 0) {
+        if (auto why = metrics.bind(o.metrics_address, o.metrics_port); !why.empty())
+            return fail(why);
+    }
+
     index::Index idx;
     if (auto why = build_index(backing, o, idx); !why.empty()) return fail(why);
 
@@ -218,7 +227,12 @@ int mount_command(const std::vector<std::string>& args) {
             !why.empty())
             return fail(why);
     }
+    metrics.serve_from(control);
     fuse::Filesystem fs{idx, backing.fd, o, {}};
+    if (o.metrics_port != 0) {
+        fs.on_start = [&metrics] { metrics.start(); };
+        fs.on_stop = [&metrics] { metrics.stop(); };
+    }
     if (!o.peers.empty()) {
         fs.ready_fd = launch.ready_fd;
         fs.predetached = true;
@@ -233,6 +247,7 @@ int mount_command(const std::vector<std::string>& args) {
         fs.passthrough.status(j["passthrough"]);
     });
     std::string why = fuse::serve(fs);
+    metrics.stop(); // idempotent: a failed start-up never reached on_stop
     control.add_status_part(nullptr); // fs ends here
     if (!why.empty()) return fail(why);
     return exit_ok;

@@ -99,6 +99,19 @@ std::string set_peer_port(MountOptions& o, std::string_view v) {
     return "";
 }
 
+std::string set_metrics_port(MountOptions& o, std::string_view v) {
+    uint64_t n = 0;
+    if (!parse_count(v, n) || n > 65535) return "expected a TCP port, 1 to 65535 (0: off)";
+    o.metrics_port = static_cast<unsigned>(n);
+    return "";
+}
+
+std::string set_metrics_address(MountOptions& o, std::string_view v) {
+    if (v.empty() || v.size() > 255) return "expected a host name or address";
+    o.metrics_address = v;
+    return "";
+}
+
 std::string set_log_level(MountOptions& o, std::string_view v) {
     return log::parse_level(v, o.log_level) ? "" : "expected error, warn, info or debug";
 }
@@ -258,6 +271,11 @@ constexpr OptionSpec specs[] = {
      "a peer silent this long (it pings every quarter of it) is dead: its files come from the "
      "backing store and it is not asked again",
      set_peer_timeout},
+    {"metrics_port", 0, OptionType::count, "PORT", "0",
+     "serve the status in Prometheus' text format at http://ADDRESS:PORT/metrics (0: off)",
+     set_metrics_port},
+    {"metrics_address", 0, OptionType::text, "ADDRESS", "127.0.0.1",
+     "where --metrics-port listens (the loopback unless told otherwise)", set_metrics_address},
     {"peer_address", 0, OptionType::text, "HOST", "",
      "the name or address the other daemons reach this one at (default: the host name)",
      set_peer_address},

@@ -86,6 +86,7 @@ void init_core(Filesystem& fs, fuse_conn_info* conn) {
     // Here, in the process that serves, after any fork: threads start now.
     fs.engine->start();
     if (fs.control) fs.control->start_detection();
+    if (fs.on_start) fs.on_start();
 
     if (fs.ready_fd >= 0) {
         // From here on the daemon has no terminal: later lines go to syslog

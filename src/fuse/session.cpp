@@ -123,6 +123,7 @@ std::string serve(Filesystem& fs) {
     using std::chrono::milliseconds;
     auto bound = fs.engine->io_timeout();
     if (bound.count() > 0) bound = std::clamp(bound, milliseconds(1000), milliseconds(10000));
+    if (fs.on_stop) fs.on_stop();
     if (fs.control) fs.control->stop_detection();
     bool clean_stop = fs.engine->stop_within(bound);
     fs.session = nullptr;

@@ -10,11 +10,17 @@ exposition format, parsed here with Prometheus' own parser
 - the figures are the status document's: RAM bytes, capacity and files,
   backing bytes, misses, and FUSE requests by kind;
 - the SSD tier's series appear only with an SSD tier;
-- --prometheus with --json is refused (exit 2, one line).
+- --prometheus with --json is refused (exit 2, one line);
+- --metrics-port serves the same text at http://127.0.0.1:PORT/metrics
+  (other paths 404); a second mount given a taken port fails with one line
+  and nothing mounted; the port closes at unmount.
 Needs /dev/fuse (exit 77 without FUSE)."""
 import os
+import socket
 import subprocess
 import tempfile
+import urllib.error
+import urllib.request
 
 import mountlib as ml
 from prometheus_client.parser import text_string_to_metric_families
@@ -82,17 +88,61 @@ def case_ssd(data, mp, expected, cache):
         ml.check("clairfs_ssd_hits" in fams and "clairfs_ssd_errors" in fams, "SSD counters")
 
 
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def http_get(url):
+    try:
+        with urllib.request.urlopen(url, timeout=10) as r:
+            return r.status, r.headers.get("Content-Type", ""), r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, "", ""
+
+
+def case_http(data, mp, mp2, expected):
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/metrics"
+    with ml.mounted(data, mp, "--mem", "16M", "--no-detect", "--metrics-port", str(port)):
+        ml.read_expected(mp, expected, "metrics over HTTP")
+        code, ctype, text = http_get(url)
+        ml.check(code == 200 and ctype.startswith("text/plain"), f"GET /metrics: {code} {ctype}")
+        fams = {f.name: f for f in text_string_to_metric_families(text)}
+        ml.check(value(fams, "clairfs_ram_bytes") == ml.status(mp)["ram"]["bytes"],
+                 "clairfs_ram_bytes over HTTP differs from the status")
+        ml.check(all(s.labels.get("mount") == mp for f in fams.values() for s in f.samples),
+                 "mount label over HTTP")
+        ml.check(http_get(f"http://127.0.0.1:{port}/other")[0] == 404, "GET /other is not 404")
+
+        r = subprocess.run([ml.CLAIRFS, "mount", data, mp2, "--metrics-port", str(port)],
+                           capture_output=True, text=True, timeout=120)
+        lines = [l for l in r.stderr.splitlines() if "metrics" in l]
+        ml.check(r.returncode == 1 and len(lines) == 1 and "cannot listen" in lines[0],
+                 f"a taken --metrics-port: exit {r.returncode}: {r.stderr!r}")
+        ml.check(not ml.is_mounted(mp2), "mounted despite the taken port")
+        ml.check(http_get(url)[0] == 200, "the first mount's metrics stopped")
+    try:
+        http_get(url)
+        ml.check(False, "the metrics port still answers after the unmount")
+    except (urllib.error.URLError, ConnectionError):
+        pass
+
+
 def test():
     with tempfile.TemporaryDirectory(prefix="clairfs-metrics.", dir="/var/tmp") as tmp:
         data = os.path.join(tmp, "data")
         expected = ml.random_dataset(data, 30, 11, 30_000)
         mp = os.path.join(tmp, 'mnt "q" \\ x')
         mp2 = os.path.join(tmp, "mnt-ssd")
+        mp3 = os.path.join(tmp, "mnt-http")
         cache = os.path.join(tmp, "cache")
-        for d in (mp, mp2, cache):
+        for d in (mp, mp2, mp3, cache):
             os.makedirs(d)
         ml.run_cases(("ram", lambda: case_ram(data, mp, expected)),
-                     ("ssd", lambda: case_ssd(data, mp2, expected, cache)))
+                     ("ssd", lambda: case_ssd(data, mp2, expected, cache)),
+                     ("http", lambda: case_http(data, mp3, mp2, expected)))
 
 
 if __name__ == "__main__":

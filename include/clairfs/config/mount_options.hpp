@@ -46,6 +46,8 @@ struct MountOptions {
     double peer_timeout = 2;     // seconds a peer may stay silent before it counts as dead
     std::string peer_address;    // where the others reach this daemon; empty: the host name
     unsigned peer_port = 0;      // its listener's TCP port; 0: any free one
+    unsigned metrics_port = 0;   // GET /metrics over HTTP; 0: off
+    std::string metrics_address = "127.0.0.1"; // where --metrics-port listens
     bool detect = true;          // unregistered: recognise the job from its opens
     bool handover = false;       // a file the page cache holds whole is not held twice
     bool open_push = true;       // at an open, put the RAM tier's copy into the page cache

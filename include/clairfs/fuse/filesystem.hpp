@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <fuse_lowlevel.h>
 #include <mutex>
 #include <string>
@@ -49,6 +50,11 @@ struct Filesystem {
     fuse_session* session = nullptr;        // while serving: for notifications to the kernel
     UnopenedDocs unopened{};                // --kernel-opens: see UnopenedDocs
     Passthrough passthrough{};              // --passthrough: files the tiers do not take
+    // Started in the serving process once the kernel handshake reaches it
+    // (after any fork), beside the engine's threads.
+    std::function<void()> on_start{};
+    // Called when the session ends, before the engine stops.
+    std::function<void()> on_stop{};
 };
 
 inline Filesystem& filesystem_of(fuse_req_t req) {
