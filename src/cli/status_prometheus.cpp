@@ -72,10 +72,60 @@ private:
     std::string labels_, out_;
 };
 
+// One series each, straight from a number (or boolean) of the status.
+struct Metric {
+    const char* name;
+    const char* type;
+    const char* help;
+    const char* path; // in the status document
+    bool ssd_only = false; // only while the SSD tier is enabled
+};
+
+const Metric metrics[] = {
+    {"clairfs_match_rate", "gauge",
+     "Share of the registered job's opens that followed the predicted order.", "match_rate"},
+    {"clairfs_epoch", "gauge", "The registered job's current epoch.", "epoch"},
+    {"clairfs_ram_bytes", "gauge", "Bytes the RAM tier holds.", "ram/bytes"},
+    {"clairfs_ram_capacity_bytes", "gauge", "The RAM tier's budget (--mem).", "ram/capacity"},
+    {"clairfs_ram_files", "gauge", "Files the RAM tier holds.", "ram/files"},
+    {"clairfs_ram_hits_total", "counter", "Reads answered from the RAM tier.", "ram/hits"},
+    {"clairfs_ram_misses_total", "counter", "Reads the RAM tier could not answer.", "ram/misses"},
+    {"clairfs_ram_evictions_total", "counter", "Files evicted from the RAM tier.",
+     "ram/evictions"},
+    {"clairfs_ssd_bytes", "gauge", "Bytes the SSD tier holds.", "ssd/bytes", true},
+    {"clairfs_ssd_capacity_bytes", "gauge", "The SSD tier's budget (--ssd).", "ssd/capacity",
+     true},
+    {"clairfs_ssd_hits_total", "counter", "Reads answered from the SSD tier.", "ssd/hits", true},
+    {"clairfs_ssd_errors_total", "counter", "SSD tier read and write errors.", "ssd/errors", true},
+    {"clairfs_backing_reads_total", "counter", "Read calls made to the backing store.",
+     "backing/reads"},
+    {"clairfs_backing_read_bytes_total", "counter", "Bytes read from the backing store.",
+     "backing/bytes"},
+    {"clairfs_backing_files_total", "counter", "Files read from the backing store.",
+     "backing/files"},
+    {"clairfs_backing_errors_total", "counter", "Backing-store errors.", "backing/errors"},
+    {"clairfs_backing_saved_reads_total", "counter",
+     "Opens of tiered files a direct read would have paid a backing read for, less the backing "
+     "reads clairfs made.",
+     "backing/saved_reads"},
+    {"clairfs_stall_seconds_total", "counter", "Time readers spent waiting for the backing store.",
+     "stall_seconds"},
+    {"clairfs_prefetch_lead_samples", "gauge",
+     "Samples ready in RAM ahead of the slowest local rank.", "prefetch/lead"},
+    {"clairfs_prefetched_files_total", "counter", "Files prefetched.", "prefetch/prefetched"},
+    {"clairfs_demand_fetches_total", "counter", "Files fetched because a read needed them.",
+     "prefetch/demand_fetches"},
+    {"clairfs_one_copy_dropping", "gauge",
+     "1 while the last close of a RAM-tier file drops its page-cache copy (--one-copy).",
+     "prefetch/one_copy/dropping"},
+};
+
 } // namespace
 
 std::string prometheus_text(const json& st, const std::string& mountpoint) {
     Writer w(mountpoint);
+    const json* on = at(st, "ssd/enabled");
+    const bool ssd = on && on->is_boolean() && on->get<bool>();
     w.family("clairfs_up", "gauge", "1: the mount answered its status file.");
     w.series("clairfs_up", "", 1);
     if (const json* mode = at(st, "mode"); mode && mode->is_string()) {
@@ -83,53 +133,10 @@ std::string prometheus_text(const json& st, const std::string& mountpoint) {
                  "The prediction mode (unregistered, clairvoyant, fallback): 1 for the current.");
         w.series("clairfs_mode", "mode=\"" + label_value(mode->get<std::string>()) + "\"", 1);
     }
-    w.one("clairfs_match_rate", "gauge",
-          "Share of the registered job's opens that followed the predicted order.", st,
-          "match_rate");
-    w.one("clairfs_epoch", "gauge", "The registered job's current epoch.", st, "epoch");
-
-    w.one("clairfs_ram_bytes", "gauge", "Bytes the RAM tier holds.", st, "ram/bytes");
-    w.one("clairfs_ram_capacity_bytes", "gauge", "The RAM tier's budget (--mem).", st,
-          "ram/capacity");
-    w.one("clairfs_ram_files", "gauge", "Files the RAM tier holds.", st, "ram/files");
-    w.one("clairfs_ram_hits_total", "counter", "Reads answered from the RAM tier.", st,
-          "ram/hits");
-    w.one("clairfs_ram_misses_total", "counter", "Reads the RAM tier could not answer.", st,
-          "ram/misses");
-    w.one("clairfs_ram_evictions_total", "counter", "Files evicted from the RAM tier.", st,
-          "ram/evictions");
-    if (const json* on = at(st, "ssd/enabled"); on && on->is_boolean() && on->get<bool>()) {
-        w.one("clairfs_ssd_bytes", "gauge", "Bytes the SSD tier holds.", st, "ssd/bytes");
-        w.one("clairfs_ssd_capacity_bytes", "gauge", "The SSD tier's budget (--ssd).", st,
-              "ssd/capacity");
-        w.one("clairfs_ssd_hits_total", "counter", "Reads answered from the SSD tier.", st,
-              "ssd/hits");
-        w.one("clairfs_ssd_errors_total", "counter", "SSD tier read and write errors.", st,
-              "ssd/errors");
+    for (const Metric& m : metrics) {
+        if (m.ssd_only && !ssd) continue;
+        w.one(m.name, m.type, m.help, st, m.path);
     }
-    w.one("clairfs_backing_reads_total", "counter", "Read calls made to the backing store.", st,
-          "backing/reads");
-    w.one("clairfs_backing_read_bytes_total", "counter", "Bytes read from the backing store.",
-          st, "backing/bytes");
-    w.one("clairfs_backing_files_total", "counter", "Files read from the backing store.", st,
-          "backing/files");
-    w.one("clairfs_backing_errors_total", "counter", "Backing-store errors.", st,
-          "backing/errors");
-    w.one("clairfs_backing_saved_reads_total", "counter",
-          "Opens of tiered files a direct read would have paid a backing read for, less the "
-          "backing reads clairfs made.",
-          st, "backing/saved_reads");
-    w.one("clairfs_stall_seconds_total", "counter",
-          "Time readers spent waiting for the backing store.", st, "stall_seconds");
-    w.one("clairfs_prefetch_lead_samples", "gauge",
-          "Samples ready in RAM ahead of the slowest local rank.", st, "prefetch/lead");
-    w.one("clairfs_prefetched_files_total", "counter", "Files prefetched.", st,
-          "prefetch/prefetched");
-    w.one("clairfs_demand_fetches_total", "counter", "Files fetched because a read needed them.",
-          st, "prefetch/demand_fetches");
-    w.one("clairfs_one_copy_dropping", "gauge",
-          "1 while the last close of a RAM-tier file drops its page-cache copy (--one-copy).", st,
-          "prefetch/one_copy/dropping");
     if (const json* p = at(st, "passthrough/state"); p && p->is_string()) {
         w.family("clairfs_passthrough_enabled", "gauge",
                  "1 while the kernel reads large untiered files itself (FUSE passthrough).");
