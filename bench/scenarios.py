@@ -873,7 +873,7 @@ class Bench:
                "failures": failures, "summary": summary, "floors": floor}
         with open(prefix + ".json", "w") as f:
             json.dump(out, f, indent=1)
-        plot(prefix + ".png", self.scenarios, runs, cfg, info)
+        plot(prefix + ".png", self.scenarios, runs, cfg, info, floor)
         table = markdown(summary, self.scenarios, unavailable, cfg)
         table += floor_lines(floor, summary, self.scenarios, cfg)
         for f in failures:
@@ -1325,33 +1325,54 @@ def pyplot():
     return plt
 
 
-def plot(path, scenarios, runs, cfg, info):
+def plot(path, scenarios, runs, cfg, info, floor=None):
+    """Per-epoch time as grouped bars: one group per scenario (or job), one
+    bar per epoch at the median over the repetitions, a dot for each
+    repetition; the bandwidth floor and the warm local copy's median epoch
+    as reference lines. Lower is better; a bar under the local line beats a
+    copy on local disk."""
     plt = pyplot()
     if plt is None:
         return
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for sc in scenarios:
-        for label, eps_runs in series(runs, sc):
-            ne = len(eps_runs[0])
-            xs = list(range(ne))
-            meds = [med([eps[i]["samples_per_s"] for eps in eps_runs]) for i in xs]
-            line, = ax.plot(xs, meds, marker="o", label=label)
-            for eps in eps_runs:
-                ax.scatter(xs, [ep["samples_per_s"] for ep in eps],
-                           color=line.get_color(), alpha=0.35, s=14)
-    ax.set_xticks(range(cfg["job"].get("epochs", 2)))
-    ax.set_xlabel("epoch")
-    ylab = "samples/s (median; dots: each repetition)"
+    groups = [(label, eps_runs) for sc in scenarios for label, eps_runs in series(runs, sc)]
+    if not groups:
+        return
+    ne = max(len(eps_runs[0]) for _, eps_runs in groups)
+    width = 0.8 / ne
+    fig, ax = plt.subplots(figsize=(max(7, 1.2 * len(groups) + 2), 4.5))
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for e in range(ne):
+        xs, meds = [], []
+        for g, (_, eps_runs) in enumerate(groups):
+            times = [eps[e]["wall_s"] for eps in eps_runs if len(eps) > e]
+            if not times:
+                continue
+            x = g - 0.4 + width * (e + 0.5)
+            xs.append(x)
+            meds.append(med(times))
+            ax.scatter([x] * len(times), times, color="black", s=8, alpha=0.6, zorder=3)
+        ax.bar(xs, meds, width * 0.9, label=f"epoch {e}", color=colors[e % len(colors)])
+    if floor and floor.get("bandwidth_floor_s"):
+        ax.axhline(floor["bandwidth_floor_s"], color="firebrick", linestyle="--", linewidth=1,
+                   label=f"bandwidth floor {floor['bandwidth_floor_s']:.1f} s")
+    local = [eps[e]["wall_s"] for label, eps_runs in groups if label == "local-warm"
+             for eps in eps_runs for e in range(len(eps))]
+    if local:
+        ax.axhline(med(local), color="dimgray", linestyle=":", linewidth=1.2,
+                   label=f"warm local copy {med(local):.1f} s")
+    ax.set_xticks(range(len(groups)))
+    ax.set_xticklabels([label for label, _ in groups], rotation=20, ha="right", fontsize=8)
+    ylab = "epoch time, s (median; dots: each repetition)"
     if info.get("val_files"):
-        ylab = "train samples/s (median; dots: each repetition)"
+        ylab = "epoch time incl. validation, s (median; dots: each repetition)"
     ax.set_ylabel(ylab)
     sf = cfg["slowfs"]
     ax.set_title(f"{info['files']} files, {info['bytes'] / 1e9:.2f} GB; slow FS "
                  f"{sf.get('bps')}B/s, {sf.get('iops')} IOPS; memcg {sf.get('mem')}",
                  fontsize=9)
-    ax.set_ylim(bottom=0)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.set_ylim(0, ax.get_ylim()[1] * 1.18)  # room for the legend above the bars
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize=8, loc="upper right", ncol=2)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -1483,7 +1504,7 @@ def main():
         floor = floors(d["dataset"], d.get("slowfs"))
         summary = summarize(scs, d["runs"], d["unavailable"], d["dataset"]["files"],
                             d["dataset"]["bytes"], floor)
-        plot(os.path.splitext(a.from_json)[0] + ".png", scs, d["runs"], cfg, d["dataset"])
+        plot(os.path.splitext(a.from_json)[0] + ".png", scs, d["runs"], cfg, d["dataset"], floor)
         print((markdown(summary, scs, d["unavailable"], cfg) if a.full_table
                else short_table(summary, scs)) + floor_lines(floor, summary, scs, cfg))
         return
