@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "status_prometheus.hpp"
+#include "status_summary.hpp"
 
 #include <cstdio>
 #include <string_view>
@@ -23,19 +24,6 @@ std::string label_value(std::string_view v) {
     return out;
 }
 
-const json* at(const json& j, const char* path) {
-    const json* v = &j;
-    std::string_view p = path;
-    while (!p.empty()) {
-        size_t slash = p.find('/');
-        std::string key(p.substr(0, slash));
-        if (!v->is_object() || !v->contains(key)) return nullptr;
-        v = &(*v)[key];
-        p = slash == std::string_view::npos ? std::string_view{} : p.substr(slash + 1);
-    }
-    return v;
-}
-
 class Writer {
 public:
     explicit Writer(std::string mount) : labels_("mount=\"" + label_value(mount) + "\"") {}
@@ -44,13 +32,12 @@ public:
     // as 0 or 1) at `path`.
     void one(const char* name, const char* type, const char* help, const json& st,
              const char* path) {
-        const json* v = at(st, path);
-        if (!v) return;
+        const json& v = status_at(st, path);
         double x = 0;
-        if (v->is_number())
-            x = v->get<double>();
-        else if (v->is_boolean())
-            x = v->get<bool>() ? 1 : 0;
+        if (v.is_number())
+            x = v.get<double>();
+        else if (v.is_boolean())
+            x = v.get<bool>() ? 1 : 0;
         else
             return;
         family(name, type, help);
@@ -124,27 +111,27 @@ const Metric metrics[] = {
 
 std::string prometheus_text(const json& st, const std::string& mountpoint) {
     Writer w(mountpoint);
-    const json* on = at(st, "ssd/enabled");
-    const bool ssd = on && on->is_boolean() && on->get<bool>();
+    const json& on = status_at(st, "ssd/enabled");
+    const bool ssd = on.is_boolean() && on.get<bool>();
     w.family("clairfs_up", "gauge", "1: the mount answered its status file.");
     w.series("clairfs_up", "", 1);
-    if (const json* mode = at(st, "mode"); mode && mode->is_string()) {
+    if (const json& mode = status_at(st, "mode"); mode.is_string()) {
         w.family("clairfs_mode", "gauge",
                  "The prediction mode (unregistered, clairvoyant, fallback): 1 for the current.");
-        w.series("clairfs_mode", "mode=\"" + label_value(mode->get<std::string>()) + "\"", 1);
+        w.series("clairfs_mode", "mode=\"" + label_value(mode.get<std::string>()) + "\"", 1);
     }
     for (const Metric& m : metrics) {
         if (m.ssd_only && !ssd) continue;
         w.one(m.name, m.type, m.help, st, m.path);
     }
-    if (const json* p = at(st, "passthrough/state"); p && p->is_string()) {
+    if (const json& p = status_at(st, "passthrough/state"); p.is_string()) {
         w.family("clairfs_passthrough_enabled", "gauge",
                  "1 while the kernel reads large untiered files itself (FUSE passthrough).");
-        w.series("clairfs_passthrough_enabled", "", p->get<std::string>() == "on" ? 1 : 0);
+        w.series("clairfs_passthrough_enabled", "", p.get<std::string>() == "on" ? 1 : 0);
     }
-    if (const json* r = at(st, "requests"); r && r->is_object() && !r->empty()) {
+    if (const json& r = status_at(st, "requests"); r.is_object() && !r.empty()) {
         w.family("clairfs_fuse_requests_total", "counter", "FUSE requests served, by kind.");
-        for (const auto& [kind, n] : r->items())
+        for (const auto& [kind, n] : r.items())
             if (n.is_number())
                 w.series("clairfs_fuse_requests_total", "kind=\"" + label_value(kind) + "\"",
                          n.get<double>());

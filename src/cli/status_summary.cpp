@@ -9,16 +9,6 @@ namespace {
 
 using nlohmann::json;
 
-// The value at a "/"-separated path, or null.
-const json& at(const json& j, const char* path) {
-    static const json null;
-    try {
-        const json& v = j.at(json::json_pointer(std::string("/") + path));
-        return v;
-    } catch (const json::exception&) {
-        return null;
-    }
-}
 
 double number(const json& v) {
     return v.is_number() ? v.get<double>() : 0.0;
@@ -51,10 +41,10 @@ std::string ranks_lines(const json& ranks) {
     for (const auto& r : ranks) {
         char buf[256];
         snprintf(buf, sizeof buf, "rank %s: epoch %s, %s of %s opened",
-                 text_of(at(r, "rank")).c_str(), text_of(at(r, "epoch")).c_str(),
-                 text_of(at(r, "position")).c_str(), text_of(at(r, "samples")).c_str());
+                 text_of(status_at(r, "rank")).c_str(), text_of(status_at(r, "epoch")).c_str(),
+                 text_of(status_at(r, "position")).c_str(), text_of(status_at(r, "samples")).c_str());
         std::string l = buf;
-        if (double rate = number(at(r, "samples_per_second")); rate > 0) {
+        if (double rate = number(status_at(r, "samples_per_second")); rate > 0) {
             snprintf(buf, sizeof buf, ", %.0f samples/s", rate);
             l += buf;
         }
@@ -120,7 +110,7 @@ std::string jobs_lines(const json& jobs) {
 } // namespace
 
 std::string stage_line(const json& st) {
-    double done = number(at(st, "done_bytes")), total = number(at(st, "total_bytes"));
+    double done = number(status_at(st, "done_bytes")), total = number(status_at(st, "total_bytes"));
     double frac = total > 0 ? std::min(1.0, done / total) : 0;
     constexpr int width = 24;
     int filled = static_cast<int>(frac * width + 0.5);
@@ -128,13 +118,13 @@ std::string stage_line(const json& st) {
                       std::string(static_cast<size_t>(width - filled), '.') + "]";
     char buf[256];
     snprintf(buf, sizeof buf, "%s %3.0f%% %s of %s into %s, %s", bar.c_str(), frac * 100,
-             bytes(done).c_str(), bytes(total).c_str(), text_of(at(st, "target")).c_str(),
-             text_of(at(st, "state")).c_str());
+             bytes(done).c_str(), bytes(total).c_str(), text_of(status_at(st, "target")).c_str(),
+             text_of(status_at(st, "state")).c_str());
     std::string out = buf;
-    if (text_of(at(st, "state")) == "running") {
-        snprintf(buf, sizeof buf, ", %s/s", bytes(number(at(st, "rate_bytes_per_second"))).c_str());
+    if (text_of(status_at(st, "state")) == "running") {
+        snprintf(buf, sizeof buf, ", %s/s", bytes(number(status_at(st, "rate_bytes_per_second"))).c_str());
         out += buf;
-        if (const json& eta = at(st, "eta_seconds"); eta.is_number()) {
+        if (const json& eta = status_at(st, "eta_seconds"); eta.is_number()) {
             snprintf(buf, sizeof buf, ", ETA %.0f s", number(eta));
             out += buf;
         }
@@ -148,12 +138,12 @@ namespace {
 // one line of JSON the user can pin in the job (write it to the control
 // file, or pass it to clairfs mount --register).
 std::string detection_lines(const json& d) {
-    std::string state = text_of(at(d, "state"));
+    std::string state = text_of(status_at(d, "state"));
     if (state == "null" || state == "off") return "";
     std::string what = state;
-    if (const json& r = at(d, "result"); r.is_string()) what += ": " + r.get<std::string>();
+    if (const json& r = status_at(d, "result"); r.is_string()) what += ": " + r.get<std::string>();
     std::string out = line("detection:", what);
-    if (const json& reg = at(d, "registration"); reg.is_object())
+    if (const json& reg = status_at(d, "registration"); reg.is_object())
         out += line("pin it:", reg.dump());
     return out;
 }
@@ -162,70 +152,79 @@ std::string detection_lines(const json& d) {
 
 std::string status_summary(const json& s) {
     std::string out;
-    std::string mode = text_of(at(s, "mode"));
-    if (const json& reason = at(s, "reason"); reason.is_string())
+    std::string mode = text_of(status_at(s, "mode"));
+    if (const json& reason = status_at(s, "reason"); reason.is_string())
         mode += " (" + reason.get<std::string>() + ")";
     out += line("mode:", mode);
-    if (const json& err = at(s, "error"); err.is_string())
+    if (const json& err = status_at(s, "error"); err.is_string())
         out += line("error:", err.get<std::string>() + " (the last registration was refused)");
-    const json& registered = at(s, "registered");
+    const json& registered = status_at(s, "registered");
     if (registered.is_string() || (registered.is_boolean() && registered.get<bool>())) {
         char buf[128];
-        std::string epoch = text_of(at(s, "epoch"));
-        const json& rate = at(s, "match_rate");
+        std::string epoch = text_of(status_at(s, "epoch"));
+        const json& rate = status_at(s, "match_rate");
         snprintf(buf, sizeof buf, "%s, match rate %s", epoch.c_str(),
                  rate.is_number()
                      ? (std::to_string(static_cast<int>(number(rate) * 100 + 0.5)) + "%").c_str()
                      : "-");
         out += line("epoch:", buf);
-        out += ranks_lines(at(s, "ranks"));
-        if (at(s, "jobs").is_array()) out += jobs_lines(at(s, "jobs"));
+        out += ranks_lines(status_at(s, "ranks"));
+        if (status_at(s, "jobs").is_array()) out += jobs_lines(status_at(s, "jobs"));
     }
-    if (const json& w = at(s, "warning"); w.is_string()) out += line("warning:", w.get<std::string>());
-    out += detection_lines(at(s, "detection"));
-    double hits = number(at(s, "ram/hits")), misses = number(at(s, "ram/misses"));
+    if (const json& w = status_at(s, "warning"); w.is_string()) out += line("warning:", w.get<std::string>());
+    out += detection_lines(status_at(s, "detection"));
+    double hits = number(status_at(s, "ram/hits")), misses = number(status_at(s, "ram/misses"));
     char buf[256];
     snprintf(
-        buf, sizeof buf, "%s of %s, hit rate %s", bytes(number(at(s, "ram/bytes"))).c_str(),
-        bytes(number(at(s, "ram/capacity"))).c_str(),
+        buf, sizeof buf, "%s of %s, hit rate %s", bytes(number(status_at(s, "ram/bytes"))).c_str(),
+        bytes(number(status_at(s, "ram/capacity"))).c_str(),
         hits + misses > 0
             ? (std::to_string(static_cast<int>(100 * hits / (hits + misses) + 0.5)) + "%").c_str()
             : "-");
     std::string ram = buf;
     // Whether the page cache keeps a second copy of what the tier holds.
-    if (at(s, "prefetch/one_copy/dropping").is_boolean())
-        ram += at(s, "prefetch/one_copy/dropping").get<bool>()
+    if (status_at(s, "prefetch/one_copy/dropping").is_boolean())
+        ram += status_at(s, "prefetch/one_copy/dropping").get<bool>()
                    ? ", one copy (dropped from the page cache at close)"
                    : ", the page cache may keep a second copy";
     out += line("ram:", ram);
-    if (at(s, "ssd/enabled").is_boolean()) {
-        if (at(s, "ssd/enabled").get<bool>()) {
+    if (status_at(s, "ssd/enabled").is_boolean()) {
+        if (status_at(s, "ssd/enabled").get<bool>()) {
             snprintf(buf, sizeof buf, "%s of %s, %.0f hits, %.0f errors",
-                     bytes(number(at(s, "ssd/bytes"))).c_str(),
-                     bytes(number(at(s, "ssd/capacity"))).c_str(), number(at(s, "ssd/hits")),
-                     number(at(s, "ssd/errors")));
+                     bytes(number(status_at(s, "ssd/bytes"))).c_str(),
+                     bytes(number(status_at(s, "ssd/capacity"))).c_str(), number(status_at(s, "ssd/hits")),
+                     number(status_at(s, "ssd/errors")));
             out += line("ssd:", buf);
-        } else if (const json& err = at(s, "ssd/error"); err.is_string()) {
+        } else if (const json& err = status_at(s, "ssd/error"); err.is_string()) {
             out += line("ssd:", "off: " + err.get<std::string>());
         }
     }
     snprintf(buf, sizeof buf, "%.0f reads, %s, %.0f file reads saved",
-             number(at(s, "backing/reads")), bytes(number(at(s, "backing/bytes"))).c_str(),
-             number(at(s, "backing/saved_reads")));
+             number(status_at(s, "backing/reads")), bytes(number(status_at(s, "backing/bytes"))).c_str(),
+             number(status_at(s, "backing/saved_reads")));
     out += line("backing:", buf);
-    if (std::string state = text_of(at(s, "stage/state")); state != "idle" && state != "null")
-        out += line("stage:", stage_line(at(s, "stage")));
-    if (std::string state = text_of(at(s, "passthrough/state")); state == "on") {
+    if (std::string state = text_of(status_at(s, "stage/state")); state != "idle" && state != "null")
+        out += line("stage:", stage_line(status_at(s, "stage")));
+    if (std::string state = text_of(status_at(s, "passthrough/state")); state == "on") {
         snprintf(buf, sizeof buf, "on, %.0f opens of large files read by the kernel",
-                 number(at(s, "passthrough/opens")));
+                 number(status_at(s, "passthrough/opens")));
         out += line("passthrough:", buf);
-    } else if (const json& why = at(s, "passthrough/reason"); why.is_string()) {
+    } else if (const json& why = status_at(s, "passthrough/reason"); why.is_string()) {
         out += line("passthrough:", "off: " + why.get<std::string>());
     }
-    snprintf(buf, sizeof buf, "lead %.0f samples, stalls %.2f s", number(at(s, "prefetch/lead")),
-             number(at(s, "stall_seconds")));
+    snprintf(buf, sizeof buf, "lead %.0f samples, stalls %.2f s", number(status_at(s, "prefetch/lead")),
+             number(status_at(s, "stall_seconds")));
     out += line("prefetch:", buf);
     return out;
+}
+
+const json& status_at(const json& j, const char* path) {
+    static const json null;
+    try {
+        return j.at(json::json_pointer(std::string("/") + path));
+    } catch (const json::exception&) {
+        return null;
+    }
 }
 
 } // namespace clairfs::cli

@@ -6,6 +6,10 @@
 
 namespace clairfs::cli {
 
+// The value at a "/"-separated path of the status document, or null (a
+// missing key, from an older daemon, reads as null).
+const nlohmann::json& status_at(const nlohmann::json& status, const char* path);
+
 // `clairfs status` for a human: a few lines from the status document.
 // Keys it does not find are left out, so an older daemon's status still
 // prints.
