@@ -69,9 +69,11 @@ std::string set_peer_timeout(MountOptions& o, std::string_view v) {
     return "";
 }
 
-std::string set_peer_address(MountOptions& o, std::string_view v) {
+// A host name or address (--peer-address, --metrics-address).
+template <std::string MountOptions::*Field>
+std::string set_host_field(MountOptions& o, std::string_view v) {
     if (v.empty() || v.size() > 255) return "expected a host name or address";
-    o.peer_address = v;
+    o.*Field = v;
     return "";
 }
 
@@ -92,23 +94,12 @@ std::string set_detect_seeds(MountOptions& o, std::string_view v) {
     return "";
 }
 
-std::string set_peer_port(MountOptions& o, std::string_view v) {
+// A TCP port, 0 meaning any (--peer-port) or off (--metrics-port).
+template <unsigned MountOptions::*Field>
+std::string set_port_field(MountOptions& o, std::string_view v) {
     uint64_t n = 0;
     if (!parse_count(v, n) || n > 65535) return "expected a TCP port, 0 to 65535";
-    o.peer_port = static_cast<unsigned>(n);
-    return "";
-}
-
-std::string set_metrics_port(MountOptions& o, std::string_view v) {
-    uint64_t n = 0;
-    if (!parse_count(v, n) || n > 65535) return "expected a TCP port, 1 to 65535 (0: off)";
-    o.metrics_port = static_cast<unsigned>(n);
-    return "";
-}
-
-std::string set_metrics_address(MountOptions& o, std::string_view v) {
-    if (v.empty() || v.size() > 255) return "expected a host name or address";
-    o.metrics_address = v;
+    o.*Field = static_cast<unsigned>(n);
     return "";
 }
 
@@ -273,14 +264,14 @@ constexpr OptionSpec specs[] = {
      set_peer_timeout},
     {"metrics_port", 0, OptionType::count, "PORT", "0",
      "serve the status in Prometheus' text format at http://ADDRESS:PORT/metrics (0: off)",
-     set_metrics_port},
+     set_port_field<&MountOptions::metrics_port>},
     {"metrics_address", 0, OptionType::text, "ADDRESS", "127.0.0.1",
-     "where --metrics-port listens (the loopback unless told otherwise)", set_metrics_address},
+     "where --metrics-port listens (the loopback unless told otherwise)", set_host_field<&MountOptions::metrics_address>},
     {"peer_address", 0, OptionType::text, "HOST", "",
      "the name or address the other daemons reach this one at (default: the host name)",
-     set_peer_address},
+     set_host_field<&MountOptions::peer_address>},
     {"peer_port", 0, OptionType::count, "PORT", "0",
-     "TCP port of this daemon's peer listener (0: any free port)", set_peer_port},
+     "TCP port of this daemon's peer listener (0: any free port)", set_port_field<&MountOptions::peer_port>},
     {"detect", 0, OptionType::flag, "", "true",
      "while no job is registered, recognise it from its first opens (a DistributedSampler, a "
      "RandomSampler with an explicit generator, or no shuffling; seeds 0 to 100000 and the "
