@@ -48,15 +48,22 @@ def unmount(mp, what):
     ml.check(ml.wait_exit(pids), f"{what}: the daemon outlived umount")
 
 
-def case_mount_t(data, mp, expected):
-    opts = "mem=16M,no_detect,one_copy=never,rw,nodev,nosuid,x-systemd.requires=/"
-    r = run(["mount", "-t", "fuse.clairfs", data, mp, "-o", opts])
+def mount_check_unmount(cmd, mp, expected, what, **want):
+    """Mounts with `cmd`, checks the mount (check_mounted, with `want`),
+    unmounts with umount(8); never leaves the mount behind."""
+    r = run(cmd)
     try:
-        ml.check(r.returncode == 0, f"mount -t fuse.clairfs: exit {r.returncode}: {r.stderr}")
-        check_mounted(mp, expected, "mount -t fuse.clairfs")
-        unmount(mp, "mount -t fuse.clairfs")
+        ml.check(r.returncode == 0, f"{what}: exit {r.returncode}: {r.stderr}")
+        check_mounted(mp, expected, what, **want)
+        unmount(mp, what)
     finally:
         ml.lazy_unmount(mp)
+
+
+def case_mount_t(data, mp, expected):
+    opts = "mem=16M,no_detect,one_copy=never,rw,nodev,nosuid,x-systemd.requires=/"
+    mount_check_unmount(["mount", "-t", "fuse.clairfs", data, mp, "-o", opts], mp, expected,
+                        "mount -t fuse.clairfs")
 
 
 def case_fstab(data, mp, expected, tmp):
@@ -65,23 +72,12 @@ def case_fstab(data, mp, expected, tmp):
         f.write(f"# a test fstab\n{data} {mp} fuse.clairfs "
                 "mem=16M,no_detect,one_copy=never,noauto,_netdev,nofail,"
                 "x-systemd.after=network-online.target,defaults 0 0\n")
-    r = run(["mount", "-T", fstab, mp])
-    try:
-        ml.check(r.returncode == 0, f"mount -T fstab: exit {r.returncode}: {r.stderr}")
-        check_mounted(mp, expected, "fstab line")
-        unmount(mp, "fstab line")
-    finally:
-        ml.lazy_unmount(mp)
+    mount_check_unmount(["mount", "-T", fstab, mp], mp, expected, "fstab line")
 
 
 def case_direct(data, mp, expected):
-    r = run([ml.CLAIRFS, data, mp, "-o", "mem=32M,no_detect"])
-    try:
-        ml.check(r.returncode == 0, f"clairfs BACKING MNT -o: exit {r.returncode}: {r.stderr}")
-        check_mounted(mp, expected, "clairfs BACKING MNT -o", mem=32 << 20, one_copy="auto")
-        unmount(mp, "clairfs BACKING MNT -o")
-    finally:
-        ml.lazy_unmount(mp)
+    mount_check_unmount([ml.CLAIRFS, data, mp, "-o", "mem=32M,no_detect"], mp, expected,
+                        "clairfs BACKING MNT -o", mem=32 << 20, one_copy="auto")
 
 
 def case_bad(data, mp, tmp):
