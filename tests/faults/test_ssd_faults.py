@@ -25,6 +25,14 @@ def stored_all(mp, n):
     return st["files"] >= n and st["pending_bytes"] == 0
 
 
+def fetches_done(mp):
+    """Background fetches (the detected order's prefetch, stage-in) count
+    an SSD error when their read fails and a backing read only after it:
+    status taken between the two would see an error not yet refetched."""
+    p = fl.status(mp)["prefetch"]
+    return p["queued"] == 0 and p["running"] == 0
+
+
 def fill_ssd(mp, expected, what):
     failed, wrong = fl.read_and_compare(mp, expected)
     ml.check(not failed and not wrong, f"{what}: failed {failed}, wrong {wrong[:5]}")
@@ -41,11 +49,14 @@ def case(tmp, src, expected, rule, what):
         before = fl.status(mp)
         ff.rule(rule)
         failed, wrong = fl.read_and_compare(mp, expected)
+        ok = ml.wait_until(lambda: fetches_done(mp), 60)
+        ml.check(ok, f"{what}: fetches still running after 60 s: {fl.status(mp)['prefetch']}")
         after = fl.status(mp)
         refetched = after["backing"]["files"] - before["backing"]["files"]
         errors = after["ssd"]["errors"] - before["ssd"]["errors"]
         ml.log(f"{what}: {len(failed)} failed, {len(wrong)} wrong, {errors} ssd errors, "
                f"{refetched} refetched, ssd.error {after['ssd']['error']!r}, "
+               f"prefetched {after['prefetch']['prefetched'] - before['prefetch']['prefetched']}, "
                f"faultfs {ff.counters()}")
         ml.check(not failed and not wrong, f"{what}: failed {failed}, wrong {wrong[:5]}")
         ml.check(errors > 0, f"{what}: no SSD error counted")
