@@ -27,7 +27,8 @@ struct ExtraKey {
 // The keys the control file has beyond those of `clairfs order`.
 const ExtraKey extra_keys[] = {
     {"ranks", Kind::ranks, "R,R...",
-     "the job's ranks whose loaders run on this node, such as 0,1 [0]"},
+     "the job's ranks whose loaders run on this node, such as 0,1, or auto: from torchrun's or "
+     "Slurm's environment [0]"},
     {"root", Kind::string, "DIR", "the dataset directory inside the mount [the mount root]"},
     {"layout", Kind::string, "L",
      "imagefolder, sorted or list [imagefolder; tensorflow: chosen by pipeline]"},
@@ -73,6 +74,10 @@ bool parse_number(const std::string& text, ojson& out) {
 }
 
 bool parse_ranks(const std::string& text, ojson& out) {
+    if (text == "auto") {
+        out = text; // resolved once every flag is read: it may need --world-size
+        return true;
+    }
     out = ojson::array();
     size_t start = 0;
     while (start <= text.size()) {
@@ -153,13 +158,57 @@ std::string read_config(const std::string& path, RegisterArgs& a) {
     return "";
 }
 
+// `ranks: "auto"` in a registration (or one of its loaders) replaced by the
+// ranks the launcher's environment gives this node. `outer` is the
+// registration around a loader, whose keys the loader inherits.
+std::string resolve_auto_ranks(ojson& reg, const ojson* outer, const EnvLookup& env,
+                               std::string& note) {
+    auto inherited = [&](const char* key) -> const ojson* {
+        if (auto it = reg.find(key); it != reg.end()) return &*it;
+        if (outer)
+            if (auto it = outer->find(key); it != outer->end()) return &*it;
+        return nullptr;
+    };
+    if (auto l = reg.find("loaders"); l != reg.end() && l->is_array()) {
+        for (auto& loader : *l)
+            if (loader.is_object())
+                if (auto why = resolve_auto_ranks(loader, &reg, env, note); !why.empty())
+                    return why;
+    }
+    auto r = reg.find("ranks");
+    if (r == reg.end() || *r != "auto") return "";
+    std::optional<uint64_t> world;
+    if (const ojson* w = inherited("world_size"); w && w->is_number_unsigned())
+        world = w->get<uint64_t>();
+    LauncherRanks got;
+    if (auto why = launcher_ranks(env, world, got); !why.empty()) return why;
+    const ojson* sampler = inherited("sampler");
+    bool distributed = sampler && *sampler == "distributed";
+    // Only DistributedSampler splits the dataset by rank; any other sampler
+    // reads one order, registered as rank 0, however many ranks run it.
+    if (!distributed && (got.ranks.size() != 1 || got.ranks[0] != 0))
+        return "--ranks auto: the launcher runs ranks " + std::to_string(got.ranks.front()) +
+               ".." + std::to_string(got.ranks.back()) + " here (" + got.source +
+               "), which only sampler distributed splits the dataset between";
+    *r = got.ranks;
+    if (!note.empty()) note += "\n";
+    note += "ranks " + r->dump() + (got.world_size ? " of " + std::to_string(*got.world_size) : "") +
+            " from " + got.source;
+    // After the last use of `r`: an ordered_json object is a vector, which
+    // an insert may move.
+    if (distributed && got.world_size && !inherited("world_size"))
+        reg["world_size"] = *got.world_size;
+    return "";
+}
+
 bool is_flag(const std::string& s) {
     return s.size() > 2 && s.starts_with("--");
 }
 
 } // namespace
 
-std::string parse_register_args(const std::vector<std::string>& args, RegisterArgs& out) {
+std::string parse_register_args(const std::vector<std::string>& args, RegisterArgs& out,
+                                const EnvLookup& env) {
     for (size_t i = 0; i < args.size(); ++i) {
         std::string file;
         if (args[i] == "--config" && i + 1 < args.size())
@@ -199,7 +248,7 @@ std::string parse_register_args(const std::vector<std::string>& args, RegisterAr
     }
     if (out.help) return "";
     if (out.mount.empty()) return "expected MOUNT";
-    return "";
+    return resolve_auto_ranks(out.body, nullptr, env, out.note);
 }
 
 std::string mount_relative(const std::string& path, const std::string& abs_mount) {

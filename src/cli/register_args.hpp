@@ -4,6 +4,8 @@
 // them (numbers as numbers, flags as booleans).
 #pragma once
 
+#include "launcher_ranks.hpp"
+
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -14,11 +16,15 @@ struct RegisterArgs {
     std::string mount;
     bool help = false;
     nlohmann::ordered_json body = nlohmann::ordered_json::object();
+    std::string note; // what --ranks auto found, for the user
 };
 
 // "" or the one-line usage error. Values are checked for their type here
-// and for their range by the daemon, which has the dataset.
-std::string parse_register_args(const std::vector<std::string>& args, RegisterArgs& out);
+// and for their range by the daemon, which has the dataset. `ranks auto` is
+// resolved here, from `env`: the launcher's environment is the command's,
+// not the daemon's.
+std::string parse_register_args(const std::vector<std::string>& args, RegisterArgs& out,
+                                const EnvLookup& env = process_environment());
 
 // An absolute path below the mount point made relative to it, as the
 // control file wants `root` and `manifest`; other paths unchanged.

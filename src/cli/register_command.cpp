@@ -43,8 +43,11 @@ int register_command(const std::vector<std::string>& args) {
     // An empty object would unregister: a bare `clairfs register MOUNT`
     // means "all defaults", which an explicit key says.
     if (a.body.empty()) a.body["unregister"] = false;
-    return send_control(
+    int rv = send_control(
         abs, a.body.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n");
+    // Which ranks `--ranks auto` chose, and why, once they are registered.
+    if (rv == exit_ok && !a.note.empty()) printf("%s\n", a.note.c_str());
+    return rv;
 }
 
 int unregister_command(const std::vector<std::string>& args) {
