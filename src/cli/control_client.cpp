@@ -32,7 +32,7 @@ int report_write_failure(const std::string& abs_mount, int err) {
     if (err == -EINVAL)
         LOG_ERROR("registration refused: %s", refusal_reason(abs_mount).c_str());
     else if (err == -EACCES || err == -EPERM)
-        LOG_ERROR("cannot write %s: %s (only the user who mounted it, or root, may register)",
+        LOG_ERROR("cannot write %s: %s (only root, the user who mounted it and its --control-owner may register)",
                   control_path(abs_mount).c_str(), sys::error_text(err));
     else
         LOG_ERROR("cannot write %s: %s", control_path(abs_mount).c_str(), sys::error_text(err));

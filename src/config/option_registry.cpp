@@ -6,6 +6,9 @@
 #include "clairfs/order/generator.hpp"
 
 #include <bit>
+#include <charconv>
+#include <pwd.h>
+#include <vector>
 
 namespace clairfs::config {
 namespace {
@@ -74,6 +77,25 @@ template <std::string MountOptions::*Field>
 std::string set_host_field(MountOptions& o, std::string_view v) {
     if (v.empty() || v.size() > 255) return "expected a host name or address";
     o.*Field = v;
+    return "";
+}
+
+// A user name or a numeric uid. Resolved at mount, once: a name removed
+// later must not turn the control file over to whoever gets its uid.
+std::string set_control_owner(MountOptions& o, std::string_view v) {
+    uint64_t uid = 0;
+    auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), uid);
+    if (!v.empty() && ec == std::errc{} && p == v.data() + v.size()) {
+        if (uid >= UINT32_MAX) return "expected a user name or a uid below 4294967295";
+        o.control_owner = static_cast<int64_t>(uid);
+        return "";
+    }
+    std::string name(v);
+    passwd pw{}, *found = nullptr;
+    std::vector<char> buf(16384);
+    if (name.empty() || getpwnam_r(name.c_str(), &pw, buf.data(), buf.size(), &found) != 0 || !found)
+        return "no user '" + name + "': expected a user name or a uid";
+    o.control_owner = pw.pw_uid;
     return "";
 }
 
@@ -185,6 +207,11 @@ constexpr OptionSpec specs[] = {
      "let other users use the mount (needs user_allow_other in /etc/fuse.conf unless root); "
      "permissions are still checked against the backing files' modes",
      set_bool_field<&MountOptions::allow_other>},
+    {"control_owner", 0, OptionType::text, "USER", "",
+     "a user (name or uid) who may register jobs besides root and the daemon's own user: the "
+     "control file is theirs; for a mount made as root for a job's user, as a Slurm prolog "
+     "does",
+     set_control_owner},
     {"kernel_opens", 0, OptionType::flag, "", "false",
      "let the kernel open and close files without asking the daemon: a cached re-read costs "
      "no round trip; a file's first READ then stands for its open, and while a job is "

@@ -28,10 +28,12 @@ ControlOpen* open_of(fuse_file_info* fi) {
 
 // The kernel checks modes already (default_permissions), but root passes
 // those checks for any mode: this keeps "owner or root" true even on a
-// mount without default_permissions.
-bool may_write(fuse_req_t req) {
+// mount without default_permissions. The owner is --control-owner's user
+// where given, else the daemon's.
+bool may_write(const Filesystem& fs, fuse_req_t req) {
     const fuse_ctx* ctx = fuse_req_ctx(req);
-    return ctx->uid == 0 || ctx->uid == geteuid();
+    int64_t owner = fs.options.control_owner;
+    return ctx->uid == 0 || ctx->uid == geteuid() || (owner >= 0 && ctx->uid == owner);
 }
 
 int refused(int rv, const std::string& why) {
@@ -71,7 +73,7 @@ bool control_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
         err = -EISDIR;
     else if (!fs.control)
         err = -EIO;
-    else if (writes && (ino == status_file_ino(fs) || !may_write(req)))
+    else if (writes && (ino == status_file_ino(fs) || !may_write(fs, req)))
         err = -EACCES;
     if (err) {
         reply_error(req, err);
@@ -171,7 +173,7 @@ bool control_setattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_s
         err = -EROFS;
     else if (attr->st_size != 0)
         err = -EINVAL;
-    else if (!may_write(req))
+    else if (!may_write(fs, req))
         err = -EACCES;
     if (err) {
         reply_error(req, err);

@@ -25,7 +25,10 @@ timespec mount_time() {
 void fill_control_stat(const Filesystem& fs, fuse_ino_t ino, struct stat& st) {
     std::memset(&st, 0, sizeof st);
     st.st_ino = ino;
-    st.st_uid = geteuid();
+    // The control directory and files belong to --control-owner's user, so
+    // that default_permissions lets that user write the control file.
+    int64_t owner = fs.options.control_owner;
+    st.st_uid = owner >= 0 ? static_cast<uid_t>(owner) : geteuid();
     st.st_gid = getegid();
     st.st_blksize = 4096;
     st.st_mtim = st.st_atim = st.st_ctim = mount_time();

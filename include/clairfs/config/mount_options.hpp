@@ -30,6 +30,9 @@ struct MountOptions {
     double cache_timeout = 86400; // kernel entry/attr cache lifetime, seconds
     double io_timeout = 60;       // longest wait for one backing or SSD read; 0 = no bound
     bool allow_other = false;
+    // Who may register jobs besides root and the daemon's user: a mount
+    // made as root for a job's user (a Slurm prolog). -1: nobody else.
+    int64_t control_owner = -1;
     bool kernel_opens = false; // FUSE no_open: faster cached opens, but unseen by the daemon
     log::Level log_level = log::Level::info;
     std::string log_file; // empty: stderr in the foreground, syslog otherwise

@@ -103,6 +103,8 @@ TEST_CASE("every kind of bad argument is a one-line reason") {
         {{"/d", "/m", "-o", "foreground=maybe"}, "invalid value for foreground"},
         {{"/d", "/m", "--no-threads"}, "unknown option '--no-threads'"},
         {{"/d", "/m", "--push-ahead", "--kernel-opens"}, "--push-ahead needs the opens"},
+        {{"/d", "/m", "--control-owner", "no-such-user-here"}, "no user 'no-such-user-here'"},
+        {{"/d", "/m", "--control-owner", "4294967295"}, "a uid below 4294967295"},
     };
     for (auto& c : cases) {
         MountArgs a;
@@ -111,6 +113,18 @@ TEST_CASE("every kind of bad argument is a one-line reason") {
         CHECK(why.find(c.expect) != std::string::npos);
         CHECK(why.find('\n') == std::string::npos);
     }
+}
+
+TEST_CASE("--control-owner takes a user name or a uid") {
+    MountArgs a;
+    REQUIRE(parse({"/d", "/m", "--control-owner", "root"}, a) == "");
+    CHECK(a.options.control_owner == 0);
+    MountArgs b;
+    REQUIRE(parse({"/d", "/m", "-o", "control_owner=65534"}, b) == "");
+    CHECK(b.options.control_owner == 65534);
+    MountArgs c;
+    REQUIRE(parse({"/d", "/m"}, c) == "");
+    CHECK(c.options.control_owner == -1);
 }
 
 TEST_CASE("every registered option has a name, help and a parser that accepts its default") {
