@@ -61,6 +61,29 @@ int Controller::write_control(std::string_view text, std::string& why) {
 int Controller::register_job(JobRegistration job, bool stage, std::string& why,
                              std::span<const std::pair<index::NodeId, uint32_t>> replay,
                              const std::function<prefetch::Engine::Opens()>& late) {
+    // The same registration again (each rank of a node writing it, as
+    // clairfs.register() in every process does) changes nothing while the
+    // job runs: replacing it would restart its tracking in the middle of an
+    // epoch. A retired job registered again starts afresh, as a new run.
+    if (!job.detected) {
+        std::string text = job_json(job);
+        bool unchanged = false;
+        {
+            std::lock_guard lock(mu_);
+            unchanged = std::ranges::any_of(active_, [&](const JobRegistration& j) {
+                return !j.detected && j.id == job.id && job_json(j) == text;
+            }) && engine_.is_active(job.id);
+            if (unchanged) {
+                error_.clear();
+                ++registrations_;
+            }
+        }
+        if (unchanged) {
+            LOG_INFO("job %s registered again, unchanged: it goes on as it was", job.id.c_str());
+            if (stage) engine_.stage();
+            return 0;
+        }
+    }
     std::vector<plan::Job> resolved;
     size_t samples = 0;
     for (const Registration& reg : job.loaders) {

@@ -796,6 +796,11 @@ size_t Engine::active_jobs() const {
     return jobs_->size();
 }
 
+bool Engine::is_active(const std::string& id) const {
+    std::lock_guard lk(job_mu_);
+    return std::ranges::any_of(*jobs_, [&](const auto& j) { return j->id == id; });
+}
+
 std::vector<std::string> Engine::job_ids() const {
     std::lock_guard lk(job_mu_);
     std::vector<std::string> ids;

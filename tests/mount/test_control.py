@@ -184,6 +184,27 @@ def register_case(mp):
     log("registering: written whole, in pieces and by echo; read back with defaults")
 
 
+def same_again_case(mp):
+    """The same registration written again (every rank of a node writing
+    it) keeps the running job and its counts; a different one replaces it."""
+    c = Control(mp)
+    keys = dict(seed=11, batch_size=2, root="train", num_workers=0, n=N)
+    c.register(**keys)
+    with open(os.path.join(mp, "train", "bird", "0.jpg"), "rb") as f:
+        f.read()
+    opens = lambda: c.status()["jobs"][0]["loaders"][0]["run_opens"]  # noqa: E731
+    check(opens() == 1, f"one open after registering, status says {opens()}")
+    count = c.status()["registrations"]
+    c.register(**keys)
+    check(opens() == 1, f"the same registration again reset the job: run_opens {opens()}")
+    c.write(json.dumps(c.registration()))  # read back, defaults filled in: still the same
+    check(opens() == 1, f"the registration read back and written reset the job: {opens()}")
+    check(c.status()["registrations"] == count + 2, "a repeated registration was not counted")
+    c.register(**dict(keys, seed=12))
+    check(opens() == 0, f"a different seed did not replace the job: run_opens {opens()}")
+    log("the same registration again: job kept (run_opens 1); another seed: replaced")
+
+
 INVALID = [
     # (label, text, words the reason must contain)
     ("not JSON", "seed=42", "not valid JSON"),
@@ -433,6 +454,7 @@ def test():
                       ("unregistered status", lambda: unregistered_case(mp)),
                       ("requests", lambda: requests_case(mp)),
                       ("register", lambda: register_case(mp)),
+                      ("same again", lambda: same_again_case(mp)),
                       ("invalid, whole writes", lambda: invalid_case(backing, mp, "whole")),
                       ("invalid, byte by byte", lambda: invalid_case(backing, mp, "pieces")),
                       ("unregister", lambda: unregister_case(mp)),

@@ -235,6 +235,8 @@ public:
     // How many are active (not retired: some process that opened their
     // files is alive).
     size_t active_jobs() const;
+    // Whether job `id` is registered and not retired.
+    bool is_active(const std::string& id) const;
     // Tests: runs at the start of every prepare(), on the registering
     // thread, so a test can hold a registration's build where it likes.
     void set_prepare_hook(std::function<void()> hook) { prepare_hook_ = std::move(hook); }
