@@ -14,18 +14,6 @@ double number(const json& v) {
     return v.is_number() ? v.get<double>() : 0.0;
 }
 
-std::string bytes(double b) {
-    const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    int u = 0;
-    while (b >= 1024 && u < 4) {
-        b /= 1024;
-        ++u;
-    }
-    char out[32];
-    snprintf(out, sizeof out, u ? "%.1f %s" : "%.0f %s", b, units[u]);
-    return out;
-}
-
 std::string line(const char* label, const std::string& value) {
     char out[512];
     snprintf(out, sizeof out, "%-12s %s\n", label, value.c_str());
@@ -109,6 +97,18 @@ std::string jobs_lines(const json& jobs) {
 
 } // namespace
 
+std::string bytes_text(double b) {
+    const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int u = 0;
+    while (b >= 1024 && u < 4) {
+        b /= 1024;
+        ++u;
+    }
+    char out[32];
+    snprintf(out, sizeof out, u ? "%.1f %s" : "%.0f %s", b, units[u]);
+    return out;
+}
+
 std::string stage_line(const json& st) {
     double done = number(status_at(st, "done_bytes")), total = number(status_at(st, "total_bytes"));
     double frac = total > 0 ? std::min(1.0, done / total) : 0;
@@ -118,11 +118,12 @@ std::string stage_line(const json& st) {
                       std::string(static_cast<size_t>(width - filled), '.') + "]";
     char buf[256];
     snprintf(buf, sizeof buf, "%s %3.0f%% %s of %s into %s, %s", bar.c_str(), frac * 100,
-             bytes(done).c_str(), bytes(total).c_str(), text_of(status_at(st, "target")).c_str(),
-             text_of(status_at(st, "state")).c_str());
+             bytes_text(done).c_str(), bytes_text(total).c_str(),
+             text_of(status_at(st, "target")).c_str(), text_of(status_at(st, "state")).c_str());
     std::string out = buf;
     if (text_of(status_at(st, "state")) == "running") {
-        snprintf(buf, sizeof buf, ", %s/s", bytes(number(status_at(st, "rate_bytes_per_second"))).c_str());
+        snprintf(buf, sizeof buf, ", %s/s",
+                 bytes_text(number(status_at(st, "rate_bytes_per_second"))).c_str());
         out += buf;
         if (const json& eta = status_at(st, "eta_seconds"); eta.is_number()) {
             snprintf(buf, sizeof buf, ", ETA %.0f s", number(eta));
@@ -176,8 +177,9 @@ std::string status_summary(const json& s) {
     double hits = number(status_at(s, "ram/hits")), misses = number(status_at(s, "ram/misses"));
     char buf[256];
     snprintf(
-        buf, sizeof buf, "%s of %s, hit rate %s", bytes(number(status_at(s, "ram/bytes"))).c_str(),
-        bytes(number(status_at(s, "ram/capacity"))).c_str(),
+        buf, sizeof buf, "%s of %s, hit rate %s",
+        bytes_text(number(status_at(s, "ram/bytes"))).c_str(),
+        bytes_text(number(status_at(s, "ram/capacity"))).c_str(),
         hits + misses > 0
             ? (std::to_string(static_cast<int>(100 * hits / (hits + misses) + 0.5)) + "%").c_str()
             : "-");
@@ -191,18 +193,22 @@ std::string status_summary(const json& s) {
     if (status_at(s, "ssd/enabled").is_boolean()) {
         if (status_at(s, "ssd/enabled").get<bool>()) {
             snprintf(buf, sizeof buf, "%s of %s, %.0f hits, %.0f errors",
-                     bytes(number(status_at(s, "ssd/bytes"))).c_str(),
-                     bytes(number(status_at(s, "ssd/capacity"))).c_str(), number(status_at(s, "ssd/hits")),
-                     number(status_at(s, "ssd/errors")));
+                     bytes_text(number(status_at(s, "ssd/bytes"))).c_str(),
+                     bytes_text(number(status_at(s, "ssd/capacity"))).c_str(),
+                     number(status_at(s, "ssd/hits")), number(status_at(s, "ssd/errors")));
             out += line("ssd:", buf);
         } else if (const json& err = status_at(s, "ssd/error"); err.is_string()) {
             out += line("ssd:", "off: " + err.get<std::string>());
         }
     }
     snprintf(buf, sizeof buf, "%.0f reads, %s, %.0f file reads saved",
-             number(status_at(s, "backing/reads")), bytes(number(status_at(s, "backing/bytes"))).c_str(),
+             number(status_at(s, "backing/reads")),
+             bytes_text(number(status_at(s, "backing/bytes"))).c_str(),
              number(status_at(s, "backing/saved_reads")));
-    out += line("backing:", buf);
+    std::string backing = buf;
+    if (const json& saved = status_at(s, "backing/saved_bytes"); saved.is_number())
+        backing += " (" + bytes_text(number(saved)) + ")";
+    out += line("backing:", backing);
     if (std::string state = text_of(status_at(s, "stage/state")); state != "idle" && state != "null")
         out += line("stage:", stage_line(status_at(s, "stage")));
     if (std::string state = text_of(status_at(s, "passthrough/state")); state == "on") {

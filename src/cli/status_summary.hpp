@@ -15,6 +15,9 @@ const nlohmann::json& status_at(const nlohmann::json& status, const char* path);
 // prints.
 std::string status_summary(const nlohmann::json& status);
 
+// "1.2 GiB": binary units, one decimal above bytes.
+std::string bytes_text(double bytes);
+
 // Stage-in progress in one line: a bar, percent, bytes, rate and ETA.
 std::string stage_line(const nlohmann::json& stage);
 

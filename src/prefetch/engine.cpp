@@ -504,7 +504,9 @@ cache::BlobRef Engine::opened(index::NodeId id, uint32_t pid) {
             if (o.new_epoch || n >= round_at_.load(std::memory_order_relaxed)) wake_scheduler();
         }
     }
-    if (!tiered(index_.node(id))) return nullptr;
+    const index::Node& node = index_.node(id);
+    if (!tiered(node)) return nullptr;
+    open_bytes_.fetch_add(node.size, std::memory_order_relaxed);
     last_open_[id].store(opens_.fetch_add(1, std::memory_order_relaxed) + 1,
                          std::memory_order_relaxed);
     return ram_.get(id);

@@ -194,6 +194,9 @@ void Engine::status(nlohmann::json& out) const {
     // the backing reads clairfs made (prefetches and stage-in included).
     uint64_t tiered_opens = opens_.load(std::memory_order_relaxed);
     out["backing"]["saved_reads"] = tiered_opens > b.files ? tiered_opens - b.files : 0;
+    // The same in bytes, taking each open as a read of the whole file.
+    uint64_t open_bytes = open_bytes_.load(std::memory_order_relaxed);
+    out["backing"]["saved_bytes"] = open_bytes > b.bytes ? open_bytes - b.bytes : 0;
     if (ssd_) ssd_status(out["ssd"]);
     StageStatus st = stage_status();
     out["stage"] = {{"state", st.state},

@@ -422,6 +422,7 @@ private:
     // after its last push. A file is pushed again only once opened since.
     Pusher push_;
     std::atomic<uint64_t> opens_{0}; // opens of files the tiers take
+    std::atomic<uint64_t> open_bytes_{0}; // and the sizes of their files
     std::unique_ptr<std::atomic<uint64_t>[]> last_open_;
     std::unique_ptr<uint64_t[]> pushed_at_; // scheduler thread only
     std::atomic<uint64_t> pushes_{0}, push_skipped_{0}, push_errors_{0};
