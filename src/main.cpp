@@ -20,7 +20,7 @@ void usage(FILE* out) {
         "  unregister MOUNT                     forget the registered job\n"
         "  stage MOUNT [--wait]                 copy the whole dataset into the tiers, in the "
         "background\n"
-        "  status MOUNT [--json]                what a mount is doing\n"
+        "  status MOUNT [--watch [S]]           what a mount is doing (--watch: like top)\n"
         "  wait MOUNT [--timeout S]             until the mount answers and its peers have joined\n"
         "  order [--KEY VALUE ...]              print the order a PyTorch job reads samples in\n"
         "  simulate --config FILE               predict what clairfs does on a cluster\n\n"

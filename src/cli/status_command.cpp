@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// `clairfs status MOUNT [--json] [--watch SECONDS]`.
+// `clairfs status MOUNT [--json | --prometheus] [--cluster] [--watch [SECONDS]]`.
 #include "clairfs/cli/commands.hpp"
 #include "clairfs/config/option_registry.hpp"
 #include "clairfs/log.hpp"
@@ -7,7 +7,10 @@
 #include "control_client.hpp"
 #include "status_prometheus.hpp"
 #include "status_summary.hpp"
+#include "watch_terminal.hpp"
+#include "watch_view.hpp"
 
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <thread>
@@ -23,6 +26,14 @@ struct StatusArgs {
     double watch = 0; // seconds between reports; 0: report once
 };
 
+constexpr double default_watch = 1, max_watch = 86400;
+
+// "2", "0.5", ".5", "-1": an interval, right or wrong, rather than a mount.
+bool numeric(const std::string& s) {
+    size_t i = s[0] == '-' || s[0] == '+' ? 1 : 0;
+    return i < s.size() && (isdigit(static_cast<unsigned char>(s[i])) || s[i] == '.');
+}
+
 std::string parse(const std::vector<std::string>& args, StatusArgs& out, bool& help) {
     for (size_t i = 0; i < args.size(); ++i) {
         const std::string& a = args[i];
@@ -35,9 +46,21 @@ std::string parse(const std::vector<std::string>& args, StatusArgs& out, bool& h
         } else if (a == "--cluster") {
             out.cluster = true;
         } else if (a == "--watch" || a.starts_with("--watch=")) {
-            std::string v = a.size() > 7 ? a.substr(8) : i + 1 < args.size() ? args[++i] : "";
-            if (!config::parse_seconds(v, out.watch) || out.watch <= 0)
-                return "invalid value for --watch: '" + v + "' (expected seconds > 0)";
+            // The interval may be left out, so the next argument is it only
+            // if it reads as a number: `status --watch MOUNT` and
+            // `status MOUNT --watch 2` both mean what they say.
+            out.watch = default_watch;
+            std::string v;
+            if (a.size() > 7)
+                v = a.substr(8);
+            else if (i + 1 < args.size() && numeric(args[i + 1]))
+                v = args[++i];
+            else
+                continue;
+            // At most a day: a larger one would overflow the sleep.
+            if (!config::parse_seconds(v, out.watch) || out.watch <= 0 || out.watch > max_watch)
+                return "invalid value for --watch: '" + v +
+                       "' (expected seconds, more than 0 and at most 86400)";
         } else if (a.starts_with("-")) {
             return "unknown option '" + a + "'";
         } else if (out.mount.empty()) {
@@ -134,7 +157,8 @@ int status_command(const std::vector<std::string>& args) {
         return exit_usage;
     }
     if (help) {
-        printf("usage: clairfs status MOUNT [--json | --prometheus] [--cluster] [--watch SECONDS]\n\n"
+        printf("usage: clairfs status MOUNT [--json | --prometheus] [--cluster]\n"
+               "                      [--watch [SECONDS]]\n\n"
                "Shows what a mount is doing: mode, the registered job's progress per rank,\n"
                "RAM use and hit rate, backing-store reads, stalls and prefetch lead.\n"
                "  --json             print MOUNT/.clairfs/status as it is (keys in\n"
@@ -145,11 +169,18 @@ int status_command(const std::vector<std::string>& args) {
                "  --cluster          one row per node of the mount's peer group (--peers),\n"
                "                     from the summaries the daemons send each other every\n"
                "                     second; with --json, the rows as JSON\n"
-               "  --watch SECONDS    report again every SECONDS until interrupted\n");
+               "  --watch [SECONDS]  refresh every SECONDS (default 1) until q or ^C: on a\n"
+               "                     terminal a full-screen view redrawn in place (tiers\n"
+               "                     as bars, prefetch lead, match rate, shared-FS bytes\n"
+               "                     read and saved, rates per second); piped, or with\n"
+               "                     --json, --prometheus or --cluster, one report after\n"
+               "                     another\n");
         return exit_ok;
     }
     std::string abs;
     if (int rv = locate_mount(a.mount, abs); rv != exit_ok) return rv;
+    if (a.watch > 0 && !a.json && !a.prometheus && !a.cluster && watch_terminal_usable())
+        return watch_view(abs, a.watch);
     for (bool first = true;; first = false) {
         if (!first) {
             std::this_thread::sleep_for(std::chrono::duration<double>(a.watch));
