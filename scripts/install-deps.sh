@@ -37,9 +37,11 @@ clang_rt() {
 # e2fsprogs: unit_root's full-file-system case formats a small ext4 image
 # (Priority required in Debian 12, only important in 13: a minimal 13 lacks
 # mkfs.ext4). python3-prometheus-client: the metrics test parses `clairfs
-# status --prometheus` with Prometheus' own text-format parser.
+# status --prometheus` with Prometheus' own text-format parser. tmux: the
+# status_watch test runs `clairfs status --watch` in a real terminal and
+# reads its screen back (send-keys, capture-pane).
 test_pkgs=(python3 procps util-linux mount python3-torch python3-torchvision python3-pil
-  python3-venv clang "$(clang_rt)" e2fsprogs python3-prometheus-client)
+  python3-venv clang "$(clang_rt)" e2fsprogs python3-prometheus-client tmux)
 bench_pkgs=(python3 procps bindfs mergerfs rclone python3-matplotlib python3-pil
   e2fsprogs)
 want=("${build_pkgs[@]}")
