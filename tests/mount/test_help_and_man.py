@@ -1,11 +1,11 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-"""`clairfs mount --help`, `clairfs order --help` and `clairfs simulate
---help` succeed, and every long option they list is documented in
-man/clairfs.1 (order's keys either as --flag or by their key name, e.g.
-start_epoch), as is every key of a `clairfs simulate` config (which the
-config parser names when it refuses an unknown one), so the help and the
-page cannot drift apart silently."""
+"""`clairfs mount --help`, `clairfs status --help`, `clairfs order --help`
+and `clairfs simulate --help` succeed, and every long option they list is
+documented in man/clairfs.1 (order's keys either as --flag or by their
+key name, e.g. start_epoch), as is every key of a `clairfs simulate`
+config (which the config parser names when it refuses an unknown one), so
+the help and the page cannot drift apart silently."""
 import json
 import os
 import re
@@ -40,6 +40,15 @@ def test():
                if not re.search(r"(?<![\w-])" + re.escape(o) + r"(?![\w-])", text)]
     check(not missing, f"options in --help but not in {man}: {' '.join(missing)}")
     log(f"all {len(options)} options are documented in {man}")
+
+    r = clairfs("status", "--help", timeout=30)
+    check(r.returncode == 0, f"clairfs status --help exit {r.returncode}: {r.stderr}")
+    status_opts = sorted(set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", r.stdout)))
+    check("--watch" in status_opts, f"status --help lists only {status_opts}")
+    missing = [o for o in status_opts
+               if not re.search(r"(?<![\w-])" + re.escape(o) + r"(?![\w-])", text)]
+    check(not missing, f"status options in --help but not in {man}: {' '.join(missing)}")
+    log(f"all {len(status_opts)} status options are documented in {man}")
 
     r = clairfs("order", "--help", timeout=30)
     check(r.returncode == 0, f"clairfs order --help exit {r.returncode}: {r.stderr}")
