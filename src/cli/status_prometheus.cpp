@@ -95,6 +95,10 @@ const Metric metrics[] = {
      "Opens of tiered files a direct read would have paid a backing read for, less the backing "
      "reads clairfs made.",
      "backing/saved_reads"},
+    {"clairfs_backing_saved_bytes_total", "counter",
+     "Bytes of tiered files opened that the backing store was spared: their sizes less the "
+     "bytes read from it.",
+     "backing/saved_bytes"},
     {"clairfs_stall_seconds_total", "counter", "Time readers spent waiting for the backing store.",
      "stall_seconds"},
     {"clairfs_prefetch_lead_samples", "gauge",

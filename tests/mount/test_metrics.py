@@ -65,11 +65,18 @@ def case_ram(data, mp, expected):
                           ("clairfs_ram_files", ("ram", "files")),
                           ("clairfs_ram_misses", ("ram", "misses")),
                           ("clairfs_backing_read_bytes", ("backing", "bytes")),
-                          ("clairfs_backing_files", ("backing", "files"))):
+                          ("clairfs_backing_files", ("backing", "files")),
+                          ("clairfs_backing_saved_bytes", ("backing", "saved_bytes"))):
             ml.check(value(fams, name) == st[key[0]][key[1]],
                      f"{name} {value(fams, name)} against status {key}: {st[key[0]][key[1]]}")
         ml.check(value(fams, "clairfs_ram_bytes") == sum(len(d) for d in expected.values()),
                  "clairfs_ram_bytes is not the dataset's size")
+        # A second pass opens tiered files only: it spared the backing store.
+        ml.read_expected(mp, expected, "metrics, second pass")
+        st, fams = ml.status(mp), scrape(mp)
+        ml.check(value(fams, "clairfs_backing_saved_bytes") == st["backing"]["saved_bytes"] > 0,
+                 f"clairfs_backing_saved_bytes {value(fams, 'clairfs_backing_saved_bytes')}, "
+                 f"status {st['backing']['saved_bytes']}")
         ml.check(value(fams, "clairfs_fuse_requests", kind="open") >= len(expected),
                  "clairfs_fuse_requests{kind=open} below the opens made")
         ml.check("clairfs_ssd_bytes" not in fams, "SSD series without an SSD tier")
