@@ -23,6 +23,13 @@ batch sampler, a Subset, an IterableDataset, an explicit generator that
 has drawn, a sampler's generator without the loader's, a dataset outside
 any clairfs mount, a dataset that is not ImageFolder-like, a root the mount
 refuses (the mount's own reason), and ranks= without the process's rank.
+Keras (2.x venv only): clairfs.keras.image_dataset_from_directory over a
+tree of 1x1 PNGs, seeded, with a global seed and subset="both", with only
+the global seed, and unshuffled, two epochs of plain loops: clairvoyant,
+each loader's run_opens the images read and run_matched >= 99% of them
+(tf.data's parallel reads may open a few out of turn), no seed search;
+and five refusals (seed=None without a global seed, labels=None,
+class_names, batch_size=None, a directory outside any mount).
 Also: importing clairfs imports nothing beyond the standard library.
 
 Exit 77 only without /dev/fuse. Without the venv the 2.x half is skipped
@@ -38,6 +45,8 @@ sys.path.insert(0, os.path.join(HERE, "..", "mount"))
 import mountlib as ml  # noqa: E402
 
 CASES = os.path.join(HERE, "loader_cases.py")
+KERAS_CASES = os.path.join(HERE, "keras_cases.py")
+KERAS_FILES = 36
 PACKAGE = os.path.join(ml.SOURCE_ROOT, "python")
 VENV = os.environ.get("CLAIRFS_VENV") or "/opt/clairfs-venv"
 
@@ -60,6 +69,59 @@ REFUSALS = {
 def make_dataset(backing):
     ml.random_dataset(os.path.join(backing, "train"), 90, seed=31, max_size=6000)
     ml.random_dataset(os.path.join(backing, "val"), 24, seed=32, max_size=6000)
+    # Keras decodes what it reads: 1x1 PNGs, in 3 classes.
+    sys.path.insert(0, os.path.join(HERE, "..", "prefetch"))
+    from test_keras_prefetch import png
+    for i in range(KERAS_FILES):
+        d = os.path.join(backing, "kimg", f"c{i % 3}")
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, f"{i:03d}.png"), "wb") as f:
+            f.write(png(i, bytes(i * 37 % 900)))
+
+
+KERAS_REFUSALS = {
+    "refuse_unseeded": "seed=None and no global seed",
+    "refuse_labels": "labels=None",
+    "refuse_class_names": "class_names=",
+    "refuse_unbatched": "batch_size=None",
+    "refuse_not_on_a_mount": "is not inside a clairfs mount",
+}
+
+
+def run_keras_cases(python, mp, backing, pythonpath):
+    r = subprocess.run([python, KERAS_CASES, mp, os.path.join(backing, "kimg")],
+                       capture_output=True, text=True, timeout=600,
+                       env=dict(os.environ, PYTHONPATH=pythonpath, PYTHONDONTWRITEBYTECODE="1"))
+    ml.check(r.returncode == 0, f"keras_cases.py exit {r.returncode}: {r.stderr[-3000:]}")
+    lines = [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
+    head = lines.pop(0)
+    ml.log(f"keras {head['keras']}, clairfs from {head['clairfs']}")
+    cases = [c for c in lines if "case" in c]
+    refusals = {c["refusal"]: c for c in lines if "refusal" in c}
+    ml.check(len(cases) == 4, f"keras: {len(cases)} cases ran, expected 4")
+    for c in cases:
+        name = c["case"]
+        ml.check("error" not in c, f"keras {name}: {c.get('error')}\n{c.get('trace', '')}")
+        ml.check(c["mode"] == "clairvoyant", f"keras {name}: mode {c['mode']}: {c['loaders']}")
+        per_loader = [sum(epoch[i] for epoch in c["images"]) for i in range(len(c["images"][0]))]
+        ml.check(len(c["loaders"]) == len(per_loader),
+                 f"keras {name}: {len(c['loaders'])} loaders registered, {len(per_loader)} read")
+        for got, images in zip(c["loaders"], per_loader):
+            # tf.data's parallel reads may open a few files out of turn: a
+            # rate, as the Keras prefetch test asks, and no seed search.
+            ml.check(got["run_opens"] == images and got["run_matched"] >= 0.99 * images
+                     and got["resyncs"] == 0,
+                     f"keras {name}: loader {got['root']}: {got['run_matched']} of "
+                     f"{got['run_opens']} opens predicted ({got['resyncs']} searches), "
+                     f"{images} images read")
+        ml.log(f"  keras {name}: " + ", ".join(f"{g['run_matched']}/{g['run_opens']}"
+                                                for g in c["loaders"]))
+    for name, words in KERAS_REFUSALS.items():
+        c = refusals.get(name, {})
+        msg = c.get("message", "")
+        ml.check("error" not in c and words in msg and "\n" not in msg,
+                 f"keras {name}: {c.get('error') or msg!r}")
+        ml.log(f"  keras {name}: {msg}")
 
 
 def run_cases(python, mp, backing, pythonpath, what):
@@ -178,6 +240,7 @@ def test():
             run_cases("/usr/bin/python3", mp, backing, PACKAGE, "torch 1.13")
             if have_venv:
                 run_cases(venv_python, mp, backing, site, "torch 2.x")
+                run_keras_cases(venv_python, mp, backing, site)
             elif os.environ.get("CI") == "true":
                 ml.check(False, f"CI: no {venv_python}; bash scripts/install-deps.sh test builds it")
             else:
