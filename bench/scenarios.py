@@ -1326,17 +1326,26 @@ def pyplot():
 
 
 def plot(path, scenarios, runs, cfg, info, floor=None):
+    """figure()'s plot written to PATH (a PNG), where matplotlib is."""
+    plt = pyplot()
+    if plt is None:
+        return
+    fig = figure(plt, scenarios, runs, cfg, info, floor)
+    if fig is None:
+        return
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def figure(plt, scenarios, runs, cfg, info, floor=None):
     """Per-epoch time as grouped bars: one group per scenario (or job), one
     bar per epoch at the median over the repetitions, a dot for each
     repetition; the bandwidth floor and the warm local copy's median epoch
     as reference lines. Lower is better; a bar under the local line beats a
-    copy on local disk."""
-    plt = pyplot()
-    if plt is None:
-        return
+    copy on local disk. None when there is nothing to draw."""
     groups = [(label, eps_runs) for sc in scenarios for label, eps_runs in series(runs, sc)]
     if not groups:
-        return
+        return None
     ne = max(len(eps_runs[0]) for _, eps_runs in groups)
     width = 0.8 / ne
     fig, ax = plt.subplots(figsize=(max(7, 1.2 * len(groups) + 2), 4.5))
@@ -1374,8 +1383,7 @@ def plot(path, scenarios, runs, cfg, info, floor=None):
     ax.grid(axis="y", alpha=0.3)
     ax.legend(fontsize=8, loc="upper right", ncol=2)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    return fig
 
 
 def append_section(path, head, intro, prefix, rev, command, paragraph, table):

@@ -39,9 +39,11 @@ clang_rt() {
 # mkfs.ext4). python3-prometheus-client: the metrics test parses `clairfs
 # status --prometheus` with Prometheus' own text-format parser. tmux: the
 # status_watch test runs `clairfs status --watch` in a real terminal and
-# reads its screen back (send-keys, capture-pane).
+# reads its screen back (send-keys, capture-pane). python3-matplotlib: the
+# bench_plot test draws the benchmark plot and checks its bars and lines.
 test_pkgs=(python3 procps util-linux mount python3-torch python3-torchvision python3-pil
-  python3-venv clang "$(clang_rt)" e2fsprogs python3-prometheus-client tmux)
+  python3-venv clang "$(clang_rt)" e2fsprogs python3-prometheus-client tmux
+  python3-matplotlib)
 bench_pkgs=(python3 procps bindfs mergerfs rclone python3-matplotlib python3-pil
   e2fsprogs)
 want=("${build_pkgs[@]}")
