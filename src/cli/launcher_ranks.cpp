@@ -142,6 +142,54 @@ std::string from_slurm(const EnvLookup& env, uint64_t node, std::optional<uint64
                 out);
 }
 
+// An MPI launcher's variables (names for MPICH's Hydra and Open MPI).
+struct MpiNames {
+    const char *rank, *size, *local, *local_size;
+};
+constexpr MpiNames hydra{"PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"};
+constexpr MpiNames open_mpi{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+                            "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"};
+
+// Whether every variable of `names` is set.
+bool has_all(const EnvLookup& env, const MpiNames& names) {
+    return env(names.rank) && env(names.size) && env(names.local) && env(names.local_size);
+}
+
+// Under mpiexec, as under srun: the launch is the training itself (this
+// process's node holds local_size ranks from rank - local), or a helper
+// launch of one process per node (mpiexec -ppn 1 clairfs register), whose
+// size is then the node count and not the world size.
+std::string from_mpi(const EnvLookup& env, const MpiNames& n, std::optional<uint64_t> world,
+                     LauncherRanks& out) {
+    std::string why;
+    auto rank = number(env, n.rank, why);
+    auto size = number(env, n.size, why);
+    auto local = number(env, n.local, why);
+    auto local_size = number(env, n.local_size, why);
+    if (!why.empty()) return "--ranks auto: " + why;
+    std::string at = std::string(n.rank) + "=" + std::to_string(*rank) + " of " + n.size + "=" +
+                     std::to_string(*size);
+    if (world && *world != *size) {
+        if (*local_size != 1)
+            return "--ranks auto: " + at + " with " + n.local_size + "=" +
+                   std::to_string(*local_size) + " is neither the training's launch (world size " +
+                   std::to_string(*world) + ") nor one process per node: give --ranks";
+        if (*size == 0 || *world % *size != 0)
+            return "--ranks auto: world size " + std::to_string(*world) + " does not spread " +
+                   "evenly over " + std::to_string(*size) + " nodes: give --ranks";
+        uint64_t per_node = *world / *size;
+        return fill(*rank * per_node, per_node, world,
+                    at + " (one per node), world size " + std::to_string(*world), out);
+    }
+    if (*local > *rank || *local >= *local_size)
+        return "--ranks auto: " + std::string(n.local) + "=" + std::to_string(*local) +
+               " does not fit " + at;
+    return fill(*rank - *local, *local_size, world ? world : size,
+                at + ", " + n.local + "=" + std::to_string(*local) + ", " + n.local_size + "=" +
+                    std::to_string(*local_size),
+                out);
+}
+
 } // namespace
 
 std::string launcher_ranks(const EnvLookup& env, std::optional<uint64_t> world_size,
@@ -152,9 +200,14 @@ std::string launcher_ranks(const EnvLookup& env, std::optional<uint64_t> world_s
     auto node = number(env, "SLURM_NODEID", why);
     if (!why.empty()) return "--ranks auto: " + why;
     if (per_node) return from_torchrun(env, *per_node, world_size, out);
+    // An MPI launcher's own variables describe this launch even inside a
+    // Slurm allocation, whose SLURM_* belong to the step that started it.
+    for (const MpiNames* names : {&hydra, &open_mpi})
+        if (has_all(env, *names)) return from_mpi(env, *names, world_size, out);
     if (node) return from_slurm(env, *node, world_size, out);
     return "--ranks auto: no launcher's environment here (torchrun's LOCAL_WORLD_SIZE with RANK "
-           "and LOCAL_RANK, or Slurm's SLURM_NODEID): give --ranks R,R...";
+           "and LOCAL_RANK, mpiexec's PMI_RANK or OMPI_COMM_WORLD_RANK, or Slurm's "
+           "SLURM_NODEID): give --ranks R,R...";
 }
 
 EnvLookup process_environment() {

@@ -19,12 +19,17 @@ sees).
   then two torch ranks with a DistributedSampler read 2 epochs through the
   mount, every byte checked; clairfs predicted every open of both ranks
   (run_matched = run_opens = all of them), and at the end nothing is
-  mounted and no daemon is left.
+  mounted and no daemon is left;
+- mpiexec (MPICH's, for real): `mpiexec -ppn 1 clairfs register --ranks
+  auto --world-size 2` registers this node's ranks 0 and 1; a training
+  launch of two ranks in which each registers itself with --ranks auto
+  (both [0,1] of 2) then reads: clairfs predicted every open of both.
 Needs /dev/fuse (exit 77 without FUSE) and Debian's torch and torchvision."""
 import glob
 import json
 import os
 import pwd
+import shutil
 import subprocess
 import sys
 
@@ -176,6 +181,54 @@ def case_job_script(tmp, backing, expected):
     ml.check(not ml.daemon_pids(mp), f"daemons left: {ml.daemon_pids(mp)}")
 
 
+def case_mpiexec(tmp, backing, expected):
+    """The mpiexec forms of clairfs-job.sbatch, with MPICH's real mpiexec:
+    `mpiexec -ppn 1 clairfs register --ranks auto --world-size 2` (one
+    process per node: this node's block of the world), then a training
+    launch of two ranks in which each rank registers itself with --ranks
+    auto and no world size (the launch is the training: PMI_RANK -
+    MPI_LOCALRANKID, MPI_LOCALNRANKS ranks here) before it reads: the
+    same registration twice, which the mount takes once."""
+    mpiexec = shutil.which("mpiexec.mpich") or shutil.which("mpiexec")
+    ml.check(mpiexec is not None, "no mpiexec (MPICH is a build dependency)")
+    mp = os.path.join(tmp, "mpi-mnt")
+    out = ml.make_dirs(tmp, "mpi-out")[0]
+    os.makedirs(mp)
+    seed, batch, epochs = 9, 4, 2
+    keys = ["--root", "train", "--sampler", "distributed", "--seed", str(seed),
+            "--batch-size", str(batch)]
+    with ml.mounted(os.path.dirname(backing), mp, "--mem", "32M", "--no-detect"):
+        r = subprocess.run([mpiexec, "-ppn", "1", "-n", "1", ml.CLAIRFS, "register", mp,
+                            "--ranks", "auto", "--world-size", "2"] + keys,
+                           capture_output=True, text=True, timeout=60)
+        ml.check(r.returncode == 0 and "ranks [0,1] of 2 from PMI_RANK=0 of PMI_SIZE=1 "
+                 "(one per node), world size 2" in r.stdout,
+                 f"mpiexec -ppn 1 register: exit {r.returncode}: {r.stdout} {r.stderr}")
+        ml.clairfs("unregister", mp)
+        rank_cmd = (f"{ml.CLAIRFS} register {mp} --ranks auto {' '.join(keys)} && exec "
+                    f"/usr/bin/python3 {os.path.join(HERE, 'train_ranks.py')} {mp} "
+                    f"{os.path.dirname(backing)} {out} {seed} {batch} {epochs}")
+        r = subprocess.run([mpiexec, "-n", "2", "sh", "-c", rank_cmd], capture_output=True,
+                           text=True, timeout=180, env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
+        ml.log(f"mpiexec -n 2: exit {r.returncode}\n{r.stdout}{r.stderr}")
+        ml.check(r.returncode == 0, f"the mpiexec training launch failed: exit {r.returncode}")
+        ml.check(r.stdout.count("ranks [0,1] of 2 from PMI_RANK=") == 2,
+                 "each rank's register --ranks auto did not say ranks 0 and 1 of 2")
+        docs = []
+        for path in sorted(glob.glob(os.path.join(out, "status-*.json"))):
+            with open(path) as f:
+                docs.append(json.load(f))
+        ml.check(len(docs) == 2, f"{len(docs)} ranks saved the status, expected 2")
+        total = 2 * ((FILES + 1) // 2) * epochs
+        loader = max(docs, key=lambda d: d["jobs"][0]["loaders"][0]["run_opens"])[
+            "jobs"][0]["loaders"][0]
+        ml.check(loader["run_opens"] == total and loader["run_matched"] == total,
+                 f"mpiexec: clairfs predicted {loader['run_matched']} of {loader['run_opens']} "
+                 f"opens, expected all {total} (a second registration restarting the job "
+                 "would lose the first rank's)")
+        ml.log(f"mpiexec: run_opens {loader['run_opens']}, run_matched {loader['run_matched']}")
+
+
 def test():
     with ml.temp_dir() as tmp:
         backing = ml.make_dirs(tmp, "data/train")[0]
@@ -184,7 +237,8 @@ def test():
             expected[os.path.join("train", rel)] = data
         data_root = os.path.dirname(backing)
         ml.run_cases(("prolog_epilog", lambda: case_prolog_epilog(tmp, data_root, expected)),
-                     ("job_script", lambda: case_job_script(tmp, backing, expected)))
+                     ("job_script", lambda: case_job_script(tmp, backing, expected)),
+                     ("mpiexec", lambda: case_mpiexec(tmp, backing, expected)))
 
 
 if __name__ == "__main__":

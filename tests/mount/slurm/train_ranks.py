@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
 """The training command of tests/mount/test_slurm_scripts.py: one rank of a
-torch job (SLURM_PROCID of SLURM_NTASKS), a DistributedSampler over an
+torch job (SLURM_PROCID of SLURM_NTASKS, or mpiexec's PMI_RANK of PMI_SIZE), a DistributedSampler over an
 ImageFolder read through the mount for EPOCHS epochs with set_epoch, every
 sample's bytes compared with the backing file's. At the end it saves the
 mount's status as OUT/status-RANK.json, the test's evidence of what clairfs
@@ -16,7 +16,10 @@ from torchvision.datasets import ImageFolder
 
 mnt, backing, out = sys.argv[1:4]
 seed, batch, epochs = (int(v) for v in sys.argv[4:7])
-rank, world = int(os.environ["SLURM_PROCID"]), int(os.environ["SLURM_NTASKS"])
+# srun's task variables, or mpiexec's (MPICH's Hydra).
+env = os.environ
+rank = int(env["SLURM_PROCID"] if "SLURM_PROCID" in env else env["PMI_RANK"])
+world = int(env["SLURM_NTASKS"] if "SLURM_NTASKS" in env else env["PMI_SIZE"])
 
 
 def raw(path):

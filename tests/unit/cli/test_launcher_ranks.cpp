@@ -112,6 +112,36 @@ TEST_CASE("Slurm: a helper step (one task per node) spreads the world size over 
     CHECK(refusal(helper, 7).find("does not spread evenly over 2 nodes") != std::string::npos);
 }
 
+TEST_CASE("mpiexec: Hydra's and Open MPI's variables, a training launch or one per node") {
+    // mpiexec -n 8 -ppn 4: rank 5 is the second on the second node.
+    LauncherRanks got;
+    REQUIRE(launcher_ranks(env_of({{"PMI_RANK", "5"}, {"PMI_SIZE", "8"}, {"MPI_LOCALRANKID", "1"},
+                                   {"MPI_LOCALNRANKS", "4"}}),
+                           std::nullopt, got)
+                .empty());
+    CHECK(got.ranks == R{4, 5, 6, 7});
+    CHECK(got.world_size == 8u);
+    CHECK(ranks_of({{"OMPI_COMM_WORLD_RANK", "2"}, {"OMPI_COMM_WORLD_SIZE", "4"},
+                    {"OMPI_COMM_WORLD_LOCAL_RANK", "0"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}}) ==
+          R{2, 3});
+    // mpiexec -ppn 1 -n 2 clairfs register --world-size 8: node 1's block.
+    std::map<std::string, std::string> helper = {{"PMI_RANK", "1"}, {"PMI_SIZE", "2"},
+                                                 {"MPI_LOCALRANKID", "0"}, {"MPI_LOCALNRANKS", "1"}};
+    CHECK(ranks_of(helper, 8) == R{4, 5, 6, 7});
+    // Inside a Slurm allocation the launch's own variables win.
+    helper["SLURM_NODEID"] = "0";
+    helper["SLURM_NTASKS"] = "1";
+    CHECK(ranks_of(helper, 8) == R{4, 5, 6, 7});
+    CHECK(refusal(helper, 7).find("does not spread evenly over 2 nodes") != std::string::npos);
+    CHECK(refusal({{"PMI_RANK", "1"}, {"PMI_SIZE", "4"}, {"MPI_LOCALRANKID", "1"},
+                   {"MPI_LOCALNRANKS", "2"}},
+                  16)
+              .find("neither the training's launch") != std::string::npos);
+    CHECK(refusal({{"PMI_RANK", "0"}, {"PMI_SIZE", "4"}, {"MPI_LOCALRANKID", "1"},
+                   {"MPI_LOCALNRANKS", "2"}})
+              .find("MPI_LOCALRANKID=1 does not fit") != std::string::npos);
+}
+
 TEST_CASE("register --ranks auto: resolved once every flag is read") {
     auto env = env_of({{"RANK", "5"}, {"LOCAL_RANK", "1"}, {"LOCAL_WORLD_SIZE", "4"},
                        {"WORLD_SIZE", "8"}});
