@@ -64,6 +64,20 @@ std::string fill(uint64_t base, uint64_t count, std::optional<uint64_t> world, s
     return "";
 }
 
+// A helper launch of one process per node (srun --ntasks-per-node=1,
+// mpiexec -ppn 1): the world size spread evenly over `nodes` nodes, this
+// node's block.
+std::string spread(uint64_t node, uint64_t nodes, uint64_t world, const std::string& source,
+                   LauncherRanks& out) {
+    if (nodes == 0 || world % nodes != 0)
+        return "--ranks auto: world size " + std::to_string(world) + " does not spread evenly " +
+               "over " + std::to_string(nodes) + " nodes: export LOCAL_WORLD_SIZE (the " +
+               "training's ranks on each node) or give --ranks";
+    uint64_t per_node = world / nodes;
+    return fill(node * per_node, per_node, world, source + ", world size " + std::to_string(world),
+                out);
+}
+
 // torchrun (torch.distributed.elastic) in every worker: LOCAL_WORLD_SIZE
 // workers on this node, from RANK - LOCAL_RANK (or GROUP_RANK, the node's
 // index, when only that is set).
@@ -112,18 +126,11 @@ std::string from_slurm(const EnvLookup& env, uint64_t node, std::optional<uint64
     std::string at = "SLURM_NODEID=" + std::to_string(node);
 
     if (world && ntasks && *world != *ntasks) {
-        if (!nodes || *nodes == 0)
+        if (!nodes)
             return "--ranks auto: " + at + " but no SLURM_JOB_NUM_NODES to spread world size " +
                    std::to_string(*world) + " over";
-        if (*world % *nodes != 0)
-            return "--ranks auto: world size " + std::to_string(*world) + " does not spread " +
-                   "evenly over " + std::to_string(*nodes) + " nodes: export LOCAL_WORLD_SIZE " +
-                   "(the training's ranks on each node) or give --ranks";
-        uint64_t per_node = *world / *nodes;
-        return fill(node * per_node, per_node, world,
-                    at + ", world size " + std::to_string(*world) + " over SLURM_JOB_NUM_NODES=" +
-                        std::to_string(*nodes),
-                    out);
+        return spread(node, *nodes, *world,
+                      at + " of SLURM_JOB_NUM_NODES=" + std::to_string(*nodes), out);
     }
     if (auto dist = env("SLURM_DISTRIBUTION"); dist && !dist->starts_with("block"))
         return "--ranks auto: SLURM_DISTRIBUTION=" + *dist + " places ranks other than in " +
@@ -174,12 +181,7 @@ std::string from_mpi(const EnvLookup& env, const MpiNames& n, std::optional<uint
             return "--ranks auto: " + at + " with " + n.local_size + "=" +
                    std::to_string(*local_size) + " is neither the training's launch (world size " +
                    std::to_string(*world) + ") nor one process per node: give --ranks";
-        if (*size == 0 || *world % *size != 0)
-            return "--ranks auto: world size " + std::to_string(*world) + " does not spread " +
-                   "evenly over " + std::to_string(*size) + " nodes: give --ranks";
-        uint64_t per_node = *world / *size;
-        return fill(*rank * per_node, per_node, world,
-                    at + " (one per node), world size " + std::to_string(*world), out);
+        return spread(*rank, *size, *world, at + " (one per node)", out);
     }
     if (*local > *rank || *local >= *local_size)
         return "--ranks auto: " + std::string(n.local) + "=" + std::to_string(*local) +

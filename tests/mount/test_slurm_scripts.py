@@ -153,7 +153,7 @@ def case_job_script(tmp, backing, expected):
         steps = f.read().splitlines()
     ml.log("steps:\n  " + "\n  ".join(steps))
     ml.check(r.returncode == 0, f"the job script failed: exit {r.returncode}")
-    ml.check("ranks [0,1] of 2 from SLURM_NODEID=0, world size 2 over SLURM_JOB_NUM_NODES=1"
+    ml.check("ranks [0,1] of 2 from SLURM_NODEID=0 of SLURM_JOB_NUM_NODES=1, world size 2"
              in r.stdout, "register --ranks auto did not say ranks 0 and 1 of 2")
     kinds = [s.split()[1] if s.startswith(ml.CLAIRFS) else "train" for s in steps
              if not s.startswith("mkdir")]
