@@ -51,7 +51,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     cli::OrderArgs order;
     (void)cli::parse_order_args(args, order);
     cli::RegisterArgs reg;
-    if (cli::parse_register_args(args, reg).empty())
+    // A fixed launcher for --ranks auto: the process's own environment
+    // would make a crash depend on where the fuzzer ran.
+    static const cli::EnvLookup torchrun = [](const char* name) -> std::optional<std::string> {
+        static const std::pair<const char*, const char*> vars[] = {
+            {"RANK", "5"}, {"LOCAL_RANK", "1"}, {"LOCAL_WORLD_SIZE", "4"}, {"WORLD_SIZE", "8"}};
+        for (const auto& [k, v] : vars)
+            if (std::string_view(name) == k) return std::string(v);
+        return std::nullopt;
+    };
+    if (cli::parse_register_args(args, reg, torchrun).empty())
         (void)reg.body.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
     return 0;
 }
