@@ -188,6 +188,10 @@ def case_signals(data, mp):
                 os.kill(int(flags(name, "pane_pid")[0]), sig)
             ml.check(ml.wait_until(lambda: flags(name, "pane_dead") == ["1"], 10, step=0.1),
                      f"{sig.name}: still running")
+            # tmux marks the pane dead when its terminal closes, and learns
+            # how the process ended only once it has reaped it: wait for that.
+            ml.check(ml.wait_until(lambda: flags(name, "pane_dead_signal", "pane_dead_status"),
+                                   10, step=0.1), f"{sig.name}: tmux never reaped the command")
             ml.check(flags(name, "pane_dead_signal") == [str(int(sig))],
                      f"{sig.name}: ended by {flags(name, 'pane_dead_signal', 'pane_dead_status')}")
             # (tmux hides the cursor of a dead pane: that is checked below.)
