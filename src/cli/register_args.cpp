@@ -27,8 +27,8 @@ struct ExtraKey {
 // The keys the control file has beyond those of `clairfs order`.
 const ExtraKey extra_keys[] = {
     {"ranks", Kind::ranks, "R,R...",
-     "the job's ranks whose loaders run on this node, such as 0,1, or auto: from torchrun's or "
-     "Slurm's environment [0]"},
+     "the job's ranks whose loaders run on this node, such as 0,1, or auto: from the "
+     "launcher's environment (torchrun, mpiexec, Slurm) [0]"},
     {"root", Kind::string, "DIR", "the dataset directory inside the mount [the mount root]"},
     {"layout", Kind::string, "L",
      "imagefolder, sorted or list [imagefolder; tensorflow: chosen by pipeline]"},
