@@ -293,11 +293,15 @@ def make_mounts(args, tools, back, mntroot):
     wanted = [m.strip() for m in args.mounts.split(",") if m.strip()]
     for name in wanted:
         mp = os.path.join(mntroot, name)
-        if name in ("clairfs", "clairfs-kernel-opens"):
+        if name in ("clairfs", "clairfs-kernel-opens", "clairfs-fanotify", "clairfs-fuse-opens"):
             # clairfs-kernel-opens: the opt-in FUSE no_open mode, where the
             # kernel stops sending OPEN/RELEASE (the daemon sees no opens).
+            # clairfs-fanotify / clairfs-fuse-opens: opens followed through
+            # fanotify, or through an OPEN round trip each (--opens).
             exe = tools["clairfs"]
-            extra = ["--kernel-opens"] if name == "clairfs-kernel-opens" else []
+            extra = {"clairfs-kernel-opens": ["--kernel-opens"],
+                     "clairfs-fanotify": ["--opens", "fanotify"],
+                     "clairfs-fuse-opens": ["--opens", "fuse"]}.get(name, [])
             cmd = [exe, "mount", back, mp] + extra + shlex.split(args.clairfs_opts)
             names = {os.path.basename(exe)}
         elif name == "bindfs":
@@ -309,8 +313,8 @@ def make_mounts(args, tools, back, mntroot):
             cmd = [exe or "mergerfs"] + shlex.split(args.mergerfs_opts) + [back, mp]
             names = {"mergerfs", exe}
         else:
-            raise SystemExit("unknown mount kind %r (clairfs, clairfs-kernel-opens, bindfs, "
-                             "mergerfs)" % name)
+            raise SystemExit("unknown mount kind %r (clairfs, clairfs-kernel-opens, "
+                             "clairfs-fanotify, clairfs-fuse-opens, bindfs, mergerfs)" % name)
         if not exe or not os.access(exe, os.X_OK):
             skipped[name] = "not installed (%s not found)" % name
             log("skipping %s: not installed" % name)

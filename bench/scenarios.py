@@ -55,6 +55,11 @@ Scenarios:
                         --no-open-push: a file the kernel dropped is read
                         through READs, not pushed at its open (the
                         behaviour before issue 19's default).
+  clairfs-registered-fanotify, clairfs-ssd-registered-fanotify
+                        clairfs-registered and clairfs-ssd-registered with
+                        --opens fanotify: the kernel opens the files itself
+                        and fanotify tells the daemon, with no OPEN or
+                        RELEASE round trip per file.
   clairfs-registered-no-one-copy, clairfs-unregistered-no-one-copy
                         clairfs-registered and clairfs-unregistered with
                         --no-one-copy: the kernel's page cache keeps the
@@ -134,6 +139,7 @@ ALL = ["local-warm", "direct", "copy-first", "rclone",
        "clairfs-unregistered", "clairfs-registered", "clairfs-unregistered-detected",
        "clairfs-registered-train", "clairfs-registered-push", "clairfs-registered-handover",
        "clairfs-registered-no-open-push", "clairfs-registered-no-one-copy",
+       "clairfs-registered-fanotify", "clairfs-ssd-registered-fanotify",
        "clairfs-unregistered-no-one-copy", "clairfs-registered-trainval",
        "clairfs-ssd-unregistered", "clairfs-ssd-registered", "clairfs-ssd-registered-no-open-push",
        "clairfs-ssd-staged"]
@@ -530,7 +536,7 @@ class Bench:
             shutil.rmtree(cache, ignore_errors=True)
 
     def sc_clairfs(self, r, register=None, ssd=False, stage=False, push=False, detect=False,
-                   handover=False, open_push=True, one_copy=True):
+                   handover=False, open_push=True, one_copy=True, opens=None):
         """register: None (no registration), "job" (the job as configured:
         its train loader on a train/val dataset), "trainval" (a loaders
         list: train, then val, sequential). detect: leave job detection on
@@ -553,6 +559,8 @@ class Bench:
             cmd += ["--no-open-push"]
         if not one_copy:
             cmd += ["--no-one-copy"]
+        if opens:
+            cmd += ["--opens", opens]
         if not register and not detect and self.has_option("--no-detect"):
             cmd += ["--no-detect"]
         regs = self.registrations(register) if register else []
@@ -741,6 +749,10 @@ class Bench:
                   lambda r: self.sc_clairfs(r, "job", ssd=True, open_push=False),
               "clairfs-registered-no-one-copy":
                   lambda r: self.sc_clairfs(r, "job", one_copy=False),
+              "clairfs-registered-fanotify":
+                  lambda r: self.sc_clairfs(r, "job", opens="fanotify"),
+              "clairfs-ssd-registered-fanotify":
+                  lambda r: self.sc_clairfs(r, "job", ssd=True, opens="fanotify"),
               "clairfs-unregistered-no-one-copy": lambda r: self.sc_clairfs(r, one_copy=False),
               "clairfs-registered-trainval": lambda r: self.sc_clairfs(r, "trainval"),
               "clairfs-ssd-unregistered": lambda r: self.sc_clairfs(r, ssd=True),

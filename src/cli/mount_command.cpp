@@ -84,16 +84,20 @@ prefetch::EngineOptions engine_options(const config::MountOptions& o) {
     // --kernel-opens drops files' pages after use, to see every open as a
     // READ; peers are served from the RAM tier, which must then hold the
     // bytes itself.
-    e.handover = o.handover && !o.kernel_opens && o.peers.empty();
-    e.push_ahead = o.push_ahead;
+    e.watch_opens = o.opens == "fanotify";
+    e.handover = o.handover && !o.kernel_opens && !e.watch_opens && o.peers.empty();
+    // With opens told after the fact, the push ahead is the only push.
+    e.push_ahead = o.push_ahead || e.watch_opens;
     // --kernel-opens makes no OPEN to push at; --push-ahead pushes the same
     // files earlier; a file handed over has no copy in the RAM tier.
-    e.open_push = o.open_push && !o.kernel_opens && !o.push_ahead && !e.handover;
+    e.open_push = o.open_push && !o.kernel_opens && !e.push_ahead && !e.handover;
     // --kernel-opens sees no RELEASE to drop at and drops pages itself; a
     // file handed over has only the kernel's copy; --push-ahead pushes a
     // file before its open, which a drop at the last close would undo.
     using OneCopy = prefetch::EngineOptions::OneCopy;
-    e.one_copy = o.kernel_opens || o.push_ahead || e.handover ? OneCopy::never
+    // Under --opens fanotify a drop comes at the close event, after which
+    // the file is pushed again when next due.
+    e.one_copy = o.kernel_opens || (o.push_ahead && !e.watch_opens) || e.handover ? OneCopy::never
                  : o.one_copy == "always"                     ? OneCopy::always
                  : o.one_copy == "never"                      ? OneCopy::never
                                                               : OneCopy::automatic;
@@ -173,6 +177,21 @@ int mount_command(const std::vector<std::string>& args) {
             return fail(why);
     }
 
+    // --opens: the fanotify group is made here, where a refusal (not root)
+    // can still fail the command; auto settles for OPENs then.
+    fuse::OpenWatch watch;
+    std::string opens_why = o.opens == "fuse" ? "--opens fuse" : "";
+    if (o.opens != "fuse") {
+        if (auto why = watch.prepare(); !why.empty()) {
+            if (o.opens == "fanotify") return fail("--opens fanotify: " + why);
+            LOG_INFO("opens are followed through OPEN round trips: %s", why.c_str());
+            o.opens = "fuse";
+            opens_why = why;
+        } else {
+            o.opens = "fanotify";
+        }
+    }
+
     index::Index idx;
     if (auto why = build_index(backing, o, idx); !why.empty()) return fail(why);
 
@@ -239,12 +258,18 @@ int mount_command(const std::vector<std::string>& args) {
     }
     fs.engine = &engine;
     fs.control = &control;
-    control.add_status_part([&fs](nlohmann::json& j) {
+    if (o.opens == "fanotify") fs.open_watch = &watch;
+    control.add_status_part([&fs, &opens_why](nlohmann::json& j) {
         nlohmann::json& r = j["requests"];
         r = nlohmann::json::object();
         for (size_t k = 0; k < fuse::request_kinds.size(); ++k)
             r[std::string(fuse::request_kinds[k])] = fs.counters.requests.of(k);
         fs.passthrough.status(j["passthrough"]);
+        if (fs.open_watch)
+            fs.open_watch->status(j["opens"]);
+        else
+            j["opens"] = {{"source", fs.options.kernel_opens ? "reads" : "fuse"},
+                          {"why_not", fs.options.kernel_opens ? "--kernel-opens" : opens_why}};
     });
     std::string why = fuse::serve(fs);
     metrics.stop(); // idempotent: a failed start-up never reached on_stop

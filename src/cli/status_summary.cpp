@@ -218,6 +218,20 @@ std::string status_summary(const json& s) {
     } else if (const json& why = status_at(s, "passthrough/reason"); why.is_string()) {
         out += line("passthrough:", "off: " + why.get<std::string>());
     }
+    if (std::string source = text_of(status_at(s, "opens/source")); source == "fanotify") {
+        snprintf(buf, sizeof buf, "fanotify, %.0f opens told in %.0f batches",
+                 number(status_at(s, "opens/opens")), number(status_at(s, "opens/batches")));
+        std::string opens = buf;
+        if (double lost = number(status_at(s, "opens/overflows")); lost > 0)
+            opens += ", " + std::to_string(static_cast<uint64_t>(lost)) + " queue overflows";
+        out += line("opens:", opens);
+    } else if (source != "null") {
+        std::string opens = source == "reads" ? "a file's first READ (--kernel-opens)"
+                                              : "an OPEN round trip each";
+        if (const json& why = status_at(s, "opens/why_not"); why.is_string() && source == "fuse")
+            opens += " (" + why.get<std::string>() + ")";
+        out += line("opens:", opens);
+    }
     snprintf(buf, sizeof buf, "lead %.0f samples, stalls %.2f s", number(status_at(s, "prefetch/lead")),
              number(status_at(s, "stall_seconds")));
     out += line("prefetch:", buf);

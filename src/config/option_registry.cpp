@@ -57,6 +57,12 @@ std::string set_one_copy(MountOptions& o, std::string_view v) {
     return "";
 }
 
+std::string set_opens(MountOptions& o, std::string_view v) {
+    if (v != "auto" && v != "fanotify" && v != "fuse") return "expected auto, fanotify or fuse";
+    o.opens = std::string(v);
+    return "";
+}
+
 std::string set_no_one_copy(MountOptions& o, std::string_view v) {
     bool off;
     if (!parse_bool(v, off)) return "expected true or false";
@@ -217,6 +223,12 @@ constexpr OptionSpec specs[] = {
      "no round trip; a file's first READ then stands for its open, and while a job is "
      "registered files are dropped from the page cache soon after they are read",
      set_bool_field<&MountOptions::kernel_opens>},
+    {"opens", 0, OptionType::choice, "HOW", "fuse",
+     "how the daemon follows the job's opens: fuse (each open is a round trip to the daemon), "
+     "fanotify (the kernel opens files itself and fanotify tells the daemon afterwards, in "
+     "batches; the files due next are pushed into the page cache ahead of their opens; needs "
+     "root), or auto (fanotify where the daemon may use it, else fuse)",
+     set_opens},
     {"log_level", 0, OptionType::choice, "LEVEL", "info", "error, warn, info or debug",
      set_log_level},
     {"log_file", 0, OptionType::text, "FILE", "",

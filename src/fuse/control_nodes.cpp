@@ -47,7 +47,7 @@ void fill_control_stat(const Filesystem& fs, fuse_ino_t ino, struct stat& st) {
         // (direct_io). Under --kernel-opens there are no opens of ours and
         // reads go through the page cache, which stops at st_size.
         st.st_mode = S_IFREG | 0444;
-        if (fs.options.kernel_opens && fs.control)
+        if (fs.kernel_opens() && fs.control)
             st.st_size = static_cast<off_t>(unopened_status(fs).size());
     }
 }
@@ -87,6 +87,13 @@ bool control_lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
             reply_error(req, -ENOENT);
             return true;
         }
+        // An open the kernel makes itself keeps the file's pages (no
+        // direct_io without an OPEN reply), so a later read of the
+        // document would find the earlier one. Every open by name looks
+        // the name up first (entry timeout 0): the old pages go here,
+        // before the reply, so the open's reads ask the daemon again.
+        if (fs.kernel_opens() && fs.session)
+            fuse_lowlevel_notify_inval_inode(fs.session, e.ino, 0, 0);
     } else if (is_control_ino(fs, parent)) {
         reply_error(req, -ENOTDIR);
         return true;

@@ -13,7 +13,7 @@ namespace {
 // Asks for FUSE passthrough where every part has it; "" if asked, else why not.
 std::string passthrough_refusal(Filesystem& fs, fuse_conn_info* conn) {
     if (!fs.options.passthrough) return "off (--no-passthrough)";
-    if (fs.options.kernel_opens) return "off with --kernel-opens (no OPEN to hand the file over at)";
+    if (fs.kernel_opens()) return "off while the kernel opens files itself (no OPEN to hand the file over at)";
 #if CLAIRFS_HAVE_PASSTHROUGH
     if (!(conn->capable & FUSE_CAP_PASSTHROUGH))
         return "the kernel lacks it (Linux 6.9 or later with CONFIG_FUSE_PASSTHROUGH has it)";
@@ -54,8 +54,17 @@ void init_core(Filesystem& fs, fuse_conn_info* conn) {
     // O_TRUNC arrives with OPEN instead of as a SETATTR first, so `>
     // .clairfs/control` is one request and a dataset file's O_TRUNC open
     // is refused by open itself.
-    want(FUSE_CAP_ATOMIC_O_TRUNC);
-    if (fs.options.kernel_opens) want(FUSE_CAP_NO_OPEN_SUPPORT);
+    // Not when the kernel opens files itself: with no OPEN to truncate at,
+    // it would take an O_TRUNC open's truncation as done and cache a size
+    // of 0 for a dataset file. Without the flag the truncation is a
+    // SETATTR, which is refused (EROFS) for the dataset and taken for the
+    // control file.
+    // libfuse asks for it by default.
+    if (fs.kernel_opens())
+        conn->want &= ~FUSE_CAP_ATOMIC_O_TRUNC;
+    else
+        want(FUSE_CAP_ATOMIC_O_TRUNC);
+    if (fs.kernel_opens()) want(FUSE_CAP_NO_OPEN_SUPPORT);
     // readdirplus on every listing: dataset loaders list a directory and then
     // open every file in it, so priming the dentries saves one lookup each.
     want(FUSE_CAP_READDIRPLUS);
@@ -66,7 +75,7 @@ void init_core(Filesystem& fs, fuse_conn_info* conn) {
     fs.passthrough.start(passthrough_refusal(fs, conn));
 
     fuse_session* se = fs.session;
-    if (fs.options.push_ahead || fs.options.open_push) {
+    if (fs.options.push_ahead || fs.options.open_push || fs.open_watch) {
         fs.engine->set_pusher([se](index::NodeId id, const cache::Blob& b) {
             fuse_bufvec bv{};
             bv.count = 1;
@@ -85,6 +94,8 @@ void init_core(Filesystem& fs, fuse_conn_info* conn) {
     if (fs.options.kernel_opens) fs.engine->set_dropper(drop_pages);
     // Here, in the process that serves, after any fork: threads start now.
     fs.engine->start();
+    // Its thread marks the mount once the kernel has this INIT's reply.
+    if (fs.open_watch) fs.open_watch->start(fs);
     if (fs.control) fs.control->start_detection();
     if (fs.on_start) fs.on_start();
 

@@ -11,16 +11,21 @@ namespace clairfs::fuse {
 // Every open reaches the daemon: opens are how clairfs follows the job
 // through its predicted order. The open itself touches no backing file.
 void fuse_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
-    if (control_open(req, ino, fi)) return;
     Filesystem& fs = filesystem_of(req);
+    // --kernel-opens: the first ENOSYS tells the kernel to stop sending
+    // OPEN and RELEASE at all (FUSE_CAP_NO_OPEN_SUPPORT), for every file,
+    // the control files too (control_files.cpp serves them unopened).
+    // --opens fanotify: the same, once fanotify has the mount in view (its
+    // watcher opens the status file then, to make the switch at once);
+    // until then opens are followed here.
+    if (fs.options.kernel_opens || (fs.open_watch && fs.open_watch->watching()))
+        return reply_error(req, -ENOSYS);
+    if (control_open(req, ino, fi)) return;
     const index::Node* n = node_of(fs, ino);
     if (!n) return reply_error(req, -ENOENT);
     if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC))
         return reply_error(req, -EROFS);
     if (!S_ISREG(n->mode)) return reply_error(req, S_ISDIR(n->mode) ? -EISDIR : -EINVAL);
-    // --kernel-opens: the first ENOSYS tells the kernel to stop sending
-    // OPEN and RELEASE at all (FUSE_CAP_NO_OPEN_SUPPORT).
-    if (fs.options.kernel_opens) return reply_error(req, -ENOSYS);
 
     fs.counters.opens.fetch_add(1, std::memory_order_relaxed);
     auto of = std::make_unique<OpenFile>();

@@ -33,9 +33,12 @@ void fuse_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file
     // --kernel-opens: no OPEN reaches us, so a file's first READ stands for
     // its open (the engine drops files' pages after use while a job is
     // registered, so every open of a sample comes with a READ at 0).
-    if (off_u == 0 && fs.options.kernel_opens) {
+    // --opens fanotify: opens are told apart; a READ at 0 without an open
+    // of ours says the kernel lacked the file's first page.
+    if (off_u == 0 && fs.options.kernel_opens)
         blob = fs.engine->opened(id, static_cast<uint32_t>(fuse_req_ctx(req)->pid));
-    }
+    else if (off_u == 0 && !of && fs.open_watch)
+        fs.engine->read_from_start(id);
     if (!fs.engine->tiered(*n)) return read_through(req, fs, *n, of, size, off);
 
     if (!blob) {

@@ -124,6 +124,8 @@ std::string serve(Filesystem& fs) {
     auto bound = fs.engine->io_timeout();
     if (bound.count() > 0) bound = std::clamp(bound, milliseconds(1000), milliseconds(10000));
     if (fs.on_stop) fs.on_stop();
+    // Before the engine: the watcher tells it of opens.
+    if (fs.open_watch) fs.open_watch->stop();
     if (fs.control) fs.control->stop_detection();
     bool clean_stop = fs.engine->stop_within(bound);
     fs.session = nullptr;

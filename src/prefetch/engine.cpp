@@ -38,8 +38,10 @@ Engine::Engine(const index::Index& idx, int backing_fd, EngineOptions opt)
       pushed_at_(std::make_unique<uint64_t[]>(idx.size())) {
     if (opt_.max_file == 0) opt_.max_file = opt_.mem / 16;
     handover_.store(opt_.handover && opt_.mem > 0, std::memory_order_relaxed);
-    if (opt_.open_push && opt_.mem > 0)
+    if ((opt_.open_push || opt_.watch_opens) && opt_.mem > 0)
         open_seen_ = std::make_unique<std::atomic<bool>[]>(idx.size()); // all false
+    if (opt_.watch_opens && opt_.mem > 0)
+        watch_state_ = std::make_unique<std::atomic<uint8_t>[]>(idx.size()); // all 0
     if (opt_.one_copy != EngineOptions::OneCopy::never && opt_.mem > 0 && !opt_.handover) {
         open_count_ = std::make_unique<std::atomic<uint32_t>[]>(idx.size()); // all 0
         dropping_.store(opt_.one_copy == EngineOptions::OneCopy::always);
@@ -574,16 +576,8 @@ void Engine::wake_scheduler() {
 // cache when the daemon sends it, and a concurrent READ of the same open
 // still needs the bytes (it holds its own reference anyway).
 void Engine::released(index::NodeId id, uint64_t served, OpenPush how) {
-    if (how == OpenPush::watched) {
-        // A READ: the kernel no longer held the file. None: it did.
-        const bool kept = served == 0;
-        if (kept) open_kept_.fetch_add(1, std::memory_order_relaxed);
-        // A moving average over the last few dozen watched opens; racing
-        // updates lose one observation, which is harmless.
-        int64_t r = kept_rate_.load(std::memory_order_relaxed);
-        r += ((kept ? int64_t{rate_one} : 0) - r) / rate_span;
-        kept_rate_.store(static_cast<uint32_t>(r), std::memory_order_relaxed);
-    }
+    // A READ: the kernel no longer held the file. None: it did.
+    if (how == OpenPush::watched) learn_kept(served == 0);
     if (open_count_) {
         drop_if_last(id);
         return; // no hand-over beside it (EngineOptions::one_copy)
@@ -592,6 +586,48 @@ void Engine::released(index::NodeId id, uint64_t served, OpenPush how) {
     const index::Node& n = index_.node(id);
     if (!tiered(n) || served < n.size) return;
     ram_.hand_over(id, n.size);
+}
+
+void Engine::learn_kept(bool kept) {
+    if (kept) open_kept_.fetch_add(1, std::memory_order_relaxed);
+    // A moving average over the last few dozen watched opens; racing
+    // updates lose one observation, which is harmless.
+    int64_t r = kept_rate_.load(std::memory_order_relaxed);
+    r += ((kept ? int64_t{rate_one} : 0) - r) / rate_span;
+    kept_rate_.store(static_cast<uint32_t>(r), std::memory_order_relaxed);
+}
+
+void Engine::watched_open(index::NodeId id, uint32_t pid) {
+    if (open_count_) open_count_[id].fetch_add(1, std::memory_order_acq_rel);
+    if (open_seen_) open_seen_[id].store(true, std::memory_order_relaxed);
+    // Nothing to pin: the bytes the job reads are the kernel's by now.
+    (void)opened(id, pid);
+}
+
+bool Engine::watched_close(index::NodeId id) {
+    if (watch_state_) {
+        // Left unpushed for this use: a READ at 0 since says the kernel had
+        // dropped it.
+        if (uint8_t w = watch_state_[id].exchange(0, std::memory_order_relaxed)) learn_kept(w == 1);
+    }
+    if (!open_count_) return false;
+    // Opens made before the watch began were told by OPEN and end with a
+    // RELEASE as well as this close: never below zero.
+    uint32_t c = open_count_[id].load(std::memory_order_relaxed);
+    do {
+        if (c == 0) return false;
+    } while (!open_count_[id].compare_exchange_weak(c, c - 1, std::memory_order_acq_rel));
+    return c == 1 && dropping_.load(std::memory_order_relaxed) && ram_.contains(id);
+}
+
+void Engine::close_dropped(bool ok) {
+    (ok ? close_drops_ : close_drop_errors_).fetch_add(1, std::memory_order_relaxed);
+}
+
+void Engine::read_from_start(index::NodeId id) {
+    if (!watch_state_) return;
+    uint8_t watched = 1;
+    watch_state_[id].compare_exchange_strong(watched, 2, std::memory_order_relaxed);
 }
 
 // One copy (--one-copy): a file the RAM tier holds and the kernel's page

@@ -413,6 +413,7 @@ void Engine::push_ahead(const std::vector<index::NodeId>& next) {
         // are few and large anyway.
         if (!b || b->size > max_push) continue;
         pushed_at_[id] = opens_.load(std::memory_order_relaxed) + 1;
+        if (watch_state_ && !push_due(id)) continue;
         int rv = push_(id, *b);
         // Stored whole: the kernel's page cache holds it now.
         if (rv == 0 && handover_.load(std::memory_order_relaxed)) ram_.hand_over(id, b->size);
@@ -422,6 +423,27 @@ void Engine::push_ahead(const std::vector<index::NodeId>& next) {
                          : push_errors_)
             .fetch_add(1, std::memory_order_relaxed);
     }
+}
+
+
+// --opens fanotify: whether a file due goes into the page cache ahead of
+// its open. There is no OPEN to push at, so the push ahead is the only
+// one; but a push the kernel did not need copies over pages it held. The
+// same rule as at an open (Engine::push_on_open): files the kernel cannot
+// have (never opened since the mount, or dropped at their last close) are
+// pushed; the others are pushed unless 3 in 4 watched files were kept,
+// and one in 16 is watched (left unpushed, its close then says whether a
+// READ at 0 was needed). Called once per file and use: pushed_at_ records
+// the decision.
+bool Engine::push_due(index::NodeId id) {
+    if (open_count_ && dropping_.load(std::memory_order_relaxed)) return true;
+    if (!open_seen_[id].load(std::memory_order_relaxed)) return true;
+    const bool keeping = kept_rate_.load(std::memory_order_relaxed) >= rate_one * 3 / 4;
+    const bool sample = open_probe_.fetch_add(1, std::memory_order_relaxed) % watch_every == 0;
+    if (!keeping && !sample) return true;
+    open_watched_.fetch_add(1, std::memory_order_relaxed);
+    watch_state_[id].store(1, std::memory_order_relaxed);
+    return false;
 }
 
 } // namespace clairfs::prefetch

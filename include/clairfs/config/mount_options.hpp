@@ -34,6 +34,10 @@ struct MountOptions {
     // made as root for a job's user (a Slurm prolog). -1: nobody else.
     int64_t control_owner = -1;
     bool kernel_opens = false; // FUSE no_open: faster cached opens, but unseen by the daemon
+    // How the daemon sees opens: "fuse" (an OPEN round trip each),
+    // "fanotify" (the kernel opens, fanotify tells; needs CAP_SYS_ADMIN),
+    // "auto" (fanotify where the daemon may, else fuse).
+    std::string opens = "fuse";
     log::Level log_level = log::Level::info;
     std::string log_file; // empty: stderr in the foreground, syslog otherwise
     index::Progress progress = index::Progress::auto_;

@@ -5,6 +5,7 @@
 
 #include "clairfs/config/mount_options.hpp"
 #include "clairfs/control/controller.hpp"
+#include "clairfs/fuse/open_watch.hpp"
 #include "clairfs/fuse/passthrough.hpp"
 #include "clairfs/fuse/request_counts.hpp"
 #include "clairfs/index/index.hpp"
@@ -50,6 +51,11 @@ struct Filesystem {
     fuse_session* session = nullptr;        // while serving: for notifications to the kernel
     UnopenedDocs unopened{};                // --kernel-opens: see UnopenedDocs
     Passthrough passthrough{};              // --passthrough: files the tiers do not take
+    // --opens fanotify: prepared before the mount; null otherwise.
+    OpenWatch* open_watch = nullptr;
+    // No OPEN of ours may come for a file: --kernel-opens, or opens
+    // followed through fanotify.
+    bool kernel_opens() const { return options.kernel_opens || open_watch; }
     // Started in the serving process once the kernel handshake reaches it
     // (after any fork), beside the engine's threads.
     std::function<void()> on_start{};

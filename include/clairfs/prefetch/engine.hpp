@@ -66,6 +66,11 @@ struct EngineOptions {
     // room (Engine::weigh_room).
     enum class OneCopy : uint8_t { never, automatic, always };
     OneCopy one_copy = OneCopy::never;
+    // --opens fanotify: opens and closes are told after the fact
+    // (watched_open, watched_close), with no OPEN to pin or push at; the
+    // files due next are pushed ahead (push_ahead must be on), and a drop
+    // at the last close is the caller's (it holds a descriptor of the file).
+    bool watch_opens = false;
 };
 
 // What an OPEN did about the kernel's page cache (Engine::push_on_open),
@@ -189,6 +194,19 @@ public:
     // kernel cannot have kept a file the tier holds (its last release
     // dropped the pages), so every such open is pushed.
     OpenPush push_on_open(index::NodeId id, const cache::BlobRef& bytes);
+    // --opens fanotify (fuse/open_watch.hpp): an open the kernel made by
+    // itself, told after the fact, on the watcher's thread. Like opened(),
+    // but nothing is pinned: the job may have read the file already.
+    void watched_open(index::NodeId id, uint32_t pid);
+    // Its close: whether the file's pages should leave the kernel's page
+    // cache now (--one-copy, the last close of a file the RAM tier holds).
+    // The caller then drops them itself, without touching the attributes
+    // as FUSE_NOTIFY_INVAL_INODE would, and tells close_dropped().
+    bool watched_close(index::NodeId id);
+    void close_dropped(bool ok);
+    // --opens fanotify: a READ at offset 0, so the kernel lacked the file's
+    // first page at this open (it dropped the file, or was never given it).
+    void read_from_start(index::NodeId id);
     // The kernel forgot the file's inode, and its pages with it.
     void forgotten(index::NodeId id);
     cache::BackingStore& backing() { return backing_; }
@@ -431,6 +449,12 @@ private:
     // watched opens lately, in 1/rate_one (Engine::released).
     std::unique_ptr<std::atomic<bool>[]> open_seen_;
     std::atomic<uint32_t> kept_rate_{0};
+    // --opens fanotify: per node, 1 while a file due was left unpushed to
+    // see whether the kernel kept it, 2 once a READ at 0 showed it did not
+    // (Engine::push_due); learnt from at its close.
+    std::unique_ptr<std::atomic<uint8_t>[]> watch_state_;
+    bool push_due(index::NodeId id); // scheduler thread
+    void learn_kept(bool kept);
     static constexpr uint32_t rate_one = 1024, rate_span = 32;
     static constexpr uint64_t watch_every = 16;
     // Largest file put into the kernel's page cache: its pages would crowd

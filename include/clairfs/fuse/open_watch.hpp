@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: MIT
+// --opens fanotify: the kernel opens and closes the mount's files itself
+// (FUSE no_open), and clairfs learns of each open and close from fanotify
+// instead, after the fact and in batches. An OPEN round trip costs the
+// job's open a wake-up of a daemon thread and back (14-22 us on the VMs
+// this was measured on, more than a local open and read of a 110 KB
+// file), and its RELEASE another wake-up of the daemon: two of the
+// daemon's context switches per file. A fanotify event costs the opener a
+// small allocation and the daemon a few microseconds, read dozens at a
+// time (bench/RESULTS.md, "Opens from fanotify").
+//
+// It needs CAP_SYS_ADMIN (fanotify_init). The mark covers the whole
+// mounted file system, so opens through a bind mount of the mount count
+// too. Until the mark is in place the daemon answers OPENs as before; the
+// first OPEN after it is answered ENOSYS, which tells the kernel to stop
+// sending OPEN and RELEASE for good (FUSE_CAP_NO_OPEN_SUPPORT).
+//
+// The events are facts after the fact: the job's reads never wait on the
+// daemon for an open, so the files due next must already be in the
+// kernel's page cache (the engine pushes them ahead, prefetch/scheduler.cpp),
+// and a file whose pages are not there is read through READs as ever.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <nlohmann/json_fwd.hpp>
+#include <string>
+#include <thread>
+
+namespace clairfs::fuse {
+
+struct Filesystem;
+
+class OpenWatch {
+public:
+    OpenWatch() = default;
+    ~OpenWatch();
+    OpenWatch(const OpenWatch&) = delete;
+    OpenWatch& operator=(const OpenWatch&) = delete;
+
+    // Before the mount, in the process that will serve: the fanotify
+    // group. "" or why there can be none (EPERM without CAP_SYS_ADMIN,
+    // ENOSYS on a kernel without fanotify).
+    std::string prepare();
+    // From FUSE init: a thread marks the mount (which needs the INIT reply
+    // the caller has not sent yet) and then follows its opens.
+    void start(Filesystem& fs);
+    // Joins the thread; idempotent.
+    void stop();
+    // Marked: opens may be left to the kernel from now on.
+    bool watching() const { return watching_.load(std::memory_order_acquire); }
+    // status key "opens".
+    void status(nlohmann::json& out) const;
+
+private:
+    void run(Filesystem& fs);
+    bool mark(const std::string& mountpoint);
+    void handle(Filesystem& fs, const char* buf, size_t len);
+
+    int fan_fd_ = -1;
+    int stop_fd_ = -1; // eventfd: stop() wakes the thread's poll
+    std::thread thread_;
+    std::atomic<bool> watching_{false};
+    mutable std::mutex mu_; // leaf; guards why_off_
+    std::string why_off_;   // why opens are not watched, once known
+    std::atomic<uint64_t> opens_{0}, closes_{0}, batches_{0}, overflows_{0}, foreign_{0},
+        errors_{0};
+};
+
+} // namespace clairfs::fuse

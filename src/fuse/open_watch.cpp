@@ -1,0 +1,204 @@
+// SPDX-License-Identifier: MIT
+#include "clairfs/fuse/open_watch.hpp"
+#include "clairfs/fuse/filesystem.hpp"
+#include "clairfs/log.hpp"
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <fcntl.h>
+#include <nlohmann/json.hpp>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/fanotify.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <vector>
+
+namespace clairfs::fuse {
+namespace {
+
+// After each batch the thread sleeps this long before it reads again, so
+// the events of several files come in one wake-up rather than one each: a
+// few milliseconds are nothing against a prefetch lead of hundreds of
+// files, and the kernel merges a file's open and close into one event
+// while neither is read.
+constexpr auto batch_gap = std::chrono::milliseconds(4);
+
+std::string errno_text(int e) {
+    return std::strerror(e);
+}
+
+} // namespace
+
+OpenWatch::~OpenWatch() {
+    stop();
+    if (fan_fd_ >= 0) ::close(fan_fd_);
+    if (stop_fd_ >= 0) ::close(stop_fd_);
+}
+
+std::string OpenWatch::prepare() {
+    // Notification only: the opener never waits for the daemon. The
+    // descriptors events carry are read-only, and close-on-exec.
+    fan_fd_ = fanotify_init(FAN_CLASS_NOTIF | FAN_CLOEXEC | FAN_NONBLOCK,
+                            O_RDONLY | O_LARGEFILE | O_CLOEXEC);
+    if (fan_fd_ < 0) {
+        int e = errno;
+        std::string why = e == EPERM ? "fanotify needs CAP_SYS_ADMIN (mount as root)"
+                                     : "fanotify_init failed: " + errno_text(e);
+        std::lock_guard lk(mu_);
+        why_off_ = why;
+        return why;
+    }
+    stop_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (stop_fd_ < 0) {
+        std::string why = "eventfd failed: " + errno_text(errno);
+        ::close(fan_fd_);
+        fan_fd_ = -1;
+        std::lock_guard lk(mu_);
+        why_off_ = why;
+        return why;
+    }
+    return "";
+}
+
+void OpenWatch::start(Filesystem& fs) {
+    if (fan_fd_ < 0 || thread_.joinable()) return;
+    thread_ = std::thread([this, &fs] { run(fs); });
+}
+
+void OpenWatch::stop() {
+    if (!thread_.joinable()) return;
+    uint64_t one = 1;
+    if (::write(stop_fd_, &one, sizeof one) < 0) LOG_WARN("open watch: cannot wake its thread");
+    thread_.join();
+}
+
+// The whole file system the mount point shows, not just this mount: a bind
+// mount of it (a container's) opens the same files.
+bool OpenWatch::mark(const std::string& mountpoint) {
+    if (fanotify_mark(fan_fd_, FAN_MARK_ADD | FAN_MARK_FILESYSTEM, FAN_OPEN | FAN_CLOSE_NOWRITE,
+                      AT_FDCWD, mountpoint.c_str()) == 0)
+        return true;
+    std::string why = "cannot watch " + mountpoint + " with fanotify: " + errno_text(errno);
+    LOG_WARN("%s; every open is an OPEN round trip to the daemon", why.c_str());
+    std::lock_guard lk(mu_);
+    why_off_ = why;
+    return false;
+}
+
+void OpenWatch::run(Filesystem& fs) {
+    // Blocks until the kernel has the INIT reply, which our caller sends.
+    if (!mark(fs.options.mountpoint)) return;
+    watching_.store(true, std::memory_order_release);
+    // The switch, made here rather than at the job's first open: this
+    // OPEN is answered ENOSYS, after which the kernel sends none. Until
+    // then each open would be told twice, once by OPEN and once by the
+    // event, whose descriptor the kernel opens with an OPEN of its own.
+    const std::string status = fs.options.mountpoint + "/.clairfs/status";
+    if (int fd = ::open(status.c_str(), O_RDONLY | O_CLOEXEC); fd >= 0)
+        ::close(fd);
+    else
+        LOG_WARN("open watch: cannot open %s: %s", status.c_str(), errno_text(errno).c_str());
+    LOG_INFO("opens of %s are followed through fanotify", fs.options.mountpoint.c_str());
+    std::vector<char> buf(64 << 10);
+    pollfd fds[2] = {{fan_fd_, POLLIN, 0}, {stop_fd_, POLLIN, 0}};
+    for (;;) {
+        if (::poll(fds, 2, -1) < 0) {
+            if (errno == EINTR) continue;
+            LOG_ERROR("open watch: poll failed: %s; opens are no longer followed",
+                      errno_text(errno).c_str());
+            return;
+        }
+        if (fds[1].revents) return;
+        // Everything queued, a buffer at a time.
+        for (;;) {
+            ssize_t n = ::read(fan_fd_, buf.data(), buf.size());
+            if (n < 0) {
+                if (errno == EINTR) continue;
+                if (errno != EAGAIN) errors_.fetch_add(1, std::memory_order_relaxed);
+                break;
+            }
+            if (n == 0) break;
+            batches_.fetch_add(1, std::memory_order_relaxed);
+            handle(fs, buf.data(), static_cast<size_t>(n));
+            if (static_cast<size_t>(n) < buf.size() / 2) break;
+        }
+        // Out of the batch, not out of the loop: stop() still wakes poll.
+        pollfd stop_only{stop_fd_, POLLIN, 0};
+        if (::poll(&stop_only, 1, static_cast<int>(batch_gap.count())) > 0) return;
+    }
+}
+
+void OpenWatch::handle(Filesystem& fs, const char* buf, size_t len) {
+    const auto self = static_cast<int32_t>(::getpid());
+    const char* p = buf;
+    size_t left = len;
+    while (left >= sizeof(fanotify_event_metadata)) {
+        fanotify_event_metadata m;
+        std::memcpy(&m, p, sizeof m);
+        if (m.event_len < sizeof m || m.event_len > left) break;
+        p += m.event_len;
+        left -= m.event_len;
+        if (m.mask & FAN_Q_OVERFLOW) {
+            // Opens were lost: the trackers see a gap, as after any open
+            // they could not place, and find the job again from the next.
+            if (overflows_.fetch_add(1, std::memory_order_relaxed) == 0)
+                LOG_WARN("open watch: the kernel's event queue overflowed; some opens were not seen");
+            continue;
+        }
+        if (m.fd < 0) continue;
+        int fd = m.fd;
+        // The inode number is the node's (attributes.cpp); read without a
+        // GETATTR, which the attributes' expiry would otherwise send.
+        struct statx sx {};
+        index::NodeId id = 0;
+        bool ours = m.pid != self &&
+                    statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_INO | STATX_TYPE, &sx) == 0 &&
+                    S_ISREG(sx.stx_mode) && sx.stx_ino > 0 &&
+                    fs.index.contains(static_cast<index::NodeId>(sx.stx_ino - 1));
+        if (ours) {
+            id = static_cast<index::NodeId>(sx.stx_ino - 1);
+            ours = S_ISREG(fs.index.node(id).mode);
+        }
+        if (!ours) {
+            // The control files, or the daemon's own.
+            foreign_.fetch_add(1, std::memory_order_relaxed);
+            ::close(fd);
+            continue;
+        }
+        // A merged event holds an open and the close after it.
+        if (m.mask & FAN_OPEN) {
+            opens_.fetch_add(1, std::memory_order_relaxed);
+            fs.counters.opens.fetch_add(1, std::memory_order_relaxed);
+            fs.engine->watched_open(id, static_cast<uint32_t>(m.pid));
+        }
+        if (m.mask & FAN_CLOSE_NOWRITE) {
+            closes_.fetch_add(1, std::memory_order_relaxed);
+            // Dropped through this descriptor: unlike FUSE_NOTIFY_INVAL_INODE
+            // it leaves the attributes valid, so the next fstat makes no
+            // GETATTR.
+            if (fs.engine->watched_close(id))
+                fs.engine->close_dropped(::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0);
+        }
+        ::close(fd);
+    }
+}
+
+void OpenWatch::status(nlohmann::json& out) const {
+    std::string why;
+    {
+        std::lock_guard lk(mu_);
+        why = why_off_;
+    }
+    out = {{"source", watching() ? "fanotify" : "fuse"},
+           {"opens", opens_.load(std::memory_order_relaxed)},
+           {"closes", closes_.load(std::memory_order_relaxed)},
+           {"batches", batches_.load(std::memory_order_relaxed)},
+           {"overflows", overflows_.load(std::memory_order_relaxed)},
+           {"other", foreign_.load(std::memory_order_relaxed)},
+           {"errors", errors_.load(std::memory_order_relaxed)}};
+    if (!why.empty()) out["why_not"] = why;
+}
+
+} // namespace clairfs::fuse
