@@ -3,6 +3,7 @@
 #include "clairfs/fuse/filesystem.hpp"
 #include "clairfs/log.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -77,7 +78,8 @@ void OpenWatch::stop() {
 // The whole file system the mount point shows, not just this mount: a bind
 // mount of it (a container's) opens the same files.
 bool OpenWatch::mark(const std::string& mountpoint) {
-    if (fanotify_mark(fan_fd_, FAN_MARK_ADD | FAN_MARK_FILESYSTEM, FAN_OPEN | FAN_CLOSE_NOWRITE,
+    if (fanotify_mark(fan_fd_, FAN_MARK_ADD | FAN_MARK_FILESYSTEM,
+                      FAN_OPEN | FAN_CLOSE_NOWRITE | FAN_CLOSE_WRITE,
                       AT_FDCWD, mountpoint.c_str()) == 0)
         return true;
     std::string why = "cannot watch " + mountpoint + " with fanotify: " + errno_text(errno);
@@ -124,6 +126,7 @@ void OpenWatch::run(Filesystem& fs) {
             handle(fs, buf.data(), static_cast<size_t>(n));
             if (static_cast<size_t>(n) < buf.size() / 2) break;
         }
+        drop_written(fs);
         // Out of the batch, not out of the loop: stop() still wakes poll.
         pollfd stop_only{stop_fd_, POLLIN, 0};
         if (::poll(&stop_only, 1, static_cast<int>(batch_gap.count())) > 0) return;
@@ -173,6 +176,11 @@ void OpenWatch::handle(Filesystem& fs, const char* buf, size_t len) {
             fs.counters.opens.fetch_add(1, std::memory_order_relaxed);
             fs.engine->watched_open(id, static_cast<uint32_t>(m.pid));
         }
+        if (m.mask & FAN_CLOSE_WRITE) {
+            // The last close of a writable open: whatever it stored in the
+            // cached pages goes with them (see refused_write()).
+            refused_write(sx.stx_ino);
+        }
         if (m.mask & FAN_CLOSE_NOWRITE) {
             closes_.fetch_add(1, std::memory_order_relaxed);
             // Dropped through this descriptor: unlike FUSE_NOTIFY_INVAL_INODE
@@ -182,6 +190,26 @@ void OpenWatch::handle(Filesystem& fs, const char* buf, size_t len) {
                 fs.engine->close_dropped(::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0);
         }
         ::close(fd);
+    }
+}
+
+void OpenWatch::refused_write(uint64_t ino) {
+    std::lock_guard lk(mu_);
+    // A writer makes a WRITE per page or so: one drop per file will do.
+    if (written_.size() < 4096 &&
+        std::find(written_.begin(), written_.end(), ino) == written_.end())
+        written_.push_back(ino);
+}
+
+void OpenWatch::drop_written(Filesystem& fs) {
+    std::vector<uint64_t> due;
+    {
+        std::lock_guard lk(mu_);
+        due.swap(written_);
+    }
+    for (uint64_t ino : due) {
+        if (fs.session) fuse_lowlevel_notify_inval_inode(fs.session, ino, 0, 0);
+        write_drops_.fetch_add(1, std::memory_order_relaxed);
     }
 }
 
@@ -197,7 +225,8 @@ void OpenWatch::status(nlohmann::json& out) const {
            {"batches", batches_.load(std::memory_order_relaxed)},
            {"overflows", overflows_.load(std::memory_order_relaxed)},
            {"other", foreign_.load(std::memory_order_relaxed)},
-           {"errors", errors_.load(std::memory_order_relaxed)}};
+           {"errors", errors_.load(std::memory_order_relaxed)},
+           {"write_drops", write_drops_.load(std::memory_order_relaxed)}};
     if (!why.empty()) out["why_not"] = why;
 }
 

@@ -17,7 +17,9 @@ close from fanotify afterwards, in batches.
   page cache ahead of their opens, and their pages left it at their close
   (close_drops);
 - writes: an O_TRUNC open fails with EROFS; an O_WRONLY open is made (no
-  OPEN refuses it) but every write through it fails with EROFS, and the
+  OPEN refuses it) but every write through it fails with EROFS; a shared
+  writable mapping's msync fails with EROFS, after which the file's
+  cached pages are dropped, so another reader sees the backing bytes; the
   file's size and bytes stay the backing file's;
 - refusals: as nobody, --opens fanotify fails the mount in one line that
   names CAP_SYS_ADMIN, with nothing mounted; --opens auto mounts and
@@ -28,6 +30,7 @@ Needs root (fanotify, mount --bind) and /dev/fuse (exit 77 without FUSE)."""
 import errno
 import hashlib
 import json
+import mmap
 import os
 import tempfile
 
@@ -162,6 +165,25 @@ def case_writes(data, mp, expected):
         try:
             ml.expect_errno(errno.EROFS, os.write, fd, b"x" * 4096, what="write()")
             ml.expect_errno(errno.EROFS, os.pwrite, fd, b"y" * 10, 100, what="pwrite()")
+        finally:
+            os.close(fd)
+        # A shared writable mapping stores into the cached pages; its
+        # writeback is refused, and the watcher then drops the pages.
+        drops = status(mp)["opens"]["write_drops"]
+        fd = os.open(path, os.O_RDWR)
+        try:
+            m = mmap.mmap(fd, 4096, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+            try:
+                m[0:8] = b"CLOBBER!"
+                ml.expect_errno(errno.EROFS, m.flush, what="msync() of a shared mapping")
+                ml.check(ml.wait_until(lambda: status(mp)["opens"]["write_drops"] > drops, 10),
+                         f"the refused writeback dropped no pages: {status(mp)['opens']}")
+                with open(path, "rb") as f:
+                    got = f.read(8)
+                ml.check(got == expected[rel][:8], f"another reader sees {got!r} after the "
+                                                    f"refused writeback, not the backing bytes")
+            finally:
+                m.close()
         finally:
             os.close(fd)
         ml.check(os.stat(path).st_size == len(expected[rel]),

@@ -27,6 +27,7 @@
 #include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace clairfs::fuse {
 
@@ -50,6 +51,14 @@ public:
     void stop();
     // Marked: opens may be left to the kernel from now on.
     bool watching() const { return watching_.load(std::memory_order_acquire); }
+    // A write to a dataset file was refused (fuse_write.cpp): with no OPEN
+    // to refuse the writable open, the writer's bytes may sit in the
+    // file's cached pages (a write() copies them there before its WRITE,
+    // a shared writable mapping's stores stay there after its writeback
+    // fails), where other readers would see them. The watcher drops the
+    // file's pages, from its own thread: the drop may write dirty pages
+    // back first, each a WRITE that a FUSE thread must answer.
+    void refused_write(uint64_t ino);
     // status key "opens".
     void status(nlohmann::json& out) const;
 
@@ -57,6 +66,7 @@ private:
     void run(Filesystem& fs);
     bool mark(const std::string& mountpoint);
     void handle(Filesystem& fs, const char* buf, size_t len);
+    void drop_written(Filesystem& fs);
 
     int fan_fd_ = -1;
     int stop_fd_ = -1; // eventfd: stop() wakes the thread's poll
@@ -64,8 +74,9 @@ private:
     std::atomic<bool> watching_{false};
     mutable std::mutex mu_; // leaf; guards why_off_
     std::string why_off_;   // why opens are not watched, once known
+    std::vector<uint64_t> written_; // refused_write(), for the thread; under mu_
     std::atomic<uint64_t> opens_{0}, closes_{0}, batches_{0}, overflows_{0}, foreign_{0},
-        errors_{0};
+        errors_{0}, write_drops_{0};
 };
 
 } // namespace clairfs::fuse
