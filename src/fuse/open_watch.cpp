@@ -25,6 +25,10 @@ namespace {
 // files, and the kernel merges a file's open and close into one event
 // while neither is read.
 constexpr auto batch_gap = std::chrono::milliseconds(4);
+// How long a file's pages stay after its last close before they are
+// dropped (OpenWatch::drop_due), and how many files may wait for it.
+constexpr auto drop_delay = std::chrono::milliseconds(8);
+constexpr size_t max_due = 256;
 
 std::string errno_text(int e) {
     return std::strerror(e);
@@ -110,9 +114,9 @@ void OpenWatch::run(Filesystem& fs) {
             if (errno == EINTR) continue;
             LOG_ERROR("open watch: poll failed: %s; opens are no longer followed",
                       errno_text(errno).c_str());
-            return;
+            return drop_due(fs, true);
         }
-        if (fds[1].revents) return;
+        if (fds[1].revents) return drop_due(fs, true);
         // Everything queued, a buffer at a time.
         for (;;) {
             ssize_t n = ::read(fan_fd_, buf.data(), buf.size());
@@ -127,9 +131,11 @@ void OpenWatch::run(Filesystem& fs) {
             if (static_cast<size_t>(n) < buf.size() / 2) break;
         }
         drop_written(fs);
+        drop_due(fs, false);
         // Out of the batch, not out of the loop: stop() still wakes poll.
         pollfd stop_only{stop_fd_, POLLIN, 0};
-        if (::poll(&stop_only, 1, static_cast<int>(batch_gap.count())) > 0) return;
+        if (::poll(&stop_only, 1, static_cast<int>(batch_gap.count())) > 0)
+            return drop_due(fs, true);
     }
 }
 
@@ -183,12 +189,30 @@ void OpenWatch::handle(Filesystem& fs, const char* buf, size_t len) {
         }
         if (m.mask & FAN_CLOSE_NOWRITE) {
             closes_.fetch_add(1, std::memory_order_relaxed);
-            // Dropped through this descriptor: unlike FUSE_NOTIFY_INVAL_INODE
-            // it leaves the attributes valid, so the next fstat makes no
-            // GETATTR.
-            if (fs.engine->watched_close(id))
-                fs.engine->close_dropped(::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0);
+            // Dropped through this descriptor, a little later (drop_due()).
+            if (fs.engine->watched_close(id)) {
+                due_.push_back({fd, std::chrono::steady_clock::now()});
+                continue; // the descriptor stays open until then
+            }
         }
+        ::close(fd);
+    }
+}
+
+// A file's pages leave the page cache through a descriptor of it, with
+// posix_fadvise(DONTNEED): unlike FUSE_NOTIFY_INVAL_INODE it leaves the
+// attributes valid, so the next fstat makes no GETATTR. Not at once: the
+// job has just read the pages, and pages it read are still held in its
+// CPU's LRU batches for a while, which fadvise can only free by draining
+// every CPU's batches, a round of cross-CPU work per file. A few
+// milliseconds later other pages have pushed them out.
+void OpenWatch::drop_due(Filesystem& fs, bool all) {
+    const auto now = std::chrono::steady_clock::now();
+    while (!due_.empty() &&
+           (all || due_.size() > max_due || now - due_.front().closed >= drop_delay)) {
+        int fd = due_.front().fd;
+        due_.pop_front();
+        fs.engine->close_dropped(::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0);
         ::close(fd);
     }
 }

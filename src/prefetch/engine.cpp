@@ -35,13 +35,15 @@ Engine::Engine(const index::Index& idx, int backing_fd, EngineOptions opt)
       backing_calls_(opt.io_timeout, 2 * std::max(opt.fuse_threads, 1u)), ram_(opt.mem, idx.size()),
       in_window_(idx.size(), 0), window_index_(idx.size(), 0), tier_size_(idx.size(), not_tiered),
       last_open_(std::make_unique<std::atomic<uint64_t>[]>(idx.size())),
-      pushed_at_(std::make_unique<uint64_t[]>(idx.size())) {
+      pushed_at_(std::make_unique<std::atomic<uint64_t>[]>(idx.size())) {
     if (opt_.max_file == 0) opt_.max_file = opt_.mem / 16;
     handover_.store(opt_.handover && opt_.mem > 0, std::memory_order_relaxed);
     if ((opt_.open_push || opt_.watch_opens) && opt_.mem > 0)
         open_seen_ = std::make_unique<std::atomic<bool>[]>(idx.size()); // all false
-    if (opt_.watch_opens && opt_.mem > 0)
-        watch_state_ = std::make_unique<std::atomic<uint8_t>[]>(idx.size()); // all 0
+    if (opt_.watch_opens && opt_.mem > 0) {
+        watch_state_ = std::make_unique<std::atomic<uint8_t>[]>(idx.size());   // all 0
+        push_on_land_ = std::make_unique<std::atomic<bool>[]>(idx.size()); // all false
+    }
     if (opt_.one_copy != EngineOptions::OneCopy::never && opt_.mem > 0 && !opt_.handover) {
         open_count_ = std::make_unique<std::atomic<uint32_t>[]>(idx.size()); // all 0
         dropping_.store(opt_.one_copy == EngineOptions::OneCopy::always);
@@ -537,7 +539,7 @@ int Engine::bytes_of(index::NodeId id, cache::BlobRef& out) {
 // order, so a fixed set of files is as good as any (N - C backing reads per
 // epoch for a dataset of N bytes and C bytes of SSD), and it is the set a
 // restarted job finds again.
-void Engine::admit(index::NodeId id, const FetchResult& r, bool) {
+void Engine::admit(index::NodeId id, const FetchResult& r, bool demanded) {
     if (r.error == 0) {
         auto homes = this->homes();
         if (homes && homes->pin && !homes->here[id]) {
@@ -555,6 +557,14 @@ void Engine::admit(index::NodeId id, const FetchResult& r, bool) {
         }
         if (writer_ && r.from == Source::backing && !ssd_->contains(id))
             writer_->enqueue(id, r.blob);
+        if (push_on_land_ && push_on_land_[id].exchange(false, std::memory_order_relaxed) &&
+            !demanded) {
+            {
+                std::lock_guard lk(landed_mu_);
+                to_push_.push_back(id);
+            }
+            wake_scheduler();
+        }
     }
     landed_.fetch_add(1, std::memory_order_release);
     // The last round found the prefetch queue full: room now.

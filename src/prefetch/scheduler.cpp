@@ -157,6 +157,7 @@ void Engine::schedule_loop() {
         // flood the log with the same failure.
         auto why = sys::contained("a prefetch round", [&] {
             retire_exited();
+            if (push_on_land_ && push_) push_landed();
             if (jobs->empty()) pages_dropped_ = false; // a job registered later drops anew
             // holding() before the placements: check_agreement() queues
             // them before it lifts the hold.
@@ -407,22 +408,53 @@ void Engine::push_ahead(const std::vector<index::NodeId>& next) {
     for (index::NodeId id : next) {
         // Pushed after its last open: the pages are there already (or the
         // kernel chose to drop them, which a READ then repairs).
-        if (pushed_at_[id] > last_open_[id].load(std::memory_order_relaxed)) continue;
+        if (pushed_at_[id].load(std::memory_order_relaxed) >
+            last_open_[id].load(std::memory_order_relaxed))
+            continue;
         cache::BlobRef b = ram_.peek(id);
-        // A large file's pages would crowd out many small ones; its READs
-        // are few and large anyway.
-        if (!b || b->size > max_push) continue;
-        pushed_at_[id] = opens_.load(std::memory_order_relaxed) + 1;
-        if (watch_state_ && !push_due(id)) continue;
-        int rv = push_(id, *b);
-        // Stored whole: the kernel's page cache holds it now.
-        if (rv == 0 && handover_.load(std::memory_order_relaxed)) ram_.hand_over(id, b->size);
-        // ENOENT: the kernel has no inode for it yet (never looked up).
-        (rv == 0         ? pushes_
-         : rv == -ENOENT ? push_skipped_
-                         : push_errors_)
-            .fetch_add(1, std::memory_order_relaxed);
+        // Still on its way (--opens fanotify): pushed when it lands, since
+        // no open will push it either.
+        if (!b && push_on_land_) {
+            push_on_land_[id].store(true, std::memory_order_relaxed);
+            // Landed in between: its admit() may have looked already.
+            if (!(b = ram_.peek(id)) || !push_on_land_[id].exchange(false)) continue;
+        }
+        if (b) push_one(id, *b);
     }
+}
+
+// One file due, its bytes in the RAM tier: into the page cache, once per
+// use (pushed_at_ against the open count), and under --opens fanotify by
+// push_due()'s rule.
+void Engine::push_one(index::NodeId id, const cache::Blob& b) {
+    // A large file's pages would crowd out many small ones; its READs
+    // are few and large anyway.
+    if (b.size > max_push) return;
+    const uint64_t at = opens_.load(std::memory_order_relaxed) + 1;
+    uint64_t was = pushed_at_[id].load(std::memory_order_relaxed);
+    // A fetch thread's push_landed() and the scheduler may both get here.
+    if (was > last_open_[id].load(std::memory_order_relaxed) ||
+        !pushed_at_[id].compare_exchange_strong(was, at, std::memory_order_relaxed))
+        return;
+    if (watch_state_ && !push_due(id)) return;
+    int rv = push_(id, b);
+    // Stored whole: the kernel's page cache holds it now.
+    if (rv == 0 && handover_.load(std::memory_order_relaxed)) ram_.hand_over(id, b.size);
+    // ENOENT: the kernel has no inode for it yet (never looked up).
+    (rv == 0         ? pushes_
+     : rv == -ENOENT ? push_skipped_
+                     : push_errors_)
+        .fetch_add(1, std::memory_order_relaxed);
+}
+
+void Engine::push_landed() {
+    std::vector<index::NodeId> landed;
+    {
+        std::lock_guard lk(landed_mu_);
+        landed.swap(to_push_);
+    }
+    for (index::NodeId id : landed)
+        if (cache::BlobRef b = ram_.peek(id)) push_one(id, *b);
 }
 
 

@@ -22,6 +22,8 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <deque>
 #include <cstdint>
 #include <mutex>
 #include <nlohmann/json_fwd.hpp>
@@ -67,7 +69,15 @@ private:
     bool mark(const std::string& mountpoint);
     void handle(Filesystem& fs, const char* buf, size_t len);
     void drop_written(Filesystem& fs);
+    void drop_due(Filesystem& fs, bool all);
 
+    // Closed files whose pages go soon (drop_due), with a descriptor of
+    // each: the watcher's thread only.
+    struct Due {
+        int fd;
+        std::chrono::steady_clock::time_point closed;
+    };
+    std::deque<Due> due_;
     int fan_fd_ = -1;
     int stop_fd_ = -1; // eventfd: stop() wakes the thread's poll
     std::thread thread_;

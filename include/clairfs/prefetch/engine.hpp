@@ -442,7 +442,17 @@ private:
     std::atomic<uint64_t> opens_{0}; // opens of files the tiers take
     std::atomic<uint64_t> open_bytes_{0}; // and the sizes of their files
     std::unique_ptr<std::atomic<uint64_t>[]> last_open_;
-    std::unique_ptr<uint64_t[]> pushed_at_; // scheduler thread only
+    std::unique_ptr<std::atomic<uint64_t>[]> pushed_at_;
+    // --opens fanotify: per node, due within reach when a round found the
+    // RAM tier without it; admit() queues it when it lands, and the
+    // scheduler pushes it (push_landed). Not the fetch thread itself: a
+    // push waits for the pages a READ in flight holds locked, and that
+    // READ may be waiting for this very fetch.
+    std::unique_ptr<std::atomic<bool>[]> push_on_land_;
+    std::mutex landed_mu_; // leaf; guards to_push_
+    std::vector<index::NodeId> to_push_;
+    void push_one(index::NodeId id, const cache::Blob& b);
+    void push_landed(); // scheduler thread
     std::atomic<uint64_t> pushes_{0}, push_skipped_{0}, push_errors_{0};
     // Pushes at open: per node, whether it was opened since the mount
     // (null without --open-push); how often the kernel kept the files of
@@ -453,7 +463,7 @@ private:
     // see whether the kernel kept it, 2 once a READ at 0 showed it did not
     // (Engine::push_due); learnt from at its close.
     std::unique_ptr<std::atomic<uint8_t>[]> watch_state_;
-    bool push_due(index::NodeId id); // scheduler thread
+    bool push_due(index::NodeId id); // scheduler thread (atomics only)
     void learn_kept(bool kept);
     static constexpr uint32_t rate_one = 1024, rate_span = 32;
     static constexpr uint64_t watch_every = 16;

@@ -103,6 +103,8 @@ TEST_CASE("every kind of bad argument is a one-line reason") {
         {{"/d", "/m", "-o", "foreground=maybe"}, "invalid value for foreground"},
         {{"/d", "/m", "--no-threads"}, "unknown option '--no-threads'"},
         {{"/d", "/m", "--push-ahead", "--kernel-opens"}, "--push-ahead needs the opens"},
+        {{"/d", "/m", "--opens", "fanotify", "--kernel-opens"}, "use one of them"},
+        {{"/d", "/m", "--opens", "inotify"}, "invalid value for opens"},
         {{"/d", "/m", "--control-owner", "no-such-user-here"}, "no user 'no-such-user-here'"},
         {{"/d", "/m", "--control-owner", "4294967295"}, "a uid below 4294967295"},
     };
@@ -125,6 +127,19 @@ TEST_CASE("--control-owner takes a user name or a uid") {
     MountArgs c;
     REQUIRE(parse({"/d", "/m"}, c) == "");
     CHECK(c.options.control_owner == -1);
+}
+
+TEST_CASE("--opens: fuse by default; --kernel-opens settles auto for no fanotify") {
+    MountArgs a;
+    REQUIRE(parse({"/d", "/m"}, a) == "");
+    CHECK(a.options.opens == "fuse");
+    MountArgs b;
+    REQUIRE(parse({"/d", "/m", "--opens", "auto"}, b) == "");
+    CHECK(b.options.opens == "auto");
+    MountArgs c;
+    REQUIRE(parse({"/d", "/m", "-o", "opens=auto", "--kernel-opens"}, c) == "");
+    CHECK(c.options.opens == "fuse");
+    CHECK(c.options.kernel_opens);
 }
 
 TEST_CASE("every registered option has a name, help and a parser that accepts its default") {

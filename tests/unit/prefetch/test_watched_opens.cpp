@@ -1,0 +1,90 @@
+// SPDX-License-Identifier: MIT
+// Opens told after the fact (EngineOptions::watch_opens, --opens fanotify):
+// watched_open() stands for an OPEN, watched_close() for the close that
+// ends it, and only the last close of a file the RAM tier holds asks for
+// its pages to go (one copy); the caller drops them and reports back.
+// Closes the engine never saw opened (opens made before the watch began,
+// whose RELEASE counted them already) never take the count below zero.
+#include "../cache/dataset.hpp"
+#include "clairfs/prefetch/engine.hpp"
+
+#include <nlohmann/json.hpp>
+
+using namespace clairfs;
+
+namespace {
+
+struct Mount {
+    test::Dataset d{24};
+    prefetch::Engine engine;
+
+    explicit Mount(prefetch::EngineOptions::OneCopy mode)
+        : engine(d.idx, d.root_fd, [mode] {
+              prefetch::EngineOptions o;
+              o.mem = 64 << 20;
+              o.fetch_threads = 2;
+              o.watch_opens = true;
+              o.push_ahead = true;
+              o.one_copy = mode;
+              return o;
+          }()) {
+        engine.set_pusher([](index::NodeId, const cache::Blob&) { return 0; });
+        engine.start();
+    }
+    ~Mount() { engine.stop(); }
+
+    void fill() {
+        for (index::NodeId id : d.ids) {
+            cache::BlobRef b;
+            REQUIRE(engine.bytes_of(id, b) == 0);
+        }
+    }
+    nlohmann::json prefetch() const {
+        nlohmann::json out;
+        engine.status(out);
+        return out["prefetch"];
+    }
+};
+
+} // namespace
+
+TEST_CASE("watched opens: the last close of a held file asks for a drop, no earlier one") {
+    Mount m(prefetch::EngineOptions::OneCopy::always);
+    m.fill();
+    const index::NodeId f = m.d.ids[2];
+    m.engine.watched_open(f, 10);
+    m.engine.watched_open(f, 11);
+    CHECK_FALSE(m.engine.watched_close(f)); // the other open still reads it
+    CHECK(m.engine.watched_close(f));
+    m.engine.close_dropped(true);
+    // A close with no open told: the count stays at zero, and the next
+    // open and close still pair up.
+    CHECK_FALSE(m.engine.watched_close(f));
+    m.engine.watched_open(f, 12);
+    CHECK(m.engine.watched_close(f));
+    m.engine.close_dropped(false);
+    auto p = m.prefetch();
+    CHECK(p["close_drops"] == 1);
+    CHECK(p["close_drop_errors"] == 1);
+}
+
+TEST_CASE("watched opens: a file the RAM tier lacks keeps its pages") {
+    Mount m(prefetch::EngineOptions::OneCopy::always);
+    for (index::NodeId id : m.d.ids) {
+        m.engine.watched_open(id, 10);
+        CHECK_FALSE(m.engine.watched_close(id));
+    }
+}
+
+TEST_CASE("watched opens: without one copy nothing is dropped") {
+    Mount m(prefetch::EngineOptions::OneCopy::never);
+    m.fill();
+    for (index::NodeId id : m.d.ids) {
+        m.engine.watched_open(id, 10);
+        m.engine.read_from_start(id); // not watched: nothing to learn
+        CHECK_FALSE(m.engine.watched_close(id));
+    }
+    auto p = m.prefetch();
+    CHECK(p["close_drops"] == 0);
+    CHECK(p["open_kept"] == 0);
+}
