@@ -187,7 +187,7 @@ void OpenWatch::handle(Filesystem& fs, const char* buf, size_t len) {
             // cached pages goes with them (see refused_write()).
             refused_write(sx.stx_ino);
         }
-        if (m.mask & FAN_CLOSE_NOWRITE) {
+        if (m.mask & (FAN_CLOSE_NOWRITE | FAN_CLOSE_WRITE)) {
             closes_.fetch_add(1, std::memory_order_relaxed);
             // Dropped through this descriptor, a little later (drop_due()).
             if (fs.engine->watched_close(id)) {
