@@ -48,6 +48,21 @@ def screen(target):
     return tmux("capture-pane", "-p", "-t", target).rstrip("\n").split("\n")
 
 
+def process_state(pid):
+    """What a process is doing, for a failure message: its state and
+    where each of its threads waits, or that it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+        waits = []
+        for tid in sorted(os.listdir(f"/proc/{pid}/task")):
+            with open(f"/proc/{pid}/task/{tid}/wchan") as f:
+                waits.append(f.read().strip() or "-")
+        return f"pid {pid} state {state}, threads waiting in {', '.join(waits)}"
+    except OSError:
+        return f"pid {pid} is gone"
+
+
 def flags(target, *names):
     out = tmux("display-message", "-p", "-t", target, " ".join("#{%s}" % n for n in names))
     return out.split()
@@ -182,16 +197,18 @@ def case_signals(data, mp):
                  "exec " + watch_cmd(mp, "--watch", "0.2"))
             tmux("set-option", "-w", "-t", name, "remain-on-exit", "on")
             in_view(name, sig.name)
+            pid = int(flags(name, "pane_pid")[0])
             if how == "C-c":
                 tmux("send-keys", "-t", name, "C-c")
             else:
-                os.kill(int(flags(name, "pane_pid")[0]), sig)
+                os.kill(pid, sig)
             ml.check(ml.wait_until(lambda: flags(name, "pane_dead") == ["1"], 10, step=0.1),
                      f"{sig.name}: still running")
             # tmux marks the pane dead when its terminal closes, and learns
             # how the process ended only once it has reaped it: wait for that.
             ml.check(ml.wait_until(lambda: flags(name, "pane_dead_signal", "pane_dead_status"),
-                                   10, step=0.1), f"{sig.name}: tmux never reaped the command")
+                                   10, step=0.1),
+                     f"{sig.name}: tmux never reaped the command ({process_state(pid)})")
             ml.check(flags(name, "pane_dead_signal") == [str(int(sig))],
                      f"{sig.name}: ended by {flags(name, 'pane_dead_signal', 'pane_dead_status')}")
             # (tmux hides the cursor of a dead pane: that is checked below.)
