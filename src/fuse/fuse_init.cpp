@@ -59,12 +59,13 @@ void init_core(Filesystem& fs, fuse_conn_info* conn) {
     // of 0 for a dataset file. Without the flag the truncation is a
     // SETATTR, which is refused (EROFS) for the dataset and taken for the
     // control file.
-    // libfuse asks for it by default.
-    if (fs.kernel_opens())
+    // (libfuse asks for it by default.)
+    if (fs.kernel_opens()) {
         conn->want &= ~FUSE_CAP_ATOMIC_O_TRUNC;
-    else
+        want(FUSE_CAP_NO_OPEN_SUPPORT);
+    } else {
         want(FUSE_CAP_ATOMIC_O_TRUNC);
-    if (fs.kernel_opens()) want(FUSE_CAP_NO_OPEN_SUPPORT);
+    }
     // readdirplus on every listing: dataset loaders list a directory and then
     // open every file in it, so priming the dentries saves one lookup each.
     want(FUSE_CAP_READDIRPLUS);

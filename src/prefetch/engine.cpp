@@ -607,6 +607,15 @@ void Engine::learn_kept(bool kept) {
     kept_rate_.store(static_cast<uint32_t>(r), std::memory_order_relaxed);
 }
 
+// Whether the next file the kernel may still hold is watched rather than
+// pushed: every one while 3 in 4 watched files were kept lately, else 1 in
+// 16, so that the rate keeps being learnt.
+bool Engine::watch_next() {
+    const bool keeping = kept_rate_.load(std::memory_order_relaxed) >= rate_one * 3 / 4;
+    const bool sample = open_probe_.fetch_add(1, std::memory_order_relaxed) % watch_every == 0;
+    return keeping || sample;
+}
+
 void Engine::watched_open(index::NodeId id, uint32_t pid) {
     if (open_count_) open_count_[id].fetch_add(1, std::memory_order_acq_rel);
     if (open_seen_) open_seen_[id].store(true, std::memory_order_relaxed);
@@ -732,9 +741,7 @@ OpenPush Engine::push_on_open(index::NodeId id, const cache::BlobRef& bytes) {
         if (have) push();
         return OpenPush::none; // its READs (if any) only fill the kernel's cache
     }
-    const bool keeping = kept_rate_.load(std::memory_order_relaxed) >= rate_one * 3 / 4;
-    const bool sample = open_probe_.fetch_add(1, std::memory_order_relaxed) % watch_every == 0;
-    if (have && !keeping && !sample && push()) return OpenPush::pushed;
+    if (have && !watch_next() && push()) return OpenPush::pushed;
     open_watched_.fetch_add(1, std::memory_order_relaxed);
     return OpenPush::watched;
 }

@@ -470,9 +470,7 @@ void Engine::push_landed() {
 bool Engine::push_due(index::NodeId id) {
     if (open_count_ && dropping_.load(std::memory_order_relaxed)) return true;
     if (!open_seen_[id].load(std::memory_order_relaxed)) return true;
-    const bool keeping = kept_rate_.load(std::memory_order_relaxed) >= rate_one * 3 / 4;
-    const bool sample = open_probe_.fetch_add(1, std::memory_order_relaxed) % watch_every == 0;
-    if (!keeping && !sample) return true;
+    if (!watch_next()) return true;
     open_watched_.fetch_add(1, std::memory_order_relaxed);
     watch_state_[id].store(1, std::memory_order_relaxed);
     return false;

@@ -465,6 +465,7 @@ private:
     std::unique_ptr<std::atomic<uint8_t>[]> watch_state_;
     bool push_due(index::NodeId id); // scheduler thread (atomics only)
     void learn_kept(bool kept);
+    bool watch_next(); // the rule push_on_open() and push_due() share
     static constexpr uint32_t rate_one = 1024, rate_span = 32;
     static constexpr uint64_t watch_every = 16;
     // Largest file put into the kernel's page cache: its pages would crowd
