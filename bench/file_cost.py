@@ -293,15 +293,19 @@ def make_mounts(args, tools, back, mntroot):
     wanted = [m.strip() for m in args.mounts.split(",") if m.strip()]
     for name in wanted:
         mp = os.path.join(mntroot, name)
-        if name in ("clairfs", "clairfs-kernel-opens", "clairfs-fanotify", "clairfs-fuse-opens"):
+        if name in ("clairfs", "clairfs-kernel-opens", "clairfs-fanotify", "clairfs-fuse-opens",
+                    "clairfs-no-detect"):
             # clairfs-kernel-opens: the opt-in FUSE no_open mode, where the
             # kernel stops sending OPEN/RELEASE (the daemon sees no opens).
             # clairfs-fanotify / clairfs-fuse-opens: opens followed through
             # fanotify, or through an OPEN round trip each (--opens).
+            # clairfs-no-detect: the default without job detection, to
+            # show what detection costs each unregistered open.
             exe = tools["clairfs"]
             extra = {"clairfs-kernel-opens": ["--kernel-opens"],
                      "clairfs-fanotify": ["--opens", "fanotify"],
-                     "clairfs-fuse-opens": ["--opens", "fuse"]}.get(name, [])
+                     "clairfs-fuse-opens": ["--opens", "fuse"],
+                     "clairfs-no-detect": ["--no-detect"]}.get(name, [])
             cmd = [exe, "mount", back, mp] + extra + shlex.split(args.clairfs_opts)
             names = {os.path.basename(exe)}
         elif name == "bindfs":
@@ -314,7 +318,7 @@ def make_mounts(args, tools, back, mntroot):
             names = {"mergerfs", exe}
         else:
             raise SystemExit("unknown mount kind %r (clairfs, clairfs-kernel-opens, "
-                             "clairfs-fanotify, clairfs-fuse-opens, bindfs, mergerfs)" % name)
+                             "clairfs-fanotify, clairfs-fuse-opens, clairfs-no-detect, bindfs, mergerfs)" % name)
         if not exe or not os.access(exe, os.X_OK):
             skipped[name] = "not installed (%s not found)" % name
             log("skipping %s: not installed" % name)
