@@ -234,6 +234,7 @@ int mount_command(const std::vector<std::string>& args) {
     control::Controller control(idx, engine);
     if (o.detect) {
         control::DetectorOptions d;
+        d.cpu_share = o.detect_cpu / 100;
         for (uint64_t s : o.detect_seeds)
             if (std::find(d.search.seeds.begin(), d.search.seeds.end(), s) == d.search.seeds.end())
                 d.search.seeds.push_back(s);

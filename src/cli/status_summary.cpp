@@ -143,6 +143,15 @@ std::string detection_lines(const json& d) {
     if (state == "null" || state == "off") return "";
     std::string what = state;
     if (const json& r = status_at(d, "result"); r.is_string()) what += ": " + r.get<std::string>();
+    if (const json& w = status_at(d, "next_search_in_seconds"); w.is_number()) {
+        char buf[160];
+        std::snprintf(buf, sizeof buf,
+                      "; next search in %.0f s (searches keep within %g%% of one core)",
+                      w.get<double>(), status_at(d, "cpu_share").is_number()
+                                           ? status_at(d, "cpu_share").get<double>() * 100
+                                           : 0.0);
+        what += buf;
+    }
     std::string out = line("detection:", what);
     if (const json& reg = status_at(d, "registration"); reg.is_object())
         out += line("pin it:", reg.dump());

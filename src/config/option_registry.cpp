@@ -122,6 +122,17 @@ std::string set_detect_seeds(MountOptions& o, std::string_view v) {
     return "";
 }
 
+// --detect-cpu: a percentage of one core. Zero would never search again
+// after the first: that is --no-detect's job, said plainly.
+std::string set_detect_cpu(MountOptions& o, std::string_view v) {
+    double p = 0;
+    if (!parse_seconds(v, p) || p <= 0 || p > 100)
+        return "expected a percentage of one core above 0, at most 100 (--no-detect turns "
+               "detection off)";
+    o.detect_cpu = p;
+    return "";
+}
+
 // A TCP port, 0 meaning any (--peer-port) or off (--metrics-port).
 template <unsigned MountOptions::*Field>
 std::string set_port_field(MountOptions& o, std::string_view v) {
@@ -322,6 +333,10 @@ constexpr OptionSpec specs[] = {
      "comma-separated seeds detection also tries, each as seed + epoch for the first 1000 "
      "epochs (besides 0, 1, 42, 123, 1234, 2021, 3407 and 12345)",
      set_detect_seeds},
+    {"detect_cpu", 0, OptionType::seconds, "PERCENT", "2",
+     "the share of one core job detection's searches may use, averaged over 100 s (a search "
+     "that would exceed it waits)",
+     set_detect_cpu},
     {"fuse_debug", 0, OptionType::flag, "", "false", "print every FUSE request (libfuse -d)",
      set_bool_field<&MountOptions::fuse_debug>},
 };

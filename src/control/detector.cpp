@@ -6,6 +6,8 @@
 #include "clairfs/sys/contained.hpp"
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <ctime>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -37,12 +39,18 @@ double thread_cpu_seconds() {
     return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
 }
 
+double steady_seconds() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
 } // namespace
 
 Detector::Detector(const index::Index& idx, DetectorOptions opt, Apply apply,
                    DropFinished drop_finished)
     : idx_(idx), opt_(std::move(opt)), apply_(std::move(apply)),
-      drop_finished_(std::move(drop_finished)) {
+      drop_finished_(std::move(drop_finished)),
+      budget_(opt_.cpu_share, opt_.cpu_window_s, steady_seconds()) {
     opt_.search.cancel = &cancel_;
 }
 
@@ -63,15 +71,19 @@ void Detector::stop() {
 }
 
 void Detector::opened(index::NodeId id, uint32_t pid) {
+    bool first;
     {
         std::lock_guard lk(mu_);
         if (queue_.size() >= max_queue) {
             ++dropped_;
             return;
         }
+        first = queue_.empty();
         queue_.emplace_back(id, pid);
     }
-    cv_.notify_one();
+    // Only the first open of a batch wakes the thread; the rest are taken
+    // with it (a wake-up per open cost more daemon CPU than the open).
+    if (first) cv_.notify_one();
 }
 
 void Detector::reset() {
@@ -95,6 +107,11 @@ void Detector::run() {
             // detected job that fell back.
             cv_.wait_for(lk, std::chrono::seconds(1),
                          [&] { return stop_ || reset_ || !queue_.empty(); });
+            // Let the batch gather: the opens that follow within a few
+            // milliseconds come with this one.
+            if (!queue_.empty() && !stop_ && !reset_)
+                cv_.wait_for(lk, std::chrono::duration<double>(opt_.gather_s),
+                             [&] { return stop_ || reset_; });
             if (stop_) return;
             was_reset = std::exchange(reset_, false);
             batch.swap(queue_);
@@ -273,6 +290,30 @@ void Detector::round() {
     const uint64_t epoch_worth = epoch_worth_ ? epoch_worth_ : 1 << 20;
     if (!enough || opens_ < 16) return;
     if (!fresh && opens_ - opens_at_search_ < epoch_worth) return;
+    // Due, and paid for by the budget, or deferred until it is (the same
+    // evidence and more is searched then).
+    const double now = steady_seconds();
+    if (!budget_.allows(now)) {
+        const double wait = budget_.wait_s(now);
+        bool first;
+        {
+            std::lock_guard lk(mu_);
+            first = !deferring_;
+            if (first) ++deferred_;
+            deferring_ = true;
+            deferred_until_ = now + wait;
+        }
+        if (first)
+            LOG_DEBUG("job detection: a search is due but waits %.0f s: searches used their "
+                      "share of the CPU (%g%% of one core)", std::ceil(wait),
+                      opt_.cpu_share * 100);
+        return;
+    }
+    if (deferring_) {
+        std::lock_guard lk(mu_);
+        deferring_ = false;
+        deferred_until_ = 0;
+    }
     search();
 }
 
@@ -304,6 +345,7 @@ bool Detector::search() {
         }
     }
     double cpu = thread_cpu_seconds() - cpu0;
+    budget_.spend(cpu, steady_seconds());
     for (const Candidate& c : candidates_)
         if (c.dataset) epoch_worth_ = std::max<uint64_t>(epoch_worth_, c.dataset->samples.size());
     candidates_.clear(); // a found job's dataset lives on in pending_
@@ -314,6 +356,7 @@ bool Detector::search() {
         std::lock_guard lk(mu_);
         ++searches_;
         search_cpu_s_ = cpu;
+        search_cpu_total_s_ = budget_.spent_s();
         if (!found) {
             state_ = "watching";
             last_result_ = "no job explains the opens of " + std::to_string(procs_.size()) +
@@ -434,6 +477,13 @@ void Detector::status(nlohmann::json& out) const {
     d["state"] = state_;
     d["searches"] = searches_;
     d["search_cpu_seconds"] = search_cpu_s_;
+    d["search_cpu_total_seconds"] = search_cpu_total_s_;
+    d["cpu_share"] = opt_.cpu_share;
+    d["searches_deferred"] = deferred_;
+    // A search due but waiting for the budget: how long it still waits.
+    d["next_search_in_seconds"] =
+        deferring_ ? nlohmann::json(std::max(0.0, std::ceil(deferred_until_ - steady_seconds())))
+                   : nlohmann::json(nullptr);
     d["result"] = last_result_.empty() ? nlohmann::json(nullptr) : nlohmann::json(last_result_);
     d["opens_dropped"] = dropped_;
     d["opens_at_detection"] = state_ == "detected" ? nlohmann::json(opens_at_detection_)

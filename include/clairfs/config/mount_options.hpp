@@ -61,6 +61,7 @@ struct MountOptions {
     bool passthrough = true;     // the kernel reads files the tiers do not take itself
     std::string one_copy = "auto"; // auto, always, never: drop a RAM-tier file's pages at its last close
     std::vector<uint64_t> detect_seeds; // searched deep besides the usual ones (torch's form)
+    double detect_cpu = 2;       // percent of one core job detection's searches may use
 
     uint64_t effective_blksize() const { return blksize ? blksize : max_read; }
 };

@@ -6,12 +6,15 @@
 // registration had been written to the control file, marked "detected".
 //
 // FUSE threads only queue each open (O(1), under a lock nothing else holds
-// long); one thread of its own maps opens to samples, builds the candidate
-// datasets and runs the search, bounded and at most once per generation of
-// loader processes (a new epoch's workers) or per epoch's worth of opens.
+// long; only the first open of a batch wakes the thread); one thread of its
+// own maps opens to samples, builds the candidate datasets and runs the
+// search, bounded and at most once per generation of loader processes (a
+// new epoch's workers) or per epoch's worth of opens, and all searches
+// together within a share of one core (SearchBudget).
 #pragma once
 
 #include "clairfs/control/registration.hpp"
+#include "clairfs/control/search_budget.hpp"
 #include "clairfs/index/index.hpp"
 #include "clairfs/order/job_detect.hpp"
 
@@ -36,6 +39,13 @@ struct DetectorOptions {
     // Opens every rank's loader must have made at the predicted positions
     // before a job is accepted.
     uint32_t accept_opens = 64;
+    // Searches use at most this share of one core, averaged over
+    // cpu_window_s (--detect-cpu; SearchBudget).
+    double cpu_share = 0.02;
+    double cpu_window_s = 100;
+    // How long the thread lets opens gather after the first of a batch
+    // wakes it: one wake-up per batch, not per open.
+    double gather_s = 0.002;
 };
 
 class Detector {
@@ -112,6 +122,9 @@ private:
     std::string last_result_;        // one line: what the last search found
     uint64_t searches_ = 0;
     double search_cpu_s_ = 0; // the last search's CPU time
+    double search_cpu_total_s_ = 0; // all searches' CPU time
+    uint64_t deferred_ = 0;          // times a search was due and the budget said wait
+    double deferred_until_ = 0;      // steady-clock seconds the deferral lasts; 0: none
     uint64_t opens_at_detection_ = 0; // opens taken when the job was accepted
 
     // The detector thread's own state.
@@ -132,6 +145,8 @@ private:
         std::shared_ptr<const std::vector<order::Sample>> sample_of;
     };
     std::unique_ptr<Pending> pending_;
+    SearchBudget budget_;
+    bool deferring_ = false; // the last search due was deferred, none ran since
     bool registered_ = false; // a detected job is registered
     bool broken_ = false;     // an internal error stopped detection for this mount
     std::thread thread_;

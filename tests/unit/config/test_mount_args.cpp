@@ -105,6 +105,9 @@ TEST_CASE("every kind of bad argument is a one-line reason") {
         {{"/d", "/m", "--push-ahead", "--kernel-opens"}, "--push-ahead needs the opens"},
         {{"/d", "/m", "--opens", "fanotify", "--kernel-opens"}, "use one of them"},
         {{"/d", "/m", "--opens", "inotify"}, "invalid value for opens"},
+        {{"/d", "/m", "--detect-cpu", "0"}, "--no-detect turns detection off"},
+        {{"/d", "/m", "--detect-cpu", "101"}, "invalid value for detect_cpu"},
+        {{"/d", "/m", "--detect-cpu", "5%"}, "invalid value for detect_cpu"},
         {{"/d", "/m", "--control-owner", "no-such-user-here"}, "no user 'no-such-user-here'"},
         {{"/d", "/m", "--control-owner", "4294967295"}, "a uid below 4294967295"},
     };
@@ -140,6 +143,18 @@ TEST_CASE("--opens: fuse by default; --kernel-opens settles auto for no fanotify
     REQUIRE(parse({"/d", "/m", "-o", "opens=auto", "--kernel-opens"}, c) == "");
     CHECK(c.options.opens == "fuse");
     CHECK(c.options.kernel_opens);
+}
+
+TEST_CASE("--detect-cpu: 2% of one core by default, any share above 0 and up to 100") {
+    MountArgs a;
+    REQUIRE(parse({"/d", "/m"}, a) == "");
+    CHECK(a.options.detect_cpu == doctest::Approx(2));
+    MountArgs b;
+    REQUIRE(parse({"/d", "/m", "--detect-cpu", "0.5"}, b) == "");
+    CHECK(b.options.detect_cpu == doctest::Approx(0.5));
+    MountArgs c;
+    REQUIRE(parse({"/d", "/m", "-o", "detect_cpu=100"}, c) == "");
+    CHECK(c.options.detect_cpu == doctest::Approx(100));
 }
 
 TEST_CASE("every registered option has a name, help and a parser that accepts its default") {
