@@ -15,6 +15,9 @@ torch 1.13) reading through a real mount that nobody registered a job with.
 - a sequential pass (shuffle=False): detected as sequential;
 - files read in sorted order by a plain reader (not torch): not taken for a
   shuffled job;
+- processes reading in an order no job explains, one after another, with
+  --detect-cpu 0.01: one search, the later ones deferred, and status (JSON
+  and summary) says how long the next waits;
 - one detected job after another: the first registration falls back on
   the second job's opens, is dropped, and the second job is detected;
 - --no-detect: the same default-seed job stays unregistered;
@@ -197,6 +200,43 @@ def case_sorted_reader(tmp, expected):
         ml.log(f"sorted reader: registered {st['registered']!r}, sampler {reg.get('sampler')}")
 
 
+def case_cpu_budget(tmp, expected):
+    """Processes that read in an order no job explains, one after another
+    (a script run in a loop): each is fresh evidence, but with
+    --detect-cpu 0.01 the first failed search spends the whole budget,
+    so the next due search waits, and status says for how long."""
+    with mounted(tmp, "b", "--detect-cpu", "0.01") as mp:
+        paths = sorted(os.path.relpath(os.path.join(d, f), mp)
+                       for d, _, fs in os.walk(mp) if ".clairfs" not in d for f in fs)
+        for k in range(3):
+            mine = random.Random(k).sample(paths, 150)
+            code = ("import sys\nfor p in sys.argv[1:]:\n    open(p, 'rb').read()\n")
+            r = ml.run([sys.executable, "-c", code, *(os.path.join(mp, p) for p in mine)],
+                       timeout=60)
+            ml.check(r.returncode == 0, f"reader {k}: {r.stderr.strip()}")
+            settled(mp)
+        for rel in random.Random(9).sample(paths, 50):
+            with open(os.path.join(mp, rel), "rb") as f, \
+                    open(os.path.join(tmp, "data", rel), "rb") as g:
+                ml.check(f.read() == g.read(), f"{rel}: bytes differ")
+        st = status(mp)
+        det = st["detection"]
+        ml.check(st["registered"] is False, f"a job was registered: {det}")
+        ml.check(det["searches"] == 1 and det["searches_deferred"] >= 1,
+                 f"searches {det['searches']}, deferred {det['searches_deferred']}: the budget "
+                 f"did not hold the later processes' searches back: {det}")
+        ml.check(det["cpu_share"] == 0.0001 and det["search_cpu_total_seconds"] > 0,
+                 f"budget figures: {det}")
+        ml.check(isinstance(det["next_search_in_seconds"], (int, float)) and
+                 det["next_search_in_seconds"] > 0, f"no wait shown: {det}")
+        line = [l for l in ml.run([ml.CLAIRFS, "status", mp]).stdout.splitlines()
+                if l.startswith("detection:")]
+        ml.check(line and "next search in" in line[0] and "0.01% of one core" in line[0],
+                 f"the status summary does not say a search waits: {line}")
+        ml.log(f"budget: 1 search ({det['search_cpu_total_seconds'] * 1e3:.0f} ms CPU), "
+               f"{det['searches_deferred']} deferred, next in {det['next_search_in_seconds']} s")
+
+
 def case_next_job(tmp, expected):
     """A detected job ends and another starts: the first registration falls
     back on the new job's opens, is dropped, and the new job is detected."""
@@ -258,5 +298,6 @@ def test():
         ml.log(f"dataset: {len(expected)} files")
         ml.run_cases(*((c.__name__[5:], lambda c=c: c(tmp, expected)) for c in (
             case_distributed_default_seed, case_explicit_generator, case_resumed,
-            case_unguessable_seed, case_sequential, case_sorted_reader, case_next_job,
+            case_unguessable_seed, case_sequential, case_sorted_reader, case_cpu_budget,
+            case_next_job,
             case_no_detect, case_written_wins)))
