@@ -600,6 +600,7 @@ void Engine::released(index::NodeId id, uint64_t served, OpenPush how) {
 
 void Engine::learn_kept(bool kept) {
     if (kept) open_kept_.fetch_add(1, std::memory_order_relaxed);
+    kept_learnt_.fetch_add(1, std::memory_order_relaxed);
     // A moving average over the last few dozen watched opens; racing
     // updates lose one observation, which is harmless.
     int64_t r = kept_rate_.load(std::memory_order_relaxed);
@@ -609,11 +610,24 @@ void Engine::learn_kept(bool kept) {
 
 // Whether the next file the kernel may still hold is watched rather than
 // pushed: every one while 3 in 4 watched files were kept lately, else 1 in
-// 16, so that the rate keeps being learnt.
+// 16, so that the rate keeps being learnt; 1 in 64 once the kernel is
+// known to drop nearly all of them (in a tight memory cgroup, 6% of an
+// epoch's files were watched and each needed a READ: bench/RESULTS.md,
+// SSD-640 under fanotify). Coming back from there to watching every file
+// then takes about 2,800 opens instead of 700: pushes the kernel did not
+// need, which cost CPU, not round trips.
 bool Engine::watch_next() {
-    const bool keeping = kept_rate_.load(std::memory_order_relaxed) >= rate_one * 3 / 4;
-    const bool sample = open_probe_.fetch_add(1, std::memory_order_relaxed) % watch_every == 0;
+    const uint32_t rate = kept_rate_.load(std::memory_order_relaxed);
+    const bool keeping = rate >= rate_one * 3 / 4;
+    const uint64_t every = watch_every_now();
+    const bool sample = open_probe_.fetch_add(1, std::memory_order_relaxed) % every == 0;
     return keeping || sample;
+}
+
+uint64_t Engine::watch_every_now() const {
+    const bool dropping = kept_rate_.load(std::memory_order_relaxed) < rate_one / 4 &&
+                          kept_learnt_.load(std::memory_order_relaxed) >= 2 * rate_span;
+    return dropping ? watch_every_dropping : watch_every;
 }
 
 void Engine::watched_open(index::NodeId id, uint32_t pid) {

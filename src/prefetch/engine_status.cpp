@@ -226,6 +226,7 @@ void Engine::status(nlohmann::json& out) const {
                        {"open_pushes", open_pushes_.load(std::memory_order_relaxed)},
                        {"open_watched", open_watched_.load(std::memory_order_relaxed)},
                        {"open_kept", open_kept_.load(std::memory_order_relaxed)},
+                       {"open_watch_every", watch_every_now()},
                        {"open_busy", open_busy_.load(std::memory_order_relaxed)},
                        {"close_drops", close_drops_.load(std::memory_order_relaxed)},
                        {"close_drop_errors", close_drop_errors_.load(std::memory_order_relaxed)}};

@@ -88,3 +88,52 @@ TEST_CASE("watched opens: without one copy nothing is dropped") {
     CHECK(p["close_drops"] == 0);
     CHECK(p["open_kept"] == 0);
 }
+
+// The sampling of push_on_open() (and push_due(), which shares it): 1 open
+// in 16 watched; once 64 watched opens all needed a READ (the kernel drops
+// every file), 1 in 64.
+TEST_CASE("watched opens: 1 in 16 while learning, 1 in 64 once the kernel drops them all") {
+    test::Dataset d{24};
+    prefetch::Engine engine(d.idx, d.root_fd, [] {
+        prefetch::EngineOptions o;
+        o.mem = 64 << 20;
+        o.fetch_threads = 2;
+        o.open_push = true;
+        return o;
+    }());
+    engine.set_pusher([](index::NodeId, const cache::Blob&) { return 0; });
+    engine.start();
+    for (index::NodeId id : d.ids) {
+        cache::BlobRef b;
+        REQUIRE(engine.bytes_of(id, b) == 0);
+    }
+    auto every = [&] {
+        nlohmann::json out;
+        engine.status(out);
+        return out["prefetch"]["open_watch_every"].get<uint64_t>();
+    };
+    // Opens then releases, each watched one with a READ (served > 0: the
+    // kernel had dropped it). Returns how many of `n` opens were watched.
+    auto opens = [&](size_t n) {
+        size_t watched = 0;
+        for (size_t i = 0; i < n; ++i) {
+            const index::NodeId id = d.ids[i % d.ids.size()];
+            cache::BlobRef b = engine.opened(id, 7);
+            auto how = engine.push_on_open(id, b);
+            if (how == prefetch::OpenPush::watched) ++watched;
+            engine.released(id, how == prefetch::OpenPush::watched ? 1 : 0, how);
+        }
+        return watched;
+    };
+    opens(d.ids.size()); // first opens since the mount: pushed, nothing learnt
+    CHECK(every() == 16);
+    CHECK(opens(640) == 40);
+    // 40 watched so far, all dropped: below the two spans it takes.
+    CHECK(every() == 16);
+    opens(16 * 24);
+    CHECK(every() == 64);
+    const size_t w = opens(64 * 20);
+    CHECK(w >= 19);
+    CHECK(w <= 21);
+    engine.stop();
+}
