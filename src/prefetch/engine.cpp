@@ -563,12 +563,21 @@ void Engine::admit(index::NodeId id, const FetchResult& r, bool demanded) {
                 std::lock_guard lk(landed_mu_);
                 to_push_.push_back(id);
             }
-            wake_scheduler();
+            wake_to_push();
         }
     }
     landed_.fetch_add(1, std::memory_order_release);
     // The last round found the prefetch queue full: room now.
     if (refill_wanted_.exchange(false, std::memory_order_relaxed)) wake_scheduler();
+}
+
+void Engine::wake_to_push() {
+    {
+        std::lock_guard lk(wake_mu_);
+        wake_ = true;
+        push_waiting_ = true;
+    }
+    wake_cv_.notify_one();
 }
 
 void Engine::wake_scheduler() {

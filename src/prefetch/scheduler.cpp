@@ -175,8 +175,21 @@ void Engine::schedule_loop() {
             for (const auto& j : *jobs)
                 for (auto& l : j->loaders)
                     l.tracker->abandon("prefetching failed inside clairfs (" + why + ")");
-        std::this_thread::sleep_for(min_round_gap);
+        // The rest between rounds, cut short only to push files that
+        // landed for a push (--opens fanotify): a file due within reach
+        // that lands now would otherwise wait out the rest, and its open,
+        // with no OPEN to push at, may come first (a READ then).
+        const auto rest_until = std::chrono::steady_clock::now() + min_round_gap;
         lk.lock();
+        while (wake_cv_.wait_until(lk, rest_until, [this] { return push_waiting_ || stopping_; })) {
+            if (stopping_) break;
+            push_waiting_ = false;
+            lk.unlock();
+            if (auto failed = sys::contained("a push of landed files", [&] { push_landed(); });
+                !failed.empty())
+                LOG_WARN("pushing landed files failed: %s", failed.c_str());
+            lk.lock();
+        }
     }
 }
 

@@ -422,6 +422,7 @@ private:
     std::mutex wake_mu_; // scheduler sleep; leaf lock
     std::condition_variable wake_cv_;
     bool wake_ = false;
+    bool push_waiting_ = false; // under wake_mu_: files landed for a push (to_push_)
     bool stopping_ = false;
     std::atomic<uint64_t> lead_{0}; // samples ready ahead of the slowest rank
     // Wake-up accounting: a round only runs when the ranks moved on enough
@@ -436,6 +437,7 @@ private:
     std::atomic<bool> refill_wanted_{false};
     uint64_t round_step() const;
     void wake_scheduler();
+    void wake_to_push(); // wake_scheduler(), and end its rest between rounds
     // Page-cache pushes: per node, the open count at its last open and just
     // after its last push. A file is pushed again only once opened since.
     Pusher push_;
