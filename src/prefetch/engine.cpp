@@ -35,7 +35,7 @@ Engine::Engine(const index::Index& idx, int backing_fd, EngineOptions opt)
       backing_calls_(opt.io_timeout, 2 * std::max(opt.fuse_threads, 1u)), ram_(opt.mem, idx.size()),
       in_window_(idx.size(), 0), window_index_(idx.size(), 0), tier_size_(idx.size(), not_tiered),
       last_open_(std::make_unique<std::atomic<uint64_t>[]>(idx.size())),
-      pushed_at_(std::make_unique<std::atomic<uint64_t>[]>(idx.size())) {
+      pushed_at_(std::make_unique<uint64_t[]>(idx.size())) {
     if (opt_.max_file == 0) opt_.max_file = opt_.mem / 16;
     handover_.store(opt_.handover && opt_.mem > 0, std::memory_order_relaxed);
     if ((opt_.open_push || opt_.watch_opens) && opt_.mem > 0)

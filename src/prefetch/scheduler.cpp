@@ -419,11 +419,7 @@ void Engine::drop_pages(bool following) {
 
 void Engine::push_ahead(const std::vector<index::NodeId>& next) {
     for (index::NodeId id : next) {
-        // Pushed after its last open: the pages are there already (or the
-        // kernel chose to drop them, which a READ then repairs).
-        if (pushed_at_[id].load(std::memory_order_relaxed) >
-            last_open_[id].load(std::memory_order_relaxed))
-            continue;
+        if (pushed_for_use(id)) continue;
         cache::BlobRef b = ram_.peek(id);
         // Still on its way (--opens fanotify): pushed when it lands, since
         // no open will push it either.
@@ -442,13 +438,8 @@ void Engine::push_ahead(const std::vector<index::NodeId>& next) {
 void Engine::push_one(index::NodeId id, const cache::Blob& b) {
     // A large file's pages would crowd out many small ones; its READs
     // are few and large anyway.
-    if (b.size > max_push) return;
-    const uint64_t at = opens_.load(std::memory_order_relaxed) + 1;
-    uint64_t was = pushed_at_[id].load(std::memory_order_relaxed);
-    // A fetch thread's push_landed() and the scheduler may both get here.
-    if (was > last_open_[id].load(std::memory_order_relaxed) ||
-        !pushed_at_[id].compare_exchange_strong(was, at, std::memory_order_relaxed))
-        return;
+    if (b.size > max_push || pushed_for_use(id)) return;
+    pushed_at_[id] = opens_.load(std::memory_order_relaxed) + 1;
     if (watch_state_ && !push_due(id)) return;
     int rv = push_(id, b);
     // Stored whole: the kernel's page cache holds it now.

@@ -444,7 +444,12 @@ private:
     std::atomic<uint64_t> opens_{0}; // opens of files the tiers take
     std::atomic<uint64_t> open_bytes_{0}; // and the sizes of their files
     std::unique_ptr<std::atomic<uint64_t>[]> last_open_;
-    std::unique_ptr<std::atomic<uint64_t>[]> pushed_at_;
+    std::unique_ptr<uint64_t[]> pushed_at_; // scheduler thread only
+    // Pushed since its last open: the pages are there already (or the
+    // kernel chose to drop them, which a READ then repairs).
+    bool pushed_for_use(index::NodeId id) const {
+        return pushed_at_[id] > last_open_[id].load(std::memory_order_relaxed);
+    }
     // --opens fanotify: per node, due within reach when a round found the
     // RAM tier without it; admit() queues it when it lands, and the
     // scheduler pushes it (push_landed). Not the fetch thread itself: a
