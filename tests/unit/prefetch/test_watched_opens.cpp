@@ -18,14 +18,20 @@ struct Mount {
     test::Dataset d{24};
     prefetch::Engine engine;
 
+    // Opens told by the watcher (--opens fanotify) with this one copy.
     explicit Mount(prefetch::EngineOptions::OneCopy mode)
-        : engine(d.idx, d.root_fd, [mode] {
+        : Mount([mode] {
               prefetch::EngineOptions o;
-              o.mem = 64 << 20;
-              o.fetch_threads = 2;
               o.watch_opens = true;
               o.push_ahead = true;
               o.one_copy = mode;
+              return o;
+          }()) {}
+    // Any other way of following opens; a 64 MiB tier and 2 fetch threads.
+    explicit Mount(prefetch::EngineOptions o)
+        : engine(d.idx, d.root_fd, [&o] {
+              o.mem = 64 << 20;
+              o.fetch_threads = 2;
               return o;
           }()) {
         engine.set_pusher([](index::NodeId, const cache::Blob&) { return 0; });
@@ -93,25 +99,15 @@ TEST_CASE("watched opens: without one copy nothing is dropped") {
 // in 16 watched; once 64 watched opens all needed a READ (the kernel drops
 // every file), 1 in 64.
 TEST_CASE("watched opens: 1 in 16 while learning, 1 in 64 once the kernel drops them all") {
-    test::Dataset d{24};
-    prefetch::Engine engine(d.idx, d.root_fd, [] {
+    Mount m([] {
         prefetch::EngineOptions o;
-        o.mem = 64 << 20;
-        o.fetch_threads = 2;
         o.open_push = true;
         return o;
     }());
-    engine.set_pusher([](index::NodeId, const cache::Blob&) { return 0; });
-    engine.start();
-    for (index::NodeId id : d.ids) {
-        cache::BlobRef b;
-        REQUIRE(engine.bytes_of(id, b) == 0);
-    }
-    auto every = [&] {
-        nlohmann::json out;
-        engine.status(out);
-        return out["prefetch"]["open_watch_every"].get<uint64_t>();
-    };
+    m.fill();
+    test::Dataset& d = m.d;
+    prefetch::Engine& engine = m.engine;
+    auto every = [&] { return m.prefetch()["open_watch_every"].get<uint64_t>(); };
     // Opens then releases, each watched one with a READ (served > 0: the
     // kernel had dropped it). Returns how many of `n` opens were watched.
     auto opens = [&](size_t n) {
@@ -135,5 +131,4 @@ TEST_CASE("watched opens: 1 in 16 while learning, 1 in 64 once the kernel drops 
     const size_t w = opens(64 * 20);
     CHECK(w >= 19);
     CHECK(w <= 21);
-    engine.stop();
 }
