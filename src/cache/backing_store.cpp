@@ -76,30 +76,35 @@ ssize_t BackingStore::read_at(int fd, char* buf, size_t size, off_t off) {
 }
 
 int BackingStore::read_whole(index::NodeId id, BlobRef& out) {
+    int rv = read_range(id, 0, index_.node(id).size, out);
+    if (rv == 0) files_.fetch_add(1, std::memory_order_relaxed);
+    return rv;
+}
+
+int BackingStore::read_range(index::NodeId id, uint64_t off, uint64_t len, BlobRef& out) {
     const index::Node& n = index_.node(id);
     int fd = open_verified(n);
     if (fd < 0) return fd;
 
     std::shared_ptr<Blob> blob;
     try {
-        blob = Blob::make(n.size);
+        blob = Blob::make(len);
     } catch (const std::bad_alloc&) {
         // A fetch thread must answer, not die: the demand waiting on it
         // gets an error it can pass to the reader.
         sys::close(fd);
         errors_.fetch_add(1, std::memory_order_relaxed);
-        LOG_WARN("no memory for a %llu-byte file (node %u)",
-                 static_cast<unsigned long long>(n.size), id);
+        LOG_WARN("no memory for %llu bytes of node %u", static_cast<unsigned long long>(len), id);
         return -ENOMEM;
     }
 
     int rv = 0;
-    if (n.size > 0) {
+    if (len > 0) {
         // pread_full loops on short reads; fewer bytes than asked means EOF.
-        ssize_t got = read_at(fd, blob->bytes.get(), n.size, 0);
+        ssize_t got = read_at(fd, blob->bytes.get(), len, static_cast<off_t>(off));
         if (got < 0) {
             rv = static_cast<int>(got);
-        } else if (static_cast<uint64_t>(got) < n.size) {
+        } else if (static_cast<uint64_t>(got) < len) {
             // fstat agreed with the scan, so the file shrank under us (or
             // the file system lies about sizes): the bytes are not the scan's.
             stale_.fetch_add(1, std::memory_order_relaxed);
@@ -107,7 +112,7 @@ int BackingStore::read_whole(index::NodeId id, BlobRef& out) {
             index_.relative_path(id, path);
             LOG_WARN("%s ended at byte %lld although the mount scan saw %llu bytes; refusing "
                      "it with ESTALE, remount to see the new version",
-                     path.c_str(), static_cast<long long>(got),
+                     path.c_str(), static_cast<long long>(off) + got,
                      static_cast<unsigned long long>(n.size));
             rv = -ESTALE;
         }
@@ -116,10 +121,10 @@ int BackingStore::read_whole(index::NodeId id, BlobRef& out) {
     // second copy charged to the same memory budget (the job's cgroup, on
     // a node), and reclaiming them later costs the job's own allocations.
     // Advice only: a failure changes nothing that is served.
-    if (rv == 0 && n.size > 0) sys::fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    if (rv == 0 && len > 0)
+        sys::fadvise(fd, static_cast<off_t>(off), static_cast<off_t>(len), POSIX_FADV_DONTNEED);
     sys::close(fd);
     if (rv < 0) return rv;
-    files_.fetch_add(1, std::memory_order_relaxed);
     out = std::move(blob);
     return 0;
 }

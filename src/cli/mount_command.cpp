@@ -78,6 +78,7 @@ prefetch::EngineOptions engine_options(const config::MountOptions& o) {
     prefetch::EngineOptions e;
     e.mem = o.mem == config::auto_mem ? config::usable_memory() / 4 : o.mem;
     e.fetch_threads = o.fetch_threads;
+    e.chunk_size = static_cast<uint32_t>(o.chunk_size);
     e.io_timeout = io_timeout_of(o);
     e.fuse_threads = o.threads;
     e.stage = o.stage;
@@ -104,41 +105,75 @@ prefetch::EngineOptions engine_options(const config::MountOptions& o) {
     return e;
 }
 
-// The SSD tier of --cache-dir, sized by --ssd (auto: the dataset's files
-// rounded to 4 KiB extents, or 90% of the directory's free space if less).
-// Problems with the directory give a disabled tier that says why in status,
-// not a failed mount.
-std::unique_ptr<cache::SsdTier> open_ssd(const config::MountOptions& o, const index::Index& idx,
-                                         const std::string& backing_root) {
+// Splits --ssd (auto: the dataset's bytes) between whole files and chunks
+// in proportion to the dataset's bytes in each, as the RAM budget is.
+struct SsdShare {
+    uint64_t whole = 0; // extents of the files held whole
+    uint64_t chunks = 0; // extents of the chunks
+};
+
+SsdShare ssd_need(const index::Index& idx, const prefetch::ChunkStore* chunks) {
+    SsdShare need;
+    for (index::NodeId id = 0; id < idx.size(); ++id) {
+        if (!S_ISREG(idx.node(id).mode)) continue;
+        uint64_t extent = (idx.node(id).size + 4095) / 4096 * 4096;
+        (chunks && chunks->covers(id) ? need.chunks : need.whole) += extent;
+    }
+    return need;
+}
+
+// One SSD tier in --cache-dir (whole files or chunks, each its own cache
+// file), sized by its share of --ssd (auto: its share of the dataset, or
+// of 90% of the directory's free space if less). Problems with the
+// directory give a disabled tier that says why in status, not a failed
+// mount.
+std::unique_ptr<cache::SsdTier> open_ssd(const config::MountOptions& o, std::string dataset,
+                                         cache::DescribeFile describe, size_t nodes,
+                                         uint64_t need, uint64_t total_need) {
     cache::SsdOptions s;
     s.dir = absolute_path(o.cache_dir);
-    s.dataset = backing_root;
-    s.describe = cache::describe_index(idx);
-    s.nodes = idx.size();
-    s.capacity = o.ssd;
+    s.dataset = std::move(dataset);
+    s.describe = std::move(describe);
+    s.nodes = nodes;
+    double share = total_need ? static_cast<double>(need) / static_cast<double>(total_need) : 1;
     s.io_timeout = io_timeout_of(o);
     if (o.ssd == config::auto_ssd) {
-        uint64_t need = 0;
-        for (index::NodeId id = 0; id < idx.size(); ++id)
-            if (S_ISREG(idx.node(id).mode)) need += (idx.node(id).size + 4095) / 4096 * 4096;
         s.capacity = std::max<uint64_t>(need, 4096);
         struct statvfs v;
         if (statvfs(s.dir.c_str(), &v) == 0) {
             // A cache file from an earlier mount is room this one may reuse,
             // not space taken: otherwise every remount would shrink it.
             struct stat old {};
-            std::string cache_file = s.dir + "/" + cache::cache_file_stem(backing_root) + ".cache";
+            std::string cache_file = s.dir + "/" + cache::cache_file_stem(s.dataset) + ".cache";
             uint64_t reusable = stat(cache_file.c_str(), &old) == 0
                                     ? static_cast<uint64_t>(old.st_blocks) * 512
                                     : 0;
             auto room = static_cast<uint64_t>(
-                (static_cast<double>(v.f_bavail) * static_cast<double>(v.f_frsize) +
+                (static_cast<double>(v.f_bavail) * static_cast<double>(v.f_frsize) * share +
                  static_cast<double>(reusable)) *
                 0.9);
             s.capacity = std::min(s.capacity, std::max<uint64_t>(room, 4096));
         }
+    } else {
+        s.capacity = static_cast<uint64_t>(static_cast<double>(o.ssd) * share) / 4096 * 4096;
     }
     return cache::SsdTier::open(s);
+}
+
+// The chunks' journal names each by its file's path and offset
+// (prefetch/chunk_map.hpp), so a remount with another --chunk-size or
+// --mem finds none of them.
+cache::DescribeFile describe_chunks(const index::Index& idx, const prefetch::ChunkMap& map) {
+    return [&idx, &map](index::NodeId id, cache::FileIdentity& out) {
+        if (id >= map.chunks()) return false;
+        prefetch::ChunkRange r = map.range(id);
+        const index::Node& n = idx.node(r.node);
+        idx.relative_path(r.node, out.path);
+        out.path = prefetch::chunk_journal_name(out.path, r);
+        out.size = r.length;
+        out.mtime_ns = n.mtime_sec * 1'000'000'000 + n.mtime_nsec;
+        return true;
+    };
 }
 
 } // namespace
@@ -223,7 +258,18 @@ int mount_command(const std::vector<std::string>& args) {
             cache::BlobArena::installed()->set_give_back(true);
     }
     prefetch::Engine engine(idx, backing.fd, eo);
-    if (!o.cache_dir.empty() && o.ssd != 0) engine.attach_ssd(open_ssd(o, idx, backing.real));
+    if (!o.cache_dir.empty() && o.ssd != 0) {
+        prefetch::ChunkStore* chunks = engine.chunks();
+        SsdShare need = ssd_need(idx, chunks);
+        uint64_t total = need.whole + need.chunks;
+        if (need.whole > 0 || !chunks)
+            engine.attach_ssd(open_ssd(o, backing.real, cache::describe_index(idx), idx.size(),
+                                       need.whole, total));
+        if (chunks)
+            engine.attach_chunk_ssd(open_ssd(o, backing.real + "#chunks",
+                                             describe_chunks(idx, chunks->map()),
+                                             chunks->map().chunks(), need.chunks, total));
+    }
     if (!o.peers.empty()) {
         peer::PeerOptions po;
         po.timeout = std::chrono::milliseconds(static_cast<int64_t>(o.peer_timeout * 1000));

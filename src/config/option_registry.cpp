@@ -26,6 +26,14 @@ std::string set_max_read(MountOptions& o, std::string_view v) {
     return "";
 }
 
+std::string set_chunk_size(MountOptions& o, std::string_view v) {
+    uint64_t n;
+    if (!parse_size(v, n) || (n != 0 && (n < (64u << 10) || n > (64u << 20) || n % 4096)))
+        return "expected 0 or a multiple of 4K from 64K to 64M";
+    o.chunk_size = n;
+    return "";
+}
+
 std::string set_blksize(MountOptions& o, std::string_view v) {
     uint64_t n;
     // The kernel keeps only log2(st_blksize), so anything else would be
@@ -251,6 +259,11 @@ constexpr OptionSpec specs[] = {
      "RAM cache budget, a hard cap; 0 turns caching off; auto is a quarter of the memory the "
      "daemon may use (physical memory or its memory cgroup's limit, whichever is smaller)",
      set_mem},
+    {"chunk_size", 0, OptionType::size, "SIZE", "1M",
+     "files too large for the RAM tier whole (above a sixteenth of --mem) are cached and read "
+     "ahead in chunks of this size (64K..64M, multiple of 4K); 0 reads them through from the "
+     "backing store",
+     set_chunk_size},
     {"fetch_threads", 0, OptionType::count, "N", "16",
      "threads reading whole files from the backing store (prefetches and misses)",
      set_count_field<&MountOptions::fetch_threads, 1, max_threads>},

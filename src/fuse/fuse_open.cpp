@@ -38,7 +38,8 @@ void fuse_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     // a backing open at every OPEN (~45 us here), while a smaller file costs
     // one READ round trip, or none while the mount's page cache keeps it
     // (bench/RESULTS.md, "Passthrough").
-    if (!fs.engine->tiered(*n) && n->size > fs.options.max_read) {
+    // Not a file held by chunk: its READs are what fills the tiers.
+    if (!fs.engine->tiered(*n) && !fs.engine->chunked(id) && n->size > fs.options.max_read) {
         int32_t backing = fs.passthrough.open(req, fs, *n, id);
         if (backing < 0) {
             fs.engine->released(id, 0, prefetch::OpenPush::none);

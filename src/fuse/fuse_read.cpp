@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "backing_file.hpp"
+#include "chunk_read.hpp"
 #include "control_nodes.hpp"
 #include "fuse_ops.hpp"
 #include "read_through.hpp"
@@ -39,7 +40,10 @@ void fuse_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file
         blob = fs.engine->opened(id, static_cast<uint32_t>(fuse_req_ctx(req)->pid));
     else if (off_u == 0 && !of && fs.open_watch)
         fs.engine->read_from_start(id);
-    if (!fs.engine->tiered(*n)) return read_through(req, fs, *n, of, size, off);
+    if (!fs.engine->tiered(*n)) {
+        if (fs.engine->chunked(id)) return chunk_read(req, fs, id, size, off_u);
+        return read_through(req, fs, *n, of, size, off);
+    }
 
     if (!blob) {
         if (int rv = file_bytes(fs, of, id, blob); rv < 0) return reply_error(req, rv);

@@ -29,14 +29,41 @@ size_t queue_depth(unsigned threads) {
 
 } // namespace
 
+EngineOptions Engine::split_budget(const index::Index& idx, EngineOptions opt) {
+    if (opt.max_file == 0) opt.max_file = opt.mem / 16;
+    opt.chunk_mem = 0;
+    if (opt.mem == 0 || opt.chunk_size == 0) return opt;
+    uint64_t whole = 0, large = 0;
+    for (index::NodeId id = 0; id < idx.size(); ++id) {
+        const index::Node& n = idx.node(id);
+        if (!S_ISREG(n.mode)) continue;
+        (n.size > opt.max_file ? large : whole) += n.size;
+    }
+    if (large == 0) return opt;
+    auto share = static_cast<uint64_t>(static_cast<double>(opt.mem) * static_cast<double>(large) /
+                                       static_cast<double>(large + whole));
+    uint64_t chunk_mem = whole == 0 ? opt.mem
+                                    : std::max(share, std::min<uint64_t>(opt.mem / 2, 32 << 20));
+    if (chunk_mem < uint64_t{4} * opt.chunk_size) return opt; // too small to read ahead into
+    opt.chunk_mem = chunk_mem;
+    opt.mem -= chunk_mem;
+    return opt;
+}
+
 Engine::Engine(const index::Index& idx, int backing_fd, EngineOptions opt)
-    : index_(idx), opt_(opt), backing_(idx, backing_fd),
+    : index_(idx), opt_(split_budget(idx, opt)), backing_(idx, backing_fd),
       // Room for every FUSE thread plus as many stuck in hung reads.
-      backing_calls_(opt.io_timeout, 2 * std::max(opt.fuse_threads, 1u)), ram_(opt.mem, idx.size()),
+      backing_calls_(opt.io_timeout, 2 * std::max(opt.fuse_threads, 1u)), ram_(opt_.mem, idx.size()),
       in_window_(idx.size(), 0), window_index_(idx.size(), 0), tier_size_(idx.size(), not_tiered),
       last_open_(std::make_unique<std::atomic<uint64_t>[]>(idx.size())),
       pushed_at_(std::make_unique<uint64_t[]>(idx.size())) {
-    if (opt_.max_file == 0) opt_.max_file = opt_.mem / 16;
+    if (opt_.chunk_mem > 0) {
+        ChunkOptions c;
+        c.ram = opt_.chunk_mem;
+        c.io_timeout = opt_.io_timeout;
+        chunks_ = std::make_unique<ChunkStore>(ChunkMap(idx, opt_.max_file, opt_.chunk_size),
+                                               backing_, idx, c);
+    }
     handover_.store(opt_.handover && opt_.mem > 0, std::memory_order_relaxed);
     if ((opt_.open_push || opt_.watch_opens) && opt_.mem > 0)
         open_seen_ = std::make_unique<std::atomic<bool>[]>(idx.size()); // all false
@@ -345,6 +372,7 @@ void Engine::start() {
         queue_depth(opt_.fetch_threads),
         [this](index::NodeId id, const FetchResult& r, bool demanded) { admit(id, r, demanded); },
         opt_.io_timeout);
+    if (chunks_) chunks_->start();
     scheduler_ = std::thread([this] { schedule_loop(); });
     stager_ = std::thread([this] { stage_loop(); });
     if (peers_) peers_->start();
@@ -383,6 +411,11 @@ bool Engine::stop_within(std::chrono::milliseconds bound) {
         return false;
     }
     pool_.reset();
+    if (chunks_ && !chunks_->stop(bound)) {
+        LOG_WARN("chunk fetches or SSD writes still hang after %.1f s; exiting without them",
+                 static_cast<double>(bound.count()) / 1000);
+        return false;
+    }
     // Finishes the SSD writes queued, before the SSD tier goes.
     if (writer_ && !writer_->stop(bound)) {
         LOG_WARN("SSD writes still hang after %.1f s; exiting without them",

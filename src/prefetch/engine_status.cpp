@@ -198,6 +198,10 @@ void Engine::status(nlohmann::json& out) const {
     uint64_t open_bytes = open_bytes_.load(std::memory_order_relaxed);
     out["backing"]["saved_bytes"] = open_bytes > b.bytes ? open_bytes - b.bytes : 0;
     if (ssd_) ssd_status(out["ssd"]);
+    if (chunks_)
+        chunks_->status(out["chunks"]);
+    else
+        out["chunks"] = nullptr;
     StageStatus st = stage_status();
     out["stage"] = {{"state", st.state},
                     {"target", st.target},

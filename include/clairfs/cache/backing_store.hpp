@@ -43,6 +43,10 @@ public:
     // short reads): open_verified, read, close. A file shorter on disk than
     // the scan said is -ESTALE. 0 on success, else -errno and `out` is untouched.
     int read_whole(index::NodeId id, BlobRef& out);
+    // Bytes [off, off + len) of file `id`, all within its scanned size (a
+    // large file's chunk), likewise verified at the open; not counted in
+    // `files`.
+    int read_range(index::NodeId id, uint64_t off, uint64_t len, BlobRef& out);
 
     BackingStats stats() const;
 

@@ -44,6 +44,7 @@ struct MountOptions {
     bool fuse_debug = false;
     uint64_t mem = auto_mem;     // RAM tier budget in bytes; auto_mem: see resolve_mem()
     unsigned fetch_threads = 16; // backing-store readers (latency-bound: more than cores)
+    uint64_t chunk_size = 1 << 20; // files above the RAM tier's max_file, by chunk; 0 = read through
     std::string register_file;   // a registration (control-file JSON) applied at mount
     bool push_ahead = false;     // registered: put the next files into the page cache
     std::string cache_dir;       // local-SSD tier directory; empty: no SSD tier

@@ -11,6 +11,7 @@
 #include "clairfs/cache/tier.hpp"
 #include "clairfs/peer/source_model.hpp"
 #include "clairfs/plan/job.hpp"
+#include "clairfs/prefetch/chunk_store.hpp"
 #include "clairfs/prefetch/fetch_pool.hpp"
 #include "clairfs/sys/bounded_calls.hpp"
 #include "clairfs/track/tracker.hpp"
@@ -71,6 +72,12 @@ struct EngineOptions {
     // files due next are pushed ahead (push_ahead must be on), and a drop
     // at the last close is the caller's (it holds a descriptor of the file).
     bool watch_opens = false;
+    // --chunk-size: files above max_file are held by chunks of this many
+    // bytes (prefetch/chunk_store.hpp); 0 reads them through range by range.
+    uint32_t chunk_size = 0;
+    // The part of `mem` their chunks take, set by the engine from the
+    // dataset (Engine::split_budget); `mem` is then the rest.
+    uint64_t chunk_mem = 0;
 };
 
 // What an OPEN did about the kernel's page cache (Engine::push_on_open),
@@ -160,8 +167,19 @@ public:
 
     // --- the FUSE side -------------------------------------------------
     // Whether reads of this file are served whole from the tiers (false:
-    // read through to the backing store range by range).
+    // by chunk, or read through to the backing store range by range).
     bool tiered(const index::Node& n) const;
+    // The files too large to be held whole, by chunk; null with
+    // --chunk-size 0, --mem 0, or no such file.
+    ChunkStore* chunks() { return chunks_.get(); }
+    bool chunked(index::NodeId id) const { return chunks_ && chunks_->covers(id); }
+    // Before start(): the SSD tier of the chunks.
+    void attach_chunk_ssd(std::unique_ptr<cache::Tier> ssd) {
+        if (chunks_) chunks_->attach_ssd(std::move(ssd));
+    }
+    // What the engine made of the options: the budgets after the split
+    // between whole files and chunks, and max_file.
+    const EngineOptions& options() const { return opt_; }
     // An open() of a regular file by process `pid`: tells the tracker and wakes the
     // scheduler; returns the file's bytes if a tier holds them, so the open
     // pins them against eviction for its lifetime.
@@ -268,6 +286,11 @@ public:
     // stall_seconds, prefetch, ranks (see clairfs-control(5)).
     void status(nlohmann::json& out) const;
 
+    // Splits --mem between whole files and chunks, in proportion to the
+    // dataset's bytes in each (chunks get at least min(mem / 2, 32 MiB),
+    // and none at all if that is under 4 chunks); fixes max_file.
+    static EngineOptions split_budget(const index::Index& idx, EngineOptions opt);
+
 private:
     void admit(index::NodeId id, const FetchResult& r, bool demanded);
     FetchResult read_whole(index::NodeId id, bool demanded);
@@ -346,6 +369,7 @@ private:
     sys::BoundedCalls backing_calls_;
     cache::RamTier ram_;
     std::unique_ptr<cache::Tier> ssd_;  // the local-SSD tier, or null
+    std::unique_ptr<ChunkStore> chunks_; // files above max_file, or null
     std::unique_ptr<SsdWriter> writer_; // after ssd_: drains into it when destroyed
     std::unique_ptr<peer::Peers> peers_; // before the pool: its threads fetch from peers
     std::unique_ptr<FetchPool> pool_;   // after the tiers: its threads admit into them

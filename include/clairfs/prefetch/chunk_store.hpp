@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: MIT
+// Large files in the tiers by chunk (prefetch/chunk_map.hpp). A READ of a
+// file the tiers cannot hold whole is served from its chunks: from the RAM
+// tier, else fetched (from the SSD tier, else the backing store) by a
+// fetch pool of its own, which joins a read of the same chunk already in
+// flight. A file read on from where its last READ ended is read ahead a
+// window of chunks, so a sequential reader (a TFRecord shard, a tar shard)
+// finds the next chunks fetched; a reader that jumps about fetches only
+// the chunks it touches.
+//
+// RAM keeps chunks least recently used first out: the window read ahead is
+// always the newest, and a chunk read is kept as long as room allows. The
+// SSD tier (a cache file of its own in --cache-dir) keeps every chunk
+// fetched from the backing store until it is full, and takes them back at
+// a remount over the unchanged files.
+#pragma once
+
+#include "clairfs/cache/backing_store.hpp"
+#include "clairfs/cache/ram_tier.hpp"
+#include "clairfs/cache/tier.hpp"
+#include "clairfs/prefetch/chunk_map.hpp"
+#include "clairfs/prefetch/fetch_pool.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json_fwd.hpp>
+#include <unordered_map>
+
+namespace clairfs::prefetch {
+
+class SsdWriter;
+
+struct ChunkOptions {
+    uint64_t ram = 0;      // RAM budget for chunks, bytes (> 0)
+    unsigned threads = 4;  // fetch threads
+    // How far a sequential reader is read ahead, in bytes (rounded up to
+    // whole chunks, at least 2, and at most a quarter of `ram`).
+    uint64_t window = 16 << 20;
+    std::chrono::milliseconds io_timeout{60000}; // as EngineOptions::io_timeout
+};
+
+struct ChunkReadStats {
+    uint64_t reads = 0;      // READs served from chunks
+    uint64_t hits = 0;       // chunks a READ found in RAM
+    uint64_t fetched = 0;    // chunks a READ waited for
+    uint64_t read_ahead = 0; // chunks queued ahead of a sequential reader
+    uint64_t evictions = 0;  // chunks dropped from RAM for room
+};
+
+class ChunkStore {
+public:
+    ChunkStore(ChunkMap map, cache::BackingStore& backing, const index::Index& idx,
+               ChunkOptions opt);
+    ~ChunkStore();
+    ChunkStore(const ChunkStore&) = delete;
+    ChunkStore& operator=(const ChunkStore&) = delete;
+    // Before start(): the SSD tier for chunks, keyed by chunk number.
+    void attach_ssd(std::unique_ptr<cache::Tier> ssd);
+    void start();
+    // As FetchPool::stop and SsdWriter::stop: false if a fetch or a write
+    // is stuck after `bound`; the store must then never be destroyed.
+    bool stop(std::chrono::milliseconds bound);
+
+    const ChunkMap& map() const { return map_; }
+    bool covers(index::NodeId node) const { return map_.covers(node); }
+    // Copies bytes [off, off + size) of a covered file, all within it, into
+    // `out`: size on success, else -errno (-EIO after --io-timeout, -ESTALE
+    // for a file changed since the scan). On a FUSE thread.
+    ssize_t read(index::NodeId node, uint64_t off, size_t size, char* out);
+    // Status key "chunks" (clairfs-control(5)).
+    void status(nlohmann::json& out) const;
+
+private:
+    FetchResult fetch(ChunkId id);
+    FetchResult read_backing(ChunkId id);
+    void admit(ChunkId id, const FetchResult& r);
+    cache::BlobRef chunk(ChunkId id, int& error); // RAM, else a demand fetch; null and -errno
+    void touch(ChunkId id);           // most recently used now
+    void read_ahead(index::NodeId node, ChunkId from);
+
+    ChunkMap map_;
+    cache::BackingStore& backing_;
+    const index::Index& index_;
+    ChunkOptions opt_;
+    uint32_t window_chunks_ = 2;
+    cache::RamTier ram_;
+    std::unique_ptr<cache::Tier> ssd_;
+    std::unique_ptr<SsdWriter> writer_; // after ssd_: drains into it when destroyed
+    std::unique_ptr<FetchPool> pool_;   // after the tiers: its threads admit into them
+
+    // RAM's chunks, least recently used first. Leaf lock: no tier call,
+    // no I/O and no log line under it.
+    mutable std::mutex lru_mu_;
+    std::list<ChunkId> lru_;
+    std::unordered_map<ChunkId, std::list<ChunkId>::iterator> lru_at_;
+
+    // Per covered file (by first chunk's file index): where its last READ
+    // ended, to tell a sequential reader; racy by design (advice only).
+    std::unique_ptr<std::atomic<uint64_t>[]> next_off_;
+    std::atomic<uint64_t> reads_{0}, hits_{0}, fetched_{0}, read_ahead_{0}, evictions_{0};
+    std::atomic<uint64_t> errors_{0};
+};
+
+} // namespace clairfs::prefetch

@@ -1,0 +1,203 @@
+// SPDX-License-Identifier: MIT
+#include "clairfs/prefetch/chunk_store.hpp"
+
+#include "clairfs/log.hpp"
+#include "ssd_writer.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <nlohmann/json.hpp>
+
+namespace clairfs::prefetch {
+namespace {
+
+// SSD writes queued at once: the window read ahead, twice over.
+uint64_t writer_bound(const ChunkOptions& opt) {
+    return std::max<uint64_t>(opt.window * 2, 32 << 20);
+}
+
+} // namespace
+
+ChunkStore::ChunkStore(ChunkMap map, cache::BackingStore& backing, const index::Index& idx,
+                       ChunkOptions opt)
+    : map_(std::move(map)), backing_(backing), index_(idx), opt_(opt),
+      ram_(opt.ram, std::max<size_t>(map_.chunks(), 1)),
+      next_off_(std::make_unique<std::atomic<uint64_t>[]>(std::max<size_t>(map_.files(), 1))) {
+    // Whole chunks, at least two (the one being read and the next), and no
+    // more than a quarter of the budget: the rest keeps chunks read.
+    uint64_t cs = map_.chunk_size();
+    uint64_t want = (opt_.window + cs - 1) / cs;
+    uint64_t most = std::max<uint64_t>(opt_.ram / 4 / cs, 2);
+    window_chunks_ = static_cast<uint32_t>(std::clamp<uint64_t>(want, 2, most));
+    for (size_t i = 0; i < std::max<size_t>(map_.files(), 1); ++i) next_off_[i] = UINT64_MAX;
+}
+
+ChunkStore::~ChunkStore() {
+    stop({});
+}
+
+void ChunkStore::attach_ssd(std::unique_ptr<cache::Tier> ssd) {
+    ssd_ = std::move(ssd);
+    if (ssd_) writer_ = std::make_unique<SsdWriter>(*ssd_, writer_bound(opt_));
+}
+
+void ChunkStore::start() {
+    if (writer_) writer_->start();
+    pool_ = std::make_unique<FetchPool>(
+        [this](index::NodeId id, bool) { return fetch(id); }, std::max(opt_.threads, 1u),
+        // Enough for two readers' windows; a full queue only delays read-ahead.
+        size_t{window_chunks_} * 4,
+        [this](index::NodeId id, const FetchResult& r, bool) { admit(id, r); }, opt_.io_timeout);
+}
+
+bool ChunkStore::stop(std::chrono::milliseconds bound) {
+    if (pool_ && !pool_->stop(bound)) return false;
+    pool_.reset();
+    if (writer_ && !writer_->stop(bound)) return false;
+    writer_.reset();
+    return true;
+}
+
+// On a fetch thread: a chunk on its way to the SSD, the SSD tier's copy,
+// else the backing store. A copy the SSD fails to return (an I/O error, a
+// checksum mismatch) is dropped by the tier and read again.
+FetchResult ChunkStore::fetch(ChunkId id) {
+    if (writer_) {
+        if (cache::BlobRef b = writer_->peek(id)) return {0, std::move(b), Source::ssd};
+    }
+    if (ssd_ && ssd_->contains(id)) {
+        if (cache::BlobRef b = ssd_->get(id)) return {0, std::move(b), Source::ssd};
+    }
+    return read_backing(id);
+}
+
+FetchResult ChunkStore::read_backing(ChunkId id) {
+    ChunkRange r = map_.range(id);
+    FetchResult out;
+    out.error = backing_.read_range(r.node, r.offset, r.length, out.blob);
+    if (out.error) errors_.fetch_add(1, std::memory_order_relaxed);
+    return out;
+}
+
+// On the fetching thread, before any waiter returns: RAM makes room by
+// dropping its least recently used chunks (never the one coming in).
+void ChunkStore::admit(ChunkId id, const FetchResult& r) {
+    if (r.error != 0) return;
+    uint64_t size = r.blob->size;
+    for (;;) {
+        cache::TierStats t = ram_.stats();
+        if (t.bytes + size <= t.capacity || ram_.contains(id)) break;
+        ChunkId victim = no_chunk;
+        {
+            std::lock_guard lk(lru_mu_);
+            if (lru_.empty()) break;
+            victim = lru_.front();
+            lru_.pop_front();
+            lru_at_.erase(victim);
+        }
+        if (ram_.evict(victim) > 0) evictions_.fetch_add(1, std::memory_order_relaxed);
+    }
+    if (ram_.put(id, r.blob)) touch(id);
+    if (writer_ && r.from == Source::backing && !ssd_->contains(id)) writer_->enqueue(id, r.blob);
+}
+
+void ChunkStore::touch(ChunkId id) {
+    std::lock_guard lk(lru_mu_);
+    if (auto it = lru_at_.find(id); it != lru_at_.end()) {
+        lru_.splice(lru_.end(), lru_, it->second);
+        return;
+    }
+    lru_at_.emplace(id, lru_.insert(lru_.end(), id));
+}
+
+cache::BlobRef ChunkStore::chunk(ChunkId id, int& error) {
+    if (cache::BlobRef b = ram_.get(id)) {
+        hits_.fetch_add(1, std::memory_order_relaxed);
+        touch(id);
+        return b;
+    }
+    FetchResult r = pool_->demand(id, [this, id] { return ram_.peek(id); });
+    if (r.error != 0) {
+        error = r.error;
+        return nullptr;
+    }
+    fetched_.fetch_add(1, std::memory_order_relaxed);
+    return std::move(r.blob);
+}
+
+ssize_t ChunkStore::read(index::NodeId node, uint64_t off, size_t size, char* out) {
+    if (!pool_) return -EIO;
+    reads_.fetch_add(1, std::memory_order_relaxed);
+    const uint64_t cs = map_.chunk_size();
+    ChunkId id = map_.chunk_at(node, off);
+    const ChunkId first = id;
+    size_t done = 0;
+    while (done < size) {
+        uint64_t at = off + done;
+        id = map_.chunk_at(node, at);
+        int error = 0;
+        cache::BlobRef b = chunk(id, error);
+        if (!b) return error;
+        uint64_t in_chunk = at % cs;
+        size_t n = static_cast<size_t>(std::min<uint64_t>(size - done, b->size - in_chunk));
+        std::memcpy(out + done, b->bytes.get() + in_chunk, n);
+        done += n;
+    }
+    // A READ that starts where the file's last one ended, or within a
+    // chunk of it (the kernel's readahead sends READs of one stream on
+    // several FUSE threads, not always in order), continues a sequential
+    // reader; so does a first READ at 0.
+    std::atomic<uint64_t>& last = next_off_[map_.file_index(first)];
+    uint64_t prev = last.exchange(off + size, std::memory_order_relaxed);
+    bool sequential = prev == UINT64_MAX ? off == 0
+                                          : off + cs >= prev && off <= prev + cs;
+    if (sequential) read_ahead(node, id);
+    return static_cast<ssize_t>(size);
+}
+
+void ChunkStore::read_ahead(index::NodeId node, ChunkId from) {
+    (void)node;
+    ChunkId id = map_.next_in_file(from);
+    for (uint32_t i = 0; i < window_chunks_ && id != no_chunk; ++i, id = map_.next_in_file(id)) {
+        if (ram_.contains(id)) continue;
+        if (pool_->prefetch(id, [this, id] { return ram_.contains(id); }))
+            read_ahead_.fetch_add(1, std::memory_order_relaxed);
+    }
+}
+
+void ChunkStore::status(nlohmann::json& out) const {
+    cache::TierStats r = ram_.stats();
+    out = {{"chunk_size", map_.chunk_size()},
+           {"files", map_.files()},
+           {"chunks", map_.chunks()},
+           {"bytes", map_.bytes()},
+           {"files_not_chunked", map_.skipped()},
+           {"window_chunks", window_chunks_},
+           {"reads", reads_.load(std::memory_order_relaxed)},
+           {"ram_hits", hits_.load(std::memory_order_relaxed)},
+           {"fetched_for_read", fetched_.load(std::memory_order_relaxed)},
+           {"read_ahead", read_ahead_.load(std::memory_order_relaxed)},
+           {"fetch_errors", errors_.load(std::memory_order_relaxed)},
+           {"ram",
+            {{"bytes", r.bytes},
+             {"capacity", r.capacity},
+             {"chunks", r.entries},
+             {"evictions", evictions_.load(std::memory_order_relaxed)}}}};
+    if (ssd_) {
+        cache::TierStats s = ssd_->stats();
+        cache::TierHealth h = ssd_->health();
+        out["ssd"] = {{"enabled", h.enabled},
+                      {"error", h.error.empty() ? nlohmann::json(nullptr) : nlohmann::json(h.error)},
+                      {"bytes", s.bytes},
+                      {"capacity", s.capacity},
+                      {"chunks", s.entries},
+                      {"hits", s.hits},
+                      {"errors", h.errors},
+                      {"reused", h.reused},
+                      {"invalidated", h.invalidated}};
+    } else {
+        out["ssd"] = nullptr;
+    }
+}
+
+} // namespace clairfs::prefetch

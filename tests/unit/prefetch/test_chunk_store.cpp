@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: MIT
+// Large files by chunk: how ChunkMap numbers and places chunks, and
+// ChunkStore's reads against a real backing directory: every byte equal
+// to the file's at any offset and across chunk boundaries, read-ahead for
+// a sequential reader only, eviction under a budget smaller than the file,
+// and ESTALE (nothing served) for a file changed since the scan.
+#include "../disk_tree.hpp"
+#include "clairfs/prefetch/chunk_store.hpp"
+
+#include <doctest/doctest.h>
+#include <fcntl.h>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <unistd.h>
+
+using namespace clairfs;
+using namespace clairfs::prefetch;
+
+namespace {
+
+std::string pattern(size_t size, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::string s(size, '\0');
+    for (auto& c : s) c = static_cast<char>(rng());
+    return s;
+}
+
+struct Dataset {
+    test::DiskTree tree;
+    std::map<std::string, std::string> bytes;
+    void put(const std::string& rel, size_t size, uint32_t seed) {
+        bytes[rel] = pattern(size, seed);
+        std::ofstream(tree.root / rel, std::ios::binary) << bytes[rel];
+    }
+};
+
+index::NodeId id_of(const index::Index& idx, const std::string& rel) {
+    for (index::NodeId id = 0; id < idx.size(); ++id) {
+        std::string p;
+        idx.relative_path(id, p);
+        if (p == rel) return id;
+    }
+    FAIL("no node " << rel);
+    return 0;
+}
+
+struct Store {
+    index::Index idx;
+    int fd;
+    cache::BackingStore backing;
+    ChunkStore store;
+    Store(const Dataset& d, uint64_t above, uint32_t chunk, uint64_t ram)
+        : idx(d.tree.scan()), fd(::open(d.tree.root.c_str(), O_RDONLY | O_DIRECTORY)),
+          backing(idx, fd), store(ChunkMap(idx, above, chunk), backing, idx, options(ram)) {
+        store.start();
+    }
+    ~Store() {
+        store.stop({});
+        ::close(fd);
+    }
+    static ChunkOptions options(uint64_t ram) {
+        ChunkOptions o;
+        o.ram = ram;
+        o.threads = 2;
+        o.window = 4 * 64 << 10;
+        return o;
+    }
+    std::string read(const std::string& rel, uint64_t off, size_t size) {
+        std::string out(size, '\0');
+        ssize_t got = store.read(id_of(idx, rel), off, size, out.data());
+        REQUIRE(got == static_cast<ssize_t>(size));
+        return out;
+    }
+    nlohmann::json status() const {
+        nlohmann::json j;
+        store.status(j);
+        return j;
+    }
+};
+
+} // namespace
+
+TEST_CASE("chunk map: files above the cutoff, numbered densely, the last chunk short") {
+    Dataset d;
+    d.put("small", 1000, 1);
+    d.put("big", 3 * 4096 + 5, 2);
+    d.put("exact", 2 * 4096, 3);
+    d.put("edge", 8192, 4); // at the cutoff: held whole
+    index::Index idx = d.tree.scan();
+    ChunkMap map(idx, 8191, 4096);
+    index::NodeId big = id_of(idx, "big"), exact = id_of(idx, "exact");
+    CHECK_FALSE(map.covers(id_of(idx, "small")));
+    CHECK(map.covers(id_of(idx, "edge")));
+    CHECK(map.covers(big));
+    CHECK(map.covers(exact));
+    CHECK(map.files() == 3);
+    CHECK(map.chunks() == 4 + 2 + 2);
+    CHECK(map.bytes() == 3 * 4096 + 5 + 2 * 4096 + 8192);
+    ChunkId last = map.chunk_at(big, 3 * 4096 + 4);
+    ChunkRange r = map.range(last);
+    CHECK(r.node == big);
+    CHECK(r.offset == 3 * 4096);
+    CHECK(r.length == 5);
+    CHECK(map.next_in_file(last) == no_chunk);
+    CHECK(map.next_in_file(map.chunk_at(big, 0)) == map.chunk_at(big, 4096));
+    CHECK(map.range(map.chunk_at(exact, 4096)).length == 4096);
+    CHECK(map.next_in_file(map.chunk_at(exact, 4096)) == no_chunk);
+    CHECK(map.file_index(map.chunk_at(exact, 0)) != map.file_index(last));
+    CHECK(chunk_journal_name("a@1/b", r) == "a@1/b@12288");
+    // Nothing chunked: an empty map.
+    ChunkMap none(idx, 1 << 20, 4096);
+    CHECK(none.files() == 0);
+    CHECK_FALSE(none.covers(big));
+}
+
+TEST_CASE("chunk store: every byte equals the file's, at any offset and across chunks") {
+    Dataset d;
+    d.put("a", 1'000'003, 7);
+    d.put("b", 300'000, 8);
+    Store s(d, 100'000, 64 << 10, 8 << 20);
+    std::mt19937 rng(3);
+    for (int i = 0; i < 400; ++i) {
+        const std::string& rel = i % 2 ? "a" : "b";
+        const std::string& want = d.bytes[rel];
+        uint64_t off = rng() % want.size();
+        size_t len = std::min<size_t>(1 + rng() % (200 << 10), want.size() - off);
+        REQUIRE(s.read(rel, off, len) == want.substr(off, len));
+    }
+    // Exactly at boundaries, and the last byte.
+    CHECK(s.read("a", 65535, 2) == d.bytes["a"].substr(65535, 2));
+    CHECK(s.read("a", 1'000'002, 1) == d.bytes["a"].substr(1'000'002, 1));
+    CHECK(s.read("b", 0, 300'000) == d.bytes["b"]);
+    nlohmann::json st = s.status();
+    CHECK(st["fetch_errors"] == 0);
+    // Each chunk came from the backing store once: RAM holds both files.
+    CHECK(s.backing.stats().bytes == 1'000'003 + 300'000);
+}
+
+TEST_CASE("chunk store: a sequential reader is read ahead, a random one is not") {
+    Dataset d;
+    d.put("seq", 2 << 20, 1);
+    d.put("rnd", 2 << 20, 2);
+    Store s(d, 100'000, 64 << 10, 8 << 20);
+    for (uint64_t off = 0; off < (2 << 20); off += 128 << 10)
+        REQUIRE(s.read("seq", off, 128 << 10) == d.bytes["seq"].substr(off, 128 << 10));
+    nlohmann::json st = s.status();
+    // 32 chunks: the first read asks for the first two; each read queues
+    // the 4 after it, before the next read asks for them: all the others
+    // were queued ahead (how many arrive in time depends on the machine).
+    CHECK(st["read_ahead"] == 30);
+    uint64_t ahead = st["read_ahead"];
+    // Far jumps, never where the last read ended.
+    for (uint64_t off : {1'500'000u, 100'000u, 1'900'000u, 700'000u, 1'200'000u})
+        REQUIRE(s.read("rnd", off, 1000) == d.bytes["rnd"].substr(off, 1000));
+    CHECK(s.status()["read_ahead"] == ahead);
+}
+
+TEST_CASE("chunk store: a file larger than the budget is read whole, least recently used out") {
+    Dataset d;
+    d.put("big", 3 << 20, 5);
+    Store s(d, 100'000, 64 << 10, 1 << 20);
+    for (int pass = 0; pass < 2; ++pass)
+        for (uint64_t off = 0; off < (3 << 20); off += 256 << 10)
+            REQUIRE(s.read("big", off, 256 << 10) == d.bytes["big"].substr(off, 256 << 10));
+    nlohmann::json st = s.status();
+    CHECK(st["ram"]["bytes"].get<uint64_t>() <= (1 << 20));
+    CHECK(st["ram"]["evictions"].get<uint64_t>() > 0);
+}
+
+TEST_CASE("chunk store: a file changed since the scan is refused with ESTALE") {
+    Dataset d;
+    d.put("f", 1 << 20, 9);
+    Store s(d, 100'000, 64 << 10, 8 << 20);
+    d.put("f", (1 << 20) + 10, 10); // another size, another mtime
+    std::string out(4096, '\0');
+    CHECK(s.store.read(id_of(s.idx, "f"), 0, 4096, out.data()) == -ESTALE);
+    CHECK(s.status()["fetch_errors"].get<uint64_t>() >= 1);
+    CHECK(s.backing.stats().stale >= 1);
+}
