@@ -22,7 +22,8 @@ ChunkStore::ChunkStore(ChunkMap map, cache::BackingStore& backing, const index::
                        ChunkOptions opt)
     : map_(std::move(map)), backing_(backing), index_(idx), opt_(opt),
       ram_(opt.ram, std::max<size_t>(map_.chunks(), 1)),
-      next_off_(std::make_unique<std::atomic<uint64_t>[]>(std::max<size_t>(map_.files(), 1))) {
+      next_off_(std::make_unique<std::atomic<uint64_t>[]>(std::max<size_t>(map_.files(), 1))),
+      ahead_(std::make_unique<std::atomic<uint8_t>[]>(std::max<size_t>(map_.chunks(), 1))) {
     // Whole chunks, at least two (the one being read and the next), and no
     // more than a quarter of the budget: the rest keeps chunks read.
     uint64_t cs = map_.chunk_size();
@@ -82,23 +83,40 @@ FetchResult ChunkStore::read_backing(ChunkId id) {
 // On the fetching thread, before any waiter returns: RAM makes room by
 // dropping its least recently used chunks (never the one coming in).
 void ChunkStore::admit(ChunkId id, const FetchResult& r) {
-    if (r.error != 0) return;
+    if (r.error != 0) return unread_gone(id, true);
     uint64_t size = r.blob->size;
     for (;;) {
         cache::TierStats t = ram_.stats();
         if (t.bytes + size <= t.capacity || ram_.contains(id)) break;
         ChunkId victim = no_chunk;
         {
+            // The least recently used chunk not read ahead and still unread:
+            // a slow reader's next chunks are the last to go (they take at
+            // most half the share, so the walk is short).
             std::lock_guard lk(lru_mu_);
             if (lru_.empty()) break;
-            victim = lru_.front();
-            lru_.pop_front();
+            auto it = std::find_if(lru_.begin(), lru_.end(), [this](ChunkId c) {
+                return ahead_[c].load(std::memory_order_relaxed) == 0;
+            });
+            if (it == lru_.end()) it = lru_.begin();
+            victim = *it;
+            lru_.erase(it);
             lru_at_.erase(victim);
         }
         if (ram_.evict(victim) > 0) evictions_.fetch_add(1, std::memory_order_relaxed);
+        unread_gone(victim, true);
     }
-    if (ram_.put(id, r.blob)) touch(id);
+    if (ram_.put(id, r.blob))
+        touch(id);
+    else
+        unread_gone(id, true);
     if (writer_ && r.from == Source::backing && !ssd_->contains(id)) writer_->enqueue(id, r.blob);
+}
+
+void ChunkStore::unread_gone(ChunkId id, bool wasted) {
+    if (ahead_[id].exchange(0, std::memory_order_relaxed) == 0) return;
+    ahead_bytes_.fetch_sub(map_.range(id).length, std::memory_order_relaxed);
+    if (wasted) wasted_.fetch_add(1, std::memory_order_relaxed);
 }
 
 void ChunkStore::touch(ChunkId id) {
@@ -114,6 +132,7 @@ cache::BlobRef ChunkStore::chunk(ChunkId id, int& error) {
     if (cache::BlobRef b = ram_.get(id)) {
         hits_.fetch_add(1, std::memory_order_relaxed);
         touch(id);
+        unread_gone(id, false);
         return b;
     }
     FetchResult r = pool_->demand(id, [this, id] { return ram_.peek(id); });
@@ -122,6 +141,7 @@ cache::BlobRef ChunkStore::chunk(ChunkId id, int& error) {
         return nullptr;
     }
     fetched_.fetch_add(1, std::memory_order_relaxed);
+    unread_gone(id, false);
     return std::move(r.blob);
 }
 
@@ -151,17 +171,24 @@ ssize_t ChunkStore::read(index::NodeId node, uint64_t off, size_t size, char* ou
     uint64_t prev = last.exchange(off + size, std::memory_order_relaxed);
     bool sequential = prev == UINT64_MAX ? off == 0
                                           : off + cs >= prev && off <= prev + cs;
-    if (sequential) read_ahead(node, id);
+    if (sequential) read_ahead(id);
     return static_cast<ssize_t>(size);
 }
 
-void ChunkStore::read_ahead(index::NodeId node, ChunkId from) {
-    (void)node;
+void ChunkStore::read_ahead(ChunkId from) {
+    const uint64_t budget = opt_.ram / 2;
     ChunkId id = map_.next_in_file(from);
     for (uint32_t i = 0; i < window_chunks_ && id != no_chunk; ++i, id = map_.next_in_file(id)) {
-        if (ram_.contains(id)) continue;
+        if (ram_.contains(id) || ahead_[id].load(std::memory_order_relaxed)) continue;
+        uint32_t len = map_.range(id).length;
+        if (ahead_bytes_.load(std::memory_order_relaxed) + len > budget) return;
+        // Marked before it is queued: its fetch may land at once.
+        ahead_[id].store(1, std::memory_order_relaxed);
+        ahead_bytes_.fetch_add(len, std::memory_order_relaxed);
         if (pool_->prefetch(id, [this, id] { return ram_.contains(id); }))
             read_ahead_.fetch_add(1, std::memory_order_relaxed);
+        else
+            unread_gone(id, false); // queued or fetched already, or the queue is full
     }
 }
 
@@ -177,6 +204,8 @@ void ChunkStore::status(nlohmann::json& out) const {
            {"ram_hits", hits_.load(std::memory_order_relaxed)},
            {"fetched_for_read", fetched_.load(std::memory_order_relaxed)},
            {"read_ahead", read_ahead_.load(std::memory_order_relaxed)},
+           {"read_ahead_wasted", wasted_.load(std::memory_order_relaxed)},
+           {"read_ahead_bytes", ahead_bytes_.load(std::memory_order_relaxed)},
            {"fetch_errors", errors_.load(std::memory_order_relaxed)},
            {"ram",
             {{"bytes", r.bytes},

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 """FUSE passthrough (--passthrough, the default where libfuse >= 3.17, a
 kernel with CONFIG_FUSE_PASSTHROUGH and root): a file the tiers do not take
-(here, larger than a sixteenth of --mem 16M) is read by the kernel straight
+(here, larger than a sixteenth of --mem 16M, with --chunk-size 0 so that
+the tiers do not hold it by chunk either) is read by the kernel straight
 from its backing file.
 
 Where this build and kernel have it (status passthrough.state "on"):
@@ -57,7 +58,7 @@ def read_ranges(mp, rel, data, rng):
 def case_default(data, mp, expected):
     rng = random.Random(9)
     big = sorted(r for r in expected if r.startswith("big/"))
-    with ml.mounted(data, mp, "--mem", "16M", "--no-detect"):
+    with ml.mounted(data, mp, "--mem", "16M", "--no-detect", "--chunk-size", "0"):
         pt = ml.status(mp)["passthrough"]
         ml.log(f"passthrough: {pt}")
         on = pt["state"] == "on"
@@ -121,7 +122,8 @@ def stale(data, mp, expected, rel, pt):
 
 def case_off(data, mp, expected):
     big = sorted(r for r in expected if r.startswith("big/"))
-    with ml.mounted(data, mp, "--mem", "16M", "--no-detect", "--no-passthrough"):
+    with ml.mounted(data, mp, "--mem", "16M", "--no-detect", "--chunk-size", "0",
+                    "--no-passthrough"):
         pt = ml.status(mp)["passthrough"]
         ml.check(pt["state"] == "off" and "--no-passthrough" in (pt["reason"] or ""),
                  f"--no-passthrough: {pt}")

@@ -42,14 +42,6 @@ struct ChunkOptions {
     std::chrono::milliseconds io_timeout{60000}; // as EngineOptions::io_timeout
 };
 
-struct ChunkReadStats {
-    uint64_t reads = 0;      // READs served from chunks
-    uint64_t hits = 0;       // chunks a READ found in RAM
-    uint64_t fetched = 0;    // chunks a READ waited for
-    uint64_t read_ahead = 0; // chunks queued ahead of a sequential reader
-    uint64_t evictions = 0;  // chunks dropped from RAM for room
-};
-
 class ChunkStore {
 public:
     ChunkStore(ChunkMap map, cache::BackingStore& backing, const index::Index& idx,
@@ -79,7 +71,7 @@ private:
     void admit(ChunkId id, const FetchResult& r);
     cache::BlobRef chunk(ChunkId id, int& error); // RAM, else a demand fetch; null and -errno
     void touch(ChunkId id);           // most recently used now
-    void read_ahead(index::NodeId node, ChunkId from);
+    void read_ahead(ChunkId from); // the window after `from`, as far as the budget allows
 
     ChunkMap map_;
     cache::BackingStore& backing_;
@@ -100,7 +92,16 @@ private:
     // Per covered file (by first chunk's file index): where its last READ
     // ended, to tell a sequential reader; racy by design (advice only).
     std::unique_ptr<std::atomic<uint64_t>[]> next_off_;
+    // Per chunk: 1 while read ahead and not yet read. Their bytes (queued
+    // or in RAM) stay under half the RAM share: eight shards read at once
+    // with a full window each would otherwise evict one another's chunks
+    // before they are read, and fetch them twice from the shared file
+    // system.
+    std::unique_ptr<std::atomic<uint8_t>[]> ahead_;
+    std::atomic<uint64_t> ahead_bytes_{0};
+    void unread_gone(ChunkId id, bool wasted); // clears ahead_[id], if set
     std::atomic<uint64_t> reads_{0}, hits_{0}, fetched_{0}, read_ahead_{0}, evictions_{0};
+    std::atomic<uint64_t> wasted_{0}; // read ahead, then dropped unread
     std::atomic<uint64_t> errors_{0};
 };
 

@@ -3,7 +3,8 @@
 // ChunkStore's reads against a real backing directory: every byte equal
 // to the file's at any offset and across chunk boundaries, read-ahead for
 // a sequential reader only, eviction under a budget smaller than the file,
-// and ESTALE (nothing served) for a file changed since the scan.
+// several sequential readers sharing a small budget without dropping one
+// another's chunks unread, and ESTALE (nothing served) for a file changed since the scan.
 #include "../disk_tree.hpp"
 #include "clairfs/prefetch/chunk_store.hpp"
 
@@ -177,4 +178,23 @@ TEST_CASE("chunk store: a file changed since the scan is refused with ESTALE") {
     CHECK(s.store.read(id_of(s.idx, "f"), 0, 4096, out.data()) == -ESTALE);
     CHECK(s.status()["fetch_errors"].get<uint64_t>() >= 1);
     CHECK(s.backing.stats().stale >= 1);
+}
+
+TEST_CASE("chunk store: readers of several files share the read-ahead budget, nothing wasted") {
+    Dataset d;
+    for (int f = 0; f < 6; ++f) d.put("s" + std::to_string(f), 1 << 20, 20 + f);
+    // 1 MiB of RAM: 16 chunks, at most 8 of them read ahead and unread,
+    // for six readers in turn, each window 4 chunks.
+    Store s(d, 100'000, 64 << 10, 1 << 20);
+    for (uint64_t off = 0; off < (1 << 20); off += 32 << 10)
+        for (int f = 0; f < 6; ++f) {
+            std::string rel = "s" + std::to_string(f);
+            REQUIRE(s.read(rel, off, 32 << 10) == d.bytes[rel].substr(off, 32 << 10));
+        }
+    nlohmann::json st = s.status();
+    CHECK(st["read_ahead"].get<uint64_t>() > 0);
+    CHECK(st["read_ahead_wasted"] == 0);
+    CHECK(st["ram"]["evictions"].get<uint64_t>() > 0);
+    // Each byte from the backing store once.
+    CHECK(s.backing.stats().bytes == 6u << 20);
 }

@@ -1,0 +1,202 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""Large files by chunk (--chunk-size): files above a sixteenth of --mem
+(here 1 MiB of --mem 16M) are held in the RAM and SSD tiers as 256 KiB
+chunks, read ahead for a sequential reader, through a real mount.
+
+- exact: preads at random offsets, across chunk and file ends and past
+  EOF, a whole read and an mmap read, each equal to the backing file's
+  bytes; small files are still held whole; status shows the chunks;
+- sequential: a TFRecordDataset-like reader (256 KiB reads from 0 to the
+  end) is read ahead (read_ahead > 0) and each byte comes from the
+  backing store once, also when the file is read again after the page
+  cache was dropped (the chunks stay in the tiers);
+- restart: a remount with the same options takes the chunks back from
+  the SSD tier (reused) and reads no byte from the backing store; a
+  remount with another --chunk-size reuses none of them (their names
+  differ) and still serves the right bytes;
+- stale: a large file changed on the backing store since the scan fails
+  its READ with ESTALE and serves no byte; the mount keeps serving;
+- off: --chunk-size 0 reads large files through, the same bytes, and
+  status says chunks null; a bad --chunk-size is refused in one line.
+Exit 77 only without FUSE."""
+import errno
+import mmap
+import os
+import random
+
+import mountlib as ml
+
+CHUNK = 256 << 10
+SIZES = {"shards/train-0.tfrecord": 5 * ml.MIB + 12_345, "shards/train-1.tfrecord": 3 * ml.MIB,
+         "db/data.mdb": 4 * ml.MIB + 1, "edge.bin": ml.MIB + 1}
+SMALL = 20
+
+
+def make_dataset(root):
+    expected = ml.random_dataset(root, SMALL, 41, 60_000)
+    rng = random.Random(6)
+    for rel, size in SIZES.items():
+        os.makedirs(os.path.dirname(os.path.join(root, rel)) or root, exist_ok=True)
+        data = rng.randbytes(size)
+        with open(os.path.join(root, rel), "wb") as f:
+            f.write(data)
+        expected[rel] = data
+    return expected
+
+
+def options(cache, *more):
+    return ("--mem", "16M", "--chunk-size", str(CHUNK), "--no-detect", "--cache-dir", cache,
+            "--ssd", "64M", *more)
+
+
+def chunks(mp):
+    return ml.status(mp)["chunks"]
+
+
+def random_preads(mp, rel, data, rng, count=60):
+    with open(os.path.join(mp, rel), "rb", buffering=0) as f:
+        for _ in range(count):
+            off = rng.choice([0, CHUNK - 1, CHUNK, 2 * CHUNK - 3, len(data) - 1, len(data),
+                              len(data) + 10, rng.randrange(len(data))])
+            size = rng.choice([1, 100, 4096, 70_000, CHUNK + 1, ml.MIB])
+            got = os.pread(f.fileno(), size, off)
+            ml.check(got == data[off:off + size], f"{rel}: pread({size}, {off}) differs")
+
+
+def read_sequential(mp, rel, data):
+    """As TFRecordDataset reads a shard: 256 KiB at a time, from 0."""
+    got = bytearray()
+    with open(os.path.join(mp, rel), "rb", buffering=0) as f:
+        while block := f.read(256 << 10):
+            got += block
+    ml.check(bytes(got) == data, f"{rel}: the sequential read differs ({len(got)} bytes)")
+
+
+def large():
+    return [rel for rel in SIZES]
+
+
+def case_exact(tmp, data, expected):
+    cache, mp = ml.make_dirs(tmp, "cache-exact", "mnt-exact")
+    rng = random.Random(11)
+    with ml.mounted(data, mp, *options(cache)):
+        c = chunks(mp)
+        ml.check(c is not None and c["files"] == len(SIZES) and c["chunk_size"] == CHUNK,
+                 f"exact: status chunks {c}")
+        want = sum((s + CHUNK - 1) // CHUNK for s in SIZES.values())
+        ml.check(c["chunks"] == want, f"exact: {c['chunks']} chunks, expected {want}")
+        for rel in large():
+            random_preads(mp, rel, expected[rel], rng)
+        ml.drop_caches("1")
+        ml.read_expected(mp, expected, "exact")
+        with open(os.path.join(mp, "db/data.mdb"), "rb") as f:
+            with mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ) as m:
+                for off in [0, CHUNK - 5, 3 * ml.MIB + 7, len(m) - 1]:
+                    ml.check(m[off:off + 4096] == expected["db/data.mdb"][off:off + 4096],
+                             f"exact: mmap read at {off} differs")
+        st = ml.status(mp)
+        ml.check(st["ram"]["files"] >= 1, f"exact: no small file held whole: {st['ram']}")
+        ml.check(st["chunks"]["fetch_errors"] == 0, f"exact: {st['chunks']}")
+        ml.log(f"exact: {st['chunks']['chunks']} chunks, {st['chunks']['reads']} chunk READs")
+
+
+def case_sequential(tmp, data, expected):
+    cache, mp = ml.make_dirs(tmp, "cache-seq", "mnt-seq")
+    rel = "shards/train-0.tfrecord"
+    with ml.mounted(data, mp, *options(cache)):
+        before = ml.status(mp)["backing"]["bytes"]
+        read_sequential(mp, rel, expected[rel])
+        st = ml.status(mp)
+        c = st["chunks"]
+        ml.check(c["read_ahead"] > 0, f"sequential: nothing read ahead: {c}")
+        once = st["backing"]["bytes"] - before
+        ml.check(once == len(expected[rel]),
+                 f"sequential: {once} backing bytes for a {len(expected[rel])}-byte file")
+        ml.drop_caches("1")
+        read_sequential(mp, rel, expected[rel])
+        again = ml.status(mp)["backing"]["bytes"] - before
+        ml.check(again == once, f"sequential: the second read took {again - once} backing bytes")
+        ml.log(f"sequential: {c['read_ahead']} chunks read ahead, {c['fetched_for_read']} "
+               f"waited for, {once} backing bytes")
+
+
+def ranges(chunk):
+    """Every chunk as (file, offset, length) at this chunk size."""
+    return {(rel, off, min(chunk, size - off))
+            for rel, size in SIZES.items() for off in range(0, size, chunk)}
+
+
+def case_restart(tmp, data, expected):
+    cache, mp = ml.make_dirs(tmp, "cache-restart", "mnt-restart")
+    with ml.mounted(data, mp, *options(cache)):
+        for rel in large():
+            read_sequential(mp, rel, expected[rel])
+        ml.check(ml.wait_until(lambda: chunks(mp)["ssd"]["chunks"] == chunks(mp)["chunks"], 30),
+                 f"restart: the SSD tier holds {chunks(mp)['ssd']} of {chunks(mp)['chunks']}")
+        total = chunks(mp)["chunks"]
+    with ml.mounted(data, mp, *options(cache)):
+        c = chunks(mp)
+        ml.check(c["ssd"]["reused"] == total, f"restart: reused {c['ssd']['reused']} of {total}")
+        before = ml.status(mp)["backing"]["bytes"]
+        for rel in large():
+            read_sequential(mp, rel, expected[rel])
+        took = ml.status(mp)["backing"]["bytes"] - before
+        ml.check(took == 0, f"restart: {took} backing bytes read after a warm restart")
+    # Another chunk size names other ranges: only those equal in both (a
+    # file's short last chunk) are taken back.
+    same = len(ranges(CHUNK) & ranges(2 * CHUNK))
+    with ml.mounted(data, mp, "--mem", "16M", "--chunk-size", str(2 * CHUNK), "--no-detect",
+                    "--cache-dir", cache, "--ssd", "64M"):
+        c = chunks(mp)
+        ml.check(c["ssd"]["reused"] == same,
+                 f"restart: reused {c['ssd']['reused']} at another size, expected {same}")
+        for rel in large():
+            read_sequential(mp, rel, expected[rel])
+    ml.log(f"restart: {total} chunks taken back, no backing byte read")
+
+
+def case_stale(tmp, data, expected):
+    cache, mp = ml.make_dirs(tmp, "cache-stale", "mnt-stale")
+    rel = "shards/train-1.tfrecord"
+    path = os.path.join(data, rel)
+    with ml.mounted(data, mp, *options(cache)):
+        with open(path, "ab") as f:
+            f.write(b"appended after the scan")
+        try:
+            with open(os.path.join(mp, rel), "rb") as f:
+                ml.expect_errno(errno.ESTALE, f.read, what=f"stale: reading {rel}")
+        finally:
+            with open(path, "r+b") as f:
+                f.truncate(len(expected[rel]))
+        ml.check(ml.status(mp)["backing"]["stale"] >= 1, "stale: not counted")
+        random_preads(mp, "shards/train-0.tfrecord", expected["shards/train-0.tfrecord"],
+                      random.Random(3), 10)
+
+
+def case_off(tmp, data, expected):
+    mp = ml.make_dirs(tmp, "mnt-off")[0]
+    with ml.mounted(data, mp, "--mem", "16M", "--chunk-size", "0", "--no-detect"):
+        ml.check(ml.status(mp)["chunks"] is None, "off: status shows chunks")
+        ml.read_expected(mp, expected, "off")
+    r = ml.clairfs("mount", data, mp, "--chunk-size", "1000")
+    ml.check(r.returncode != 0 and "chunk_size" in r.stderr.replace("-", "_") and
+             len(r.stderr.strip().splitlines()) == 1,
+             f"off: --chunk-size 1000 gave rc {r.returncode}: {r.stderr!r}")
+
+
+def main():
+    ml.skip_unless_fuse()
+
+    def cases():
+        with ml.temp_dir() as tmp:
+            data = ml.make_dirs(tmp, "data")[0]
+            expected = make_dataset(data)
+            ml.run_cases(*[(c.__name__[5:], (lambda c: lambda: c(tmp, data, expected))(c))
+                           for c in (case_exact, case_sequential, case_restart, case_stale,
+                                     case_off)])
+    ml.run_test(cases)
+
+
+if __name__ == "__main__":
+    main()
