@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-"""End-to-end training-input benchmark: one unmodified PyTorch (or Keras) job,
-several ways of reaching a dataset on a throttled "shared file system".
+"""End-to-end training-input benchmark: one unmodified PyTorch (or Keras, or
+tf.data TFRecord) job, several ways of reaching a dataset on a throttled
+"shared file system".
 
     sudo /usr/bin/python3 bench/scenarios.py bench/configs/default.json \
         [--reps N] [--scenarios a,b,...] [--build build] [--out bench/results]
@@ -91,7 +92,18 @@ Config keys beyond the dataset, slow FS and job (bench/README.md):
                         job.image_size ([64, 64]) and job.validation_split, and
                         register as {"framework": "tensorflow", "pipeline":
                         "image_dataset_from_directory", "root", "seed",
-                        "batch_size", "epochs"}.
+                        "batch_size", "epochs"}. Or tfrecord
+                        (bench/tfrecord_job.py: list_files + TFRecordDataset
+                        with job.parallel_reads (8) + map + batch, the same
+                        interpreter), on a dataset.kind "tfrecord" only; its
+                        registered scenarios are unavailable (shards are held
+                        by chunk; the registered order covers whole files).
+  dataset.kind          jpeg (default: class folders, bench/gen_dataset.py) or
+                        tfrecord: dataset.shards TFRecord shards of random
+                        records (bench/gen_tfrecord.py, run with the frameworks
+                        interpreter), dataset.bytes in all or
+                        dataset.records_per_shard, record sizes uniform in
+                        dataset.record_kb ([50, 200]).
   dataset.val_files N   the dataset is DATA/train (dataset.files) and
                         DATA/val (N files); the job reads train and runs a
                         validation pass over val after every epoch
@@ -144,7 +156,11 @@ ALL = ["local-warm", "direct", "copy-first", "rclone",
        "clairfs-ssd-unregistered", "clairfs-ssd-registered", "clairfs-ssd-registered-no-open-push",
        "clairfs-ssd-staged"]
 NEEDS_VAL = ("clairfs-registered-train", "clairfs-registered-trainval")
-FRAMEWORKS = ("torch", "keras")
+FRAMEWORKS = ("torch", "keras", "tfrecord")
+# The jobs run by the frameworks interpreter, and the modules each needs.
+TF_MODULES = {"keras": ("tensorflow", "keras"), "tfrecord": ("tensorflow",)}
+# Scenarios that register the job: clairfs plans the order of whole files.
+REGISTERING = ("clairfs-registered", "clairfs-ssd-registered", "clairfs-ssd-staged")
 RUNNING = []  # Popen objects to kill on abort
 MOUNTS = []   # mount points to unmount on abort
 
@@ -207,7 +223,8 @@ def daemon_pid_of(mnt):
 
 
 def frameworks_python():
-    """The interpreter of keras jobs: the venv with tensorflow and keras."""
+    """The interpreter of keras and tfrecord jobs (and of gen_tfrecord.py):
+    the venv with tensorflow and keras."""
     return os.environ.get("CLAIRFS_FRAMEWORKS_PYTHON") or FRAMEWORKS_PY
 
 
@@ -215,20 +232,58 @@ def framework_of(cfg):
     return cfg["job"].get("framework", "torch")
 
 
-def check_keras_python():
-    """Exits with a reason unless the frameworks interpreter can import
-    tensorflow and keras (looked up, not imported: an import takes ~20 s)."""
+def dataset_kind(cfg):
+    return cfg["dataset"].get("kind", "jpeg")
+
+
+def check_keras_python(framework="keras"):
+    """Exits with a reason unless the frameworks interpreter can import what
+    a FRAMEWORK job needs (TF_MODULES; looked up, not imported: an import
+    takes ~20 s)."""
     py = frameworks_python()
+    mods = TF_MODULES[framework]
     if not os.access(py, os.X_OK):
-        sys.exit(f"scenarios: keras job: no interpreter {py} (set CLAIRFS_FRAMEWORKS_PYTHON "
-                 "to a Python with tensorflow and keras 3)")
+        sys.exit(f"scenarios: {framework} job: no interpreter {py} (set "
+                 f"CLAIRFS_FRAMEWORKS_PYTHON to a Python with {' and '.join(mods)})")
     r = subprocess.run([py, "-c", "import importlib.util as u, sys; "
-                        "miss = [m for m in ('tensorflow', 'keras') if not u.find_spec(m)]; "
+                        f"miss = [m for m in {mods!r} if not u.find_spec(m)]; "
                         "print(','.join(miss), file=sys.stderr); sys.exit(1 if miss else 0)"],
                        capture_output=True, text=True)
     if r.returncode != 0:
-        sys.exit(f"scenarios: keras job: {py} lacks {r.stderr.strip() or 'tensorflow/keras'} "
+        sys.exit(f"scenarios: {framework} job: {py} lacks {r.stderr.strip() or '/'.join(mods)} "
                  "(set CLAIRFS_FRAMEWORKS_PYTHON)")
+
+
+def gen_tfrecord(out, ds):
+    """dataset.kind "tfrecord": bench/gen_tfrecord.py's shards in OUT, written
+    by the frameworks interpreter (TFRecordWriter); its figures."""
+    lo, hi = ds.get("record_kb", [50, 200])
+    cmd = [frameworks_python(), os.path.join(HERE, "gen_tfrecord.py"), out,
+           "--shards", str(ds.get("shards", 64)), "--min-kb", str(lo), "--max-kb", str(hi),
+           "--seed", str(ds.get("seed", 0))]
+    if ds.get("records_per_shard"):
+        cmd += ["--records-per-shard", str(ds["records_per_shard"])]
+    else:
+        cmd += ["--bytes", str(ds.get("bytes", 1.1e9))]
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                       env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+    if r.returncode != 0:
+        sys.exit(f"scenarios: {' '.join(cmd)} failed:\n{r.stderr[-2000:]}")
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def dataset_text(info):
+    """The dataset in a few words, for the log and RESULTS.md."""
+    if info.get("kind") == "tfrecord":
+        return (f"{info['shards']} TFRecord shards, {info['bytes'] / 1e9:.2f} GB "
+                f"(median shard {info['median'] / 1e6:.1f} MB; {info['records']} records of "
+                f"random bytes, {info['record_min_kb']:g}-{info['record_max_kb']:g} KB, mean "
+                f"{info['record_mean'] / 1e3:.0f} KB)")
+    split = (f" ({info['train_files']} train + {info['val_files']} val, a validation pass "
+             f"after every epoch)" if info.get("val_files") else "")
+    return (f"{info['files']} JPEGs{split} ({info.get('style', 'imagenet')} style), "
+            f"{info['bytes'] / 1e9:.2f} GB (mean "
+            f"{info['mean'] / 1e3:.0f} KB, median {info['median'] / 1e3:.0f} KB)")
 
 
 def in_cgroup(pid, name):
@@ -322,14 +377,17 @@ class Bench:
         return bool(self.cfg["dataset"].get("val_files"))
 
     def job_cmd(self, data, seed, daemon_pid=None, go=None, rank=None, cpuacct=None):
-        """train_job.py, or keras_job.py for a "keras" job with the flags of
-        train_job.py's that mean something to it (no workers, sampler or
-        generator: tf.data's). rank and cpuacct default to job.rank and the
-        slow FS's cpuacct cgroup."""
+        """train_job.py, or keras_job.py for a "keras" job and
+        tfrecord_job.py for a "tfrecord" one, with the flags of train_job.py's
+        that mean something to them (no workers, sampler or generator:
+        tf.data's). rank and cpuacct default to job.rank and the slow FS's
+        cpuacct cgroup."""
         j = self.cfg["job"]
         train = os.path.join(data, "train") if self.has_val() else data
         keras = framework_of(self.cfg) == "keras"
-        if keras:
+        if framework_of(self.cfg) == "tfrecord":
+            cmd = self.tfrecord_cmd(train, seed)
+        elif keras:
             cmd = [frameworks_python(), os.path.join(HERE, "keras_job.py"), train,
                    "--epochs", str(j.get("epochs", 2)),
                    "--batch", str(j.get("batch", 64)),
@@ -361,6 +419,19 @@ class Bench:
             cmd += ["--daemon-pid", str(daemon_pid)]
         if go:
             cmd += ["--wait-for", go]
+        return cmd
+
+    def tfrecord_cmd(self, data, seed):
+        """tfrecord_job.py's own flags; --records from the generated
+        dataset, so that every epoch is checked against all of it."""
+        j = self.cfg["job"]
+        cmd = [frameworks_python(), os.path.join(HERE, "tfrecord_job.py"), data,
+               "--epochs", str(j.get("epochs", 2)),
+               "--batch", str(j.get("batch", 64)),
+               "--seed", str(seed),
+               "--parallel-reads", str(j.get("parallel_reads", 8))]
+        if getattr(self, "info", None):
+            cmd += ["--records", str(self.info["records"])]
         return cmd
 
     def run_job(self, data, daemon_pid=None):
@@ -605,6 +676,12 @@ class Bench:
                             f"{st['ssd']['capacity'] / 1e6:.0f} MB, {st['ssd']['hits']} hits")
             elif st.get("ssd", {}).get("error"):
                 ssd_note = f", ssd off: {st['ssd']['error']}"
+            ch = st.get("chunks") or {}
+            if ch.get("files"):
+                # Files above max_file (TFRecord shards), held by chunk.
+                ssd_note += (f", chunks: {ch['files']} files, {ch.get('reads', 0)} reads, "
+                             f"{ch.get('ram_hits', 0)} RAM hits, {ch.get('read_ahead', 0)} "
+                             f"read ahead, ssd {(ch.get('ssd') or {}).get('hits', 0)} hits")
             log(f"    clairfs: mode {st['mode']}, match rate {st['match_rate']}, stall "
                 f"{st['stall_seconds']:.1f} s, backing {st['backing']['files']} files, "
                 f"ram {st['ram']['bytes'] / 1e6:.0f}/{st['ram']['capacity'] / 1e6:.0f} MB"
@@ -707,6 +784,9 @@ class Bench:
         for sc in self.scenarios:
             if sc.startswith("clairfs") and not os.access(self.clairfs, os.X_OK):
                 av[sc] = f"{self.clairfs} not built"
+            elif sc.startswith(REGISTERING) and framework_of(self.cfg) == "tfrecord":
+                av[sc] = ("tfrecord shards above max_file are held by chunk; the registered "
+                          "order covers whole files")
             elif sc == "rclone" and not shutil.which("rclone"):
                 av[sc] = "rclone not installed"
             elif sc.startswith("clairfs-ssd"):
@@ -786,8 +866,12 @@ class Bench:
         reps = a.reps or cfg.get("repetitions", 1)
         if framework_of(cfg) not in FRAMEWORKS:
             sys.exit(f"scenarios: job.framework {framework_of(cfg)!r}: expected one of {FRAMEWORKS}")
-        if framework_of(cfg) == "keras":
-            check_keras_python()
+        if framework_of(cfg) == "tfrecord" and dataset_kind(cfg) != "tfrecord":
+            sys.exit('scenarios: a tfrecord job needs dataset.kind "tfrecord"')
+        if dataset_kind(cfg) == "tfrecord" and framework_of(cfg) != "tfrecord":
+            sys.exit('scenarios: TFRecord shards are read by job.framework "tfrecord" only')
+        if framework_of(cfg) in TF_MODULES:
+            check_keras_python(framework_of(cfg))
         unavailable = self.availability()
         for sc, why in unavailable.items():
             log(f"{sc}: unavailable: {why}")
@@ -796,7 +880,7 @@ class Bench:
         base = a.workdir or "/var/tmp"
         self.work = tempfile.mkdtemp(prefix="clairfs-bench.", dir=base)
         state = os.path.join(self.work, "slowfs.state")
-        sf, ds = cfg["slowfs"], cfg["dataset"]
+        sf = cfg["slowfs"]
         try:
             self.st = slowfs.up(state, self.work, sf.get("image_size", "3G"),
                                 sf.get("bps", "20M"), sf.get("iops", 250),
@@ -805,20 +889,7 @@ class Bench:
                 f"{self.st['direct_io']}), {self.st['bps'] / 1e6:g} MB/s, "
                 f"{self.st['iops']} IOPS, memory cgroup {self.st['mem'] >> 20} MiB")
             self.data = os.path.join(self.st["mnt"], "data")
-            t0 = time.perf_counter()
-            info = gen_dataset.generate(self.data, ds.get("files", 10000),
-                                        ds.get("classes", 100),
-                                        ds.get("mean_kb", 110),
-                                        ds.get("median_kb", 93),
-                                        ds.get("seed", 0),
-                                        style=ds.get("style", "imagenet"),
-                                        val_files=ds.get("val_files", 0))
-            info["gen_s"] = round(time.perf_counter() - t0, 1)
-            split = (f" (train {info['train_files']}, val {info['val_files']})"
-                     if "val_files" in info else "")
-            log(f"dataset: {info['files']} files{split}, {info['bytes'] / 1e9:.2f} GB, "
-                f"mean {info['mean'] / 1e3:.0f} KB, median {info['median'] / 1e3:.0f} KB "
-                f"({info['gen_s']} s)")
+            info = self.info = self.generate_dataset()
             if "local-warm" in runnable:
                 self.local = os.path.join(self.work, "local")
                 subprocess.run(["cp", "-a", self.data, self.local], check=True)
@@ -850,6 +921,33 @@ class Bench:
             slowfs.down(state, quiet=True)
             shutil.rmtree(self.work, ignore_errors=True)
 
+    def generate_dataset(self):
+        """Writes the config's dataset into the slow FS (self.data), every
+        invocation afresh (writes are not throttled; reads are): class folders
+        of JPEGs (gen_dataset.py) or, with dataset.kind "tfrecord", TFRecord
+        shards (gen_tfrecord.py). Returns its figures, "gen_s" added."""
+        ds = self.cfg["dataset"]
+        t0 = time.perf_counter()
+        if dataset_kind(self.cfg) == "tfrecord":
+            info = gen_tfrecord(self.data, ds)
+            info["gen_s"] = round(time.perf_counter() - t0, 1)
+            log(f"dataset: {dataset_text(info)} ({info['gen_s']} s)")
+            return info
+        info = gen_dataset.generate(self.data, ds.get("files", 10000),
+                                    ds.get("classes", 100),
+                                    ds.get("mean_kb", 110),
+                                    ds.get("median_kb", 93),
+                                    ds.get("seed", 0),
+                                    style=ds.get("style", "imagenet"),
+                                    val_files=ds.get("val_files", 0))
+        info["gen_s"] = round(time.perf_counter() - t0, 1)
+        split = (f" (train {info['train_files']}, val {info['val_files']})"
+                 if "val_files" in info else "")
+        log(f"dataset: {info['files']} files{split}, {info['bytes'] / 1e9:.2f} GB, "
+            f"mean {info['mean'] / 1e3:.0f} KB, median {info['median'] / 1e3:.0f} KB "
+            f"({info['gen_s']} s)")
+        return info
+
     def prepare(self, state, info):
         """Called once the slow FS (its state file STATE) and the dataset
         exist, before the first run: a subclass's own set-up (cluster.py's
@@ -865,7 +963,7 @@ class Bench:
         os.makedirs(a.out, exist_ok=True)
         prefix = os.path.join(a.out, f"{stamp}-{name}" if not a.out_name else a.out_name)
         env = ""
-        if framework_of(cfg) == "keras":
+        if framework_of(cfg) in TF_MODULES:
             env = f"CLAIRFS_FRAMEWORKS_PYTHON={shlex.quote(frameworks_python())} "
         command = "sudo " + env + " ".join(shlex.quote(x) for x in [PY] + sys.argv)
         rev = subprocess.run(["git", "-C", HERE, "rev-parse", "--short", "HEAD"],
@@ -1416,17 +1514,13 @@ def append_section(path, head, intro, prefix, rev, command, paragraph, table):
 def append_results(path, command, rev, info, st, cfg, reps, table, prefix, runs):
     j = cfg["job"]
     others = max(max(ep.get("others_cpu_s", 0) for ep in run_epochs(r)) for r in runs) if runs else 0
-    split = (f" ({info['train_files']} train + {info['val_files']} val, a validation pass "
-             f"after every epoch)" if info.get("val_files") else "")
     jobs = ""
     if cfg.get("jobs"):
         jobs = (f"; {len(cfg['jobs'])} jobs at once ("
                 + ", ".join(f"{x['id']} seed {x.get('seed', j.get('seed', 0))}" for x in cfg["jobs"])
                 + ")")
     paragraph = (
-        f"Dataset {info['files']} JPEGs{split} ({info.get('style', 'imagenet')} style), "
-        f"{info['bytes'] / 1e9:.2f} GB (mean "
-        f"{info['mean'] / 1e3:.0f} KB, median {info['median'] / 1e3:.0f} KB); slow FS "
+        f"Dataset {dataset_text(info)}; slow FS "
         f"{st['bps'] / 1e6:g} MB/s + {st['iops']} read IOPS (loop direct-io "
         f"{st['direct_io']}), memory cgroup {st['mem'] >> 20} MiB; {job_text(j)}"
         f"{jobs}; {reps} repetition(s), medians "
@@ -1441,6 +1535,11 @@ def append_results(path, command, rev, info, st, cfg, reps, table, prefix, runs)
 
 def job_text(j):
     """The job's shape, for the RESULTS.md paragraph."""
+    if j.get("framework") == "tfrecord":
+        return (f"tf.data job (tfrecord_job.py: list_files shuffle seed {j.get('seed', 0)}, "
+                f"TFRecordDataset num_parallel_reads {j.get('parallel_reads', 8)}, map, batch "
+                f"{j.get('batch', 64)}, prefetch), {j.get('epochs', 2)} epochs, step sleep "
+                f"{j.get('step_sleep', 0)} s")
     if j.get("framework", "torch") == "keras":
         size = "x".join(str(x) for x in j.get("image_size", [64, 64]))
         vs = (f", validation_split {j['validation_split']}" if j.get("validation_split") else "")
