@@ -145,34 +145,64 @@ cache::BlobRef ChunkStore::chunk(ChunkId id, int& error) {
     return std::move(r.blob);
 }
 
+cache::BlobRef ChunkStore::read_one(index::NodeId node, uint64_t off, size_t size, uint64_t& at,
+                                    int& error) {
+    error = 0;
+    ChunkId id = map_.chunk_at(node, off);
+    if (!pool_) {
+        error = -EIO;
+        return nullptr;
+    }
+    if (map_.chunk_at(node, off + size - 1) != id) return nullptr;
+    reads_.fetch_add(1, std::memory_order_relaxed);
+    cache::BlobRef b = chunk(id, error);
+    if (!b) return nullptr;
+    at = off % map_.chunk_size();
+    // A tier hands back what it was given, the chunk's length; a shorter
+    // blob would be a bug, answered as one rather than served.
+    if (b->size < at + size) {
+        error = -EIO;
+        return nullptr;
+    }
+    read_done(id, id, off, size);
+    return b;
+}
+
 ssize_t ChunkStore::read(index::NodeId node, uint64_t off, size_t size, char* out) {
     if (!pool_) return -EIO;
     reads_.fetch_add(1, std::memory_order_relaxed);
     const uint64_t cs = map_.chunk_size();
-    ChunkId id = map_.chunk_at(node, off);
-    const ChunkId first = id;
+    const ChunkId first = map_.chunk_at(node, off), last = map_.chunk_at(node, off + size - 1);
+    // A READ spanning several chunks (a chunk size below --max-read) has
+    // them all fetched at once, not one after another.
+    for (ChunkId c = first + 1; c <= last; ++c)
+        if (!ram_.contains(c)) pool_->prefetch(c, [this, c] { return ram_.contains(c); });
     size_t done = 0;
     while (done < size) {
         uint64_t at = off + done;
-        id = map_.chunk_at(node, at);
         int error = 0;
-        cache::BlobRef b = chunk(id, error);
+        cache::BlobRef b = chunk(map_.chunk_at(node, at), error);
         if (!b) return error;
         uint64_t in_chunk = at % cs;
+        if (b->size <= in_chunk) return -EIO; // as in read_one()
         size_t n = static_cast<size_t>(std::min<uint64_t>(size - done, b->size - in_chunk));
         std::memcpy(out + done, b->bytes.get() + in_chunk, n);
         done += n;
     }
-    // A READ that starts where the file's last one ended, or within a
-    // chunk of it (the kernel's readahead sends READs of one stream on
-    // several FUSE threads, not always in order), continues a sequential
-    // reader; so does a first READ at 0.
-    std::atomic<uint64_t>& last = next_off_[map_.file_index(first)];
-    uint64_t prev = last.exchange(off + size, std::memory_order_relaxed);
-    bool sequential = prev == UINT64_MAX ? off == 0
-                                          : off + cs >= prev && off <= prev + cs;
-    if (sequential) read_ahead(id);
+    read_done(first, last, off, size);
     return static_cast<ssize_t>(size);
+}
+
+// A READ that starts where the file's last one ended, or within a chunk
+// of it (the kernel's readahead sends READs of one stream on several FUSE
+// threads, not always in order), continues a sequential reader; so does a
+// first READ at 0.
+void ChunkStore::read_done(ChunkId first, ChunkId last, uint64_t off, size_t size) {
+    const uint64_t cs = map_.chunk_size();
+    std::atomic<uint64_t>& end = next_off_[map_.file_index(first)];
+    uint64_t prev = end.exchange(off + size, std::memory_order_relaxed);
+    bool sequential = prev == UINT64_MAX ? off == 0 : off + cs >= prev && off <= prev + cs;
+    if (sequential) read_ahead(last);
 }
 
 void ChunkStore::read_ahead(ChunkId from) {

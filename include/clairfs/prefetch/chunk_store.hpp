@@ -62,6 +62,12 @@ public:
     // `out`: size on success, else -errno (-EIO after --io-timeout, -ESTALE
     // for a file changed since the scan). On a FUSE thread.
     ssize_t read(index::NodeId node, uint64_t off, size_t size, char* out);
+    // The same for a READ within one chunk, without the copy: the chunk
+    // (bytes [at, at + size) of it are the READ's), held by the caller
+    // while it replies. Null with `error` -errno on failure, or with
+    // `error` 0 when the range spans chunks (then read()).
+    cache::BlobRef read_one(index::NodeId node, uint64_t off, size_t size, uint64_t& at,
+                            int& error);
     // Status key "chunks" (clairfs-control(5)).
     void status(nlohmann::json& out) const;
 
@@ -71,6 +77,7 @@ private:
     void admit(ChunkId id, const FetchResult& r);
     cache::BlobRef chunk(ChunkId id, int& error); // RAM, else a demand fetch; null and -errno
     void touch(ChunkId id);           // most recently used now
+    void read_done(ChunkId first, ChunkId last, uint64_t off, size_t size); // read-ahead
     void read_ahead(ChunkId from); // the window after `from`, as far as the budget allows
 
     ChunkMap map_;

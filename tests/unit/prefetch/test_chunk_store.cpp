@@ -132,6 +132,18 @@ TEST_CASE("chunk store: every byte equals the file's, at any offset and across c
     CHECK(s.read("a", 65535, 2) == d.bytes["a"].substr(65535, 2));
     CHECK(s.read("a", 1'000'002, 1) == d.bytes["a"].substr(1'000'002, 1));
     CHECK(s.read("b", 0, 300'000) == d.bytes["b"]);
+    // Within one chunk: the chunk itself, and where the range starts in it.
+    uint64_t at = 0;
+    int error = 1;
+    index::NodeId a = id_of(s.idx, "a");
+    cache::BlobRef one = s.store.read_one(a, 3 * 65536 + 10, 5000, at, error);
+    REQUIRE(one);
+    CHECK(error == 0);
+    CHECK(at == 10);
+    CHECK(std::string(one->bytes.get() + at, 5000) == d.bytes["a"].substr(3 * 65536 + 10, 5000));
+    // Across a boundary: none, and no error (read() copies it).
+    CHECK_FALSE(s.store.read_one(a, 65536 - 1, 2, at, error));
+    CHECK(error == 0);
     nlohmann::json st = s.status();
     CHECK(st["fetch_errors"] == 0);
     // Each chunk came from the backing store once: RAM holds both files.
