@@ -1,0 +1,169 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""TFRecord shards through a real mount, read by real TensorFlow
+(tfrecord_job.py, run by the frameworks venv's Python,
+CLAIRFS_FRAMEWORKS_PYTHON, default /opt/clairfs-venv/bin/python).
+TensorFlow writes the shards; every record read back carries its number,
+and TFRecordDataset checks every record's CRCs, so a wrong byte fails the
+job and a wrong or missing record fails the test.
+
+Cases:
+- registered: 32 small shards held whole (--mem 256M), registered as
+  list_files(pattern, seed=7) for 3 epochs, read with
+  TFRecordDataset(num_parallel_reads=4) in a plain loop. Each epoch yields
+  every record once; the order the shards come in (each shard's first
+  record) equals `clairfs order --paths` for iterators 0, 1, 2; status
+  is clairvoyant with every open matched; each byte came from the backing
+  store once over the 3 epochs (RAM holds the dataset);
+- interleave: the same, read with .interleave(TFRecordDataset,
+  cycle_length=4);
+- chunked: 8 shards of 3 MiB, above the 1 MiB that --mem 16M holds whole,
+  so held by chunk, unregistered, with an SSD tier: 3 epochs, every
+  record once per epoch, shards read ahead, and each byte from the
+  backing store once over the 3 epochs (the SSD tier holds the shards).
+
+Exit 77 only without /dev/fuse or when the frameworks Python cannot
+import tensorflow (in CI that fails instead: CI=true)."""
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "mount"))
+import mountlib as ml  # noqa: E402
+
+JOB = os.path.join(HERE, "tfrecord_job.py")
+PY = os.environ.get("CLAIRFS_FRAMEWORKS_PYTHON") or "/opt/clairfs-venv/bin/python"
+EPOCHS, SEED, PATTERN = 3, 7, "train-*.tfrecord"
+
+
+def job(cfg, what):
+    r = subprocess.run([PY, JOB, json.dumps(cfg)], capture_output=True, text=True, timeout=900)
+    ml.check(r.returncode == 0, f"{what}: the job failed ({r.returncode}): {r.stderr[-3000:]}")
+    return [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
+
+
+def write_shards(root, shards, records, lo, hi):
+    job({"write": root, "shards": shards, "records": records, "min": lo, "max": hi, "seed": 5},
+        "write")
+    return sorted(os.listdir(root))
+
+
+def read_epochs(mp, what, reader="parallel_reads"):
+    epochs = job({"root": mp, "pattern": PATTERN, "seed": SEED, "epochs": EPOCHS,
+                  "reader": reader, "cycle": 4, "batch_size": 16}, what)
+    ml.check(len(epochs) == EPOCHS, f"{what}: {len(epochs)} epochs reported")
+    return epochs
+
+
+def check_records(epochs, total, what):
+    for e in epochs:
+        ml.check(sorted(e["ids"]) == list(range(total)),
+                 f"{what} epoch {e['epoch']}: {len(e['ids'])} records, {len(set(e['ids']))} "
+                 f"distinct, of {total}")
+
+
+def shard_order(ids, records, names):
+    """The shards in the order their first record came."""
+    seen = []
+    for k in ids:
+        name = names[k // records]
+        if name not in seen:
+            seen.append(name)
+    return seen
+
+
+def predicted(root):
+    r = ml.clairfs("order", "--framework", "tensorflow", "--pipeline", "list_files", "--pattern",
+                   PATTERN, "--seed", str(SEED), "--epochs", str(EPOCHS), "--root", root,
+                   "--paths")
+    ml.check(r.returncode == 0, f"clairfs order failed: {r.stderr}")
+    return [json.loads(line) for line in r.stdout.splitlines()]
+
+
+def dataset_bytes(root):
+    return sum(os.path.getsize(os.path.join(root, n)) for n in os.listdir(root))
+
+
+def case_registered(tmp, reader="parallel_reads"):
+    what = "registered" if reader == "parallel_reads" else "interleave"
+    data, mp = ml.make_dirs(tmp, f"data-{what}", f"mnt-{what}")
+    records = 30
+    names = write_shards(data, 32, records, 1000, 9000)
+    with ml.mounted(data, mp, "--mem", "256M", "--no-detect"):
+        ml.register(mp, framework="tensorflow", pipeline="list_files", pattern=PATTERN,
+                    seed=SEED, batch_size=16, epochs=EPOCHS)
+        epochs = read_epochs(mp, what, reader)
+        check_records(epochs, 32 * records, what)
+        want = predicted(data)
+        for e, order in zip(epochs, want):
+            got = shard_order(e["ids"], records, names)
+            ml.check(got == order, f"{what} epoch {e['epoch']}: shards came in {got[:6]}..., "
+                                   f"clairfs order says {order[:6]}...")
+        st = ml.status(mp)
+        loader = st["jobs"][0]["loaders"][0]
+        ml.check(st["mode"] == "clairvoyant" and loader["run_matched"] == loader["run_opens"]
+                 and loader["run_opens"] >= EPOCHS * 32,
+                 f"{what}: mode {st['mode']} ({st.get('reason')}), "
+                 f"{loader['run_matched']} of {loader['run_opens']} opens matched")
+        ml.check(st["backing"]["bytes"] == dataset_bytes(data),
+                 f"{what}: {st['backing']['bytes']} backing bytes for a "
+                 f"{dataset_bytes(data)}-byte dataset over {EPOCHS} epochs")
+        ml.log(f"{what}: {loader['run_matched']}/{loader['run_opens']} opens matched, shard "
+               f"order as predicted in {EPOCHS} epochs, {st['backing']['bytes']} backing bytes")
+
+
+def case_interleave(tmp):
+    case_registered(tmp, "interleave")
+
+
+def case_chunked(tmp):
+    data, cache, mp = ml.make_dirs(tmp, "data-chunked", "cache-chunked", "mnt-chunked")
+    records = 40
+    write_shards(data, 8, records, 70_000, 90_000)  # ~3.2 MB a shard
+    with ml.mounted(data, mp, "--mem", "16M", "--no-detect", "--cache-dir", cache, "--ssd", "64M"):
+        epochs = read_epochs(mp, "chunked")
+        check_records(epochs, 8 * records, "chunked")
+        st = ml.status(mp)
+        c = st["chunks"]
+        ml.check(c is not None and c["files"] == 8, f"chunked: status chunks {c}")
+        ml.check(c["read_ahead"] > 0, f"chunked: nothing read ahead: {c}")
+        ml.check(st["backing"]["bytes"] == dataset_bytes(data),
+                 f"chunked: {st['backing']['bytes']} backing bytes for a "
+                 f"{dataset_bytes(data)}-byte dataset over {EPOCHS} epochs")
+        ml.log(f"chunked: {c['chunks']} chunks, {c['read_ahead']} read ahead "
+               f"({c['read_ahead_wasted']} wasted), {c['ssd']['hits']} SSD hits, "
+               f"{st['backing']['bytes']} backing bytes")
+
+
+def frameworks_missing():
+    try:
+        r = subprocess.run([PY, "-c", "import tensorflow"], capture_output=True, text=True,
+                           timeout=300)
+    except OSError as e:
+        return f"cannot run {PY}: {e}"
+    if r.returncode != 0:
+        return f"{PY} cannot import tensorflow: " + (r.stderr.strip().splitlines() or ["?"])[-1]
+    return ""
+
+
+def main():
+    ml.skip_unless_fuse()
+    why = frameworks_missing()
+    if why:
+        if os.environ.get("CI") == "true":
+            print(f"FAIL: {why} (CI needs the frameworks venv: bash scripts/install-deps.sh test)")
+            sys.exit(1)
+        print(f"SKIP: {why}")
+        sys.exit(77)
+
+    def cases():
+        with ml.temp_dir() as tmp:
+            ml.run_cases(*[(c.__name__[5:], (lambda c: lambda: c(tmp))(c))
+                           for c in (case_registered, case_interleave, case_chunked)])
+    ml.run_test(cases)
+
+
+if __name__ == "__main__":
+    main()
