@@ -84,6 +84,12 @@ FetchResult ChunkStore::read_backing(ChunkId id) {
 // dropping its least recently used chunks (never the one coming in).
 void ChunkStore::admit(ChunkId id, const FetchResult& r) {
     if (r.error != 0) return unread_gone(id, true);
+    uint8_t expected = staging;
+    if (ahead_[id].compare_exchange_strong(expected, 0, std::memory_order_relaxed)) {
+        if (writer_ && r.from == Source::backing && !ssd_->contains(id))
+            writer_->enqueue(id, r.blob);
+        return;
+    }
     uint64_t size = r.blob->size;
     for (;;) {
         cache::TierStats t = ram_.stats();
@@ -96,7 +102,7 @@ void ChunkStore::admit(ChunkId id, const FetchResult& r) {
             std::lock_guard lk(lru_mu_);
             if (lru_.empty()) break;
             auto it = std::find_if(lru_.begin(), lru_.end(), [this](ChunkId c) {
-                return ahead_[c].load(std::memory_order_relaxed) == 0;
+                return ahead_[c].load(std::memory_order_relaxed) != ahead;
             });
             if (it == lru_.end()) it = lru_.begin();
             victim = *it;
@@ -114,7 +120,8 @@ void ChunkStore::admit(ChunkId id, const FetchResult& r) {
 }
 
 void ChunkStore::unread_gone(ChunkId id, bool wasted) {
-    if (ahead_[id].exchange(0, std::memory_order_relaxed) == 0) return;
+    uint8_t expected = ahead;
+    if (!ahead_[id].compare_exchange_strong(expected, 0, std::memory_order_relaxed)) return;
     ahead_bytes_.fetch_sub(map_.range(id).length, std::memory_order_relaxed);
     if (wasted) wasted_.fetch_add(1, std::memory_order_relaxed);
 }
@@ -213,13 +220,46 @@ void ChunkStore::read_ahead(ChunkId from) {
         uint32_t len = map_.range(id).length;
         if (ahead_bytes_.load(std::memory_order_relaxed) + len > budget) return;
         // Marked before it is queued: its fetch may land at once.
-        ahead_[id].store(1, std::memory_order_relaxed);
+        uint8_t none = 0;
+        if (!ahead_[id].compare_exchange_strong(none, ahead, std::memory_order_relaxed)) continue;
         ahead_bytes_.fetch_add(len, std::memory_order_relaxed);
         if (pool_->prefetch(id, [this, id] { return ram_.contains(id); }))
             read_ahead_.fetch_add(1, std::memory_order_relaxed);
         else
             unread_gone(id, false); // queued or fetched already, or the queue is full
     }
+}
+
+bool ChunkStore::staged(ChunkId id) const {
+    return ssd_ && (ssd_->contains(id) || (writer_ && writer_->pending(id)));
+}
+
+bool ChunkStore::stage(ChunkId id) {
+    if (!ssd_ || !pool_ || staged(id)) return true;
+    uint8_t none = 0;
+    // Read ahead or staged already: on its way.
+    if (!ahead_[id].compare_exchange_strong(none, staging, std::memory_order_relaxed)) return true;
+    if (pool_->background(id, [this, id] { return staged(id); })) return true;
+    uint8_t mine = staging;
+    ahead_[id].compare_exchange_strong(mine, 0, std::memory_order_relaxed);
+    return pool_->busy(id) || staged(id);
+}
+
+uint64_t ChunkStore::ssd_bytes() const {
+    return ssd_ ? ssd_->stats().bytes : 0;
+}
+
+uint64_t ChunkStore::ssd_room(uint64_t planned) const {
+    if (!ssd_) return 0;
+    cache::TierStats t = ssd_->stats();
+    uint64_t pending = writer_ ? writer_->stats().pending_bytes : 0;
+    uint64_t used = std::max(t.bytes + pending, planned);
+    return t.capacity > used ? t.capacity - used : 0;
+}
+
+bool ChunkStore::stage_idle() const {
+    return (!pool_ || pool_->stats().background_queued == 0) &&
+           (!writer_ || writer_->stats().pending_bytes == 0);
 }
 
 void ChunkStore::status(nlohmann::json& out) const {

@@ -39,7 +39,7 @@ StageStatus Engine::stage_status() const {
         started = stage_started_;
         at_start = stage_bytes_at_start_;
     }
-    s.target = target;
+    s.target = !ssd_ && chunks_ && chunks_->has_ssd() ? "ssd" : target;
     if (s.total_bytes == 0) return s;
     s.done_bytes = std::min(held, s.total_bytes);
     if (std::string_view(s.state) == "running") {
@@ -59,8 +59,9 @@ const cache::Tier& Engine::stage_target() const {
     return ssd_ ? static_cast<const cache::Tier&>(*ssd_) : ram_;
 }
 
+// With chunks on an SSD tier of their own, theirs count too.
 uint64_t Engine::target_bytes() const {
-    return stage_target().stats().bytes;
+    return stage_target().stats().bytes + (chunks_ ? chunks_->ssd_bytes() : 0);
 }
 
 bool Engine::staged(index::NodeId id) const {
@@ -120,6 +121,10 @@ void Engine::stage_pass() {
     std::vector<index::NodeId> order = stage_order();
     uint64_t total = 0;
     for (index::NodeId id : order) total += index_.node(id).size;
+    // Files held by chunk, when their chunks have an SSD tier: RAM alone
+    // could not keep them, and a pass there would evict what readers use.
+    ChunkStore* chunks = chunks_ && chunks_->has_ssd() ? chunks_.get() : nullptr;
+    if (chunks) total += chunks->map().bytes();
     uint64_t at_start = std::min(target_bytes(), total);
     {
         std::lock_guard lk(stage_mu_);
@@ -128,8 +133,8 @@ void Engine::stage_pass() {
         stage_started_ = std::chrono::steady_clock::now();
         stage_bytes_at_start_ = at_start;
     }
-    LOG_INFO("stage-in: %zu files, %.2f GB into %s", order.size(), static_cast<double>(total) / 1e9,
-             ssd_ ? "the SSD tier" : "RAM");
+    LOG_INFO("stage-in: %zu files, %.2f GB into %s", order.size() + (chunks ? chunks->map().files() : 0),
+             static_cast<double>(total) / 1e9, ssd_ || chunks ? "the SSD tier" : "RAM");
     // Stops early, leaving the state as it is, when asked to stop or to
     // begin again (a new registration changes the order).
     auto interrupted = [&] {
@@ -164,6 +169,7 @@ void Engine::stage_pass() {
             pause(2ms);
         }
     }
+    if (chunks && !stage_chunks(*chunks, interrupted, pause)) return;
     // The last fetches and writes land: wait until the tier holds it all,
     // or nothing is queued and the tier stopped growing.
     for (uint64_t last = UINT64_MAX, still = 0;;) {
@@ -171,13 +177,15 @@ void Engine::stage_pass() {
         uint64_t now = target_bytes();
         if (now >= total) break;
         bool idle = pool_->stats().background_queued == 0 &&
-                    (!writer_ || writer_->stats().pending_bytes == 0);
+                    (!writer_ || writer_->stats().pending_bytes == 0) &&
+                    (!chunks || chunks->stage_idle());
         still = idle && now == last ? still + 1 : 0;
         if (still >= 5) break;
         last = now;
         pause(20ms);
     }
     uint64_t held = target_bytes();
+    if (chunks) out_of_room = out_of_room || chunks_full_;
     const char* state = held >= total ? "done" : out_of_room ? "full" : "incomplete";
     {
         std::lock_guard lk(stage_mu_);
@@ -185,7 +193,37 @@ void Engine::stage_pass() {
     }
     LOG_INFO("stage-in %s: %.2f of %.2f GB in %s", state,
              static_cast<double>(std::min(held, total)) / 1e9, static_cast<double>(total) / 1e9,
-             ssd_ ? "the SSD tier" : "RAM");
+             ssd_ || chunks ? "the SSD tier" : "RAM");
+}
+
+// Every chunk into the chunks' SSD tier, file by file in index order, as
+// many as its room takes; false when interrupted.
+bool Engine::stage_chunks(ChunkStore& chunks, const std::function<bool()>& interrupted,
+                          const std::function<void(std::chrono::milliseconds)>& pause) {
+    const ChunkMap& map = chunks.map();
+    const uint64_t writer_bound = 32 << 20;
+    chunks_full_ = false;
+    uint64_t planned = chunks.ssd_bytes();
+    for (ChunkId id = 0; id < map.chunks(); ++id) {
+        if (interrupted()) return false;
+        if (chunks.staged(id)) continue;
+        uint32_t len = map.range(id).length;
+        if (chunks.ssd_room(planned) < len) {
+            chunks_full_ = true;
+            break; // chunks are of one size: none after it fits either
+        }
+        planned += len;
+        while (!chunks.stage(id)) {
+            if (interrupted()) return false;
+            pause(2ms);
+        }
+        // Never outrun the SSD writes, as for whole files.
+        while (chunks.ssd_bytes() + writer_bound < planned && !chunks.stage_idle()) {
+            if (interrupted()) return false;
+            pause(5ms);
+        }
+    }
+    return true;
 }
 
 } // namespace clairfs::prefetch

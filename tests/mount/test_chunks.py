@@ -15,6 +15,9 @@ chunks, read ahead for a sequential reader, through a real mount.
   the SSD tier (reused) and reads no byte from the backing store; a
   remount with another --chunk-size reuses none of them (their names
   differ) and still serves the right bytes;
+- stage: `clairfs stage --wait` puts every chunk into the SSD tier (none
+  into RAM), each byte read from the backing store once, and reading the
+  files afterwards reads nothing more from it;
 - stale: a large file changed on the backing store since the scan fails
   its READ with ESTALE and serves no byte; the mount keeps serving;
 - off: --chunk-size 0 reads large files through, the same bytes, and
@@ -156,6 +159,27 @@ def case_restart(tmp, data, expected):
     ml.log(f"restart: {total} chunks taken back, no backing byte read")
 
 
+def case_stage(tmp, data, expected):
+    cache, mp = ml.make_dirs(tmp, "cache-stage", "mnt-stage")
+    with ml.mounted(data, mp, *options(cache)):
+        r = ml.clairfs("stage", mp, "--wait", timeout=120)
+        ml.check(r.returncode == 0, f"stage: clairfs stage --wait exit {r.returncode}: {r.stderr}")
+        st = ml.status(mp)
+        c = st["chunks"]
+        ml.check(st["stage"]["state"] == "done" and st["stage"]["target"] == "ssd",
+                 f"stage: {st['stage']}")
+        ml.check(c["ssd"]["chunks"] == c["chunks"] and c["ram"]["chunks"] == 0,
+                 f"stage: SSD holds {c['ssd']['chunks']} of {c['chunks']} chunks, RAM "
+                 f"{c['ram']['chunks']}")
+        total = sum(len(d) for d in expected.values())
+        ml.check(st["backing"]["bytes"] == total,
+                 f"stage: {st['backing']['bytes']} backing bytes for {total}")
+        ml.drop_caches("1")
+        ml.read_expected(mp, expected, "stage")
+        took = ml.status(mp)["backing"]["bytes"] - total
+        ml.check(took == 0, f"stage: reading after the stage took {took} backing bytes")
+
+
 def case_stale(tmp, data, expected):
     cache, mp = ml.make_dirs(tmp, "cache-stale", "mnt-stale")
     rel = "shards/train-1.tfrecord"
@@ -193,7 +217,7 @@ def main():
             data = ml.make_dirs(tmp, "data")[0]
             expected = make_dataset(data)
             ml.run_cases(*[(c.__name__[5:], (lambda c: lambda: c(tmp, data, expected))(c))
-                           for c in (case_exact, case_sequential, case_restart, case_stale,
+                           for c in (case_exact, case_sequential, case_restart, case_stage, case_stale,
                                      case_off)])
     ml.run_test(cases)
 

@@ -68,6 +68,18 @@ public:
     // `error` 0 when the range spans chunks (then read()).
     cache::BlobRef read_one(index::NodeId node, uint64_t off, size_t size, uint64_t& at,
                             int& error);
+    // Stage-in (Engine::stage_pass), with an SSD tier only: every chunk
+    // into it, each fetch behind every READ's and read-ahead's, and not
+    // kept in RAM (the pass would only evict the chunks readers use).
+    bool has_ssd() const { return ssd_ != nullptr; }
+    // Queues chunk `id` for the SSD; false if the background queue is full
+    // (true if the chunk is held or on its way already).
+    bool stage(ChunkId id);
+    // Whether the SSD tier holds the chunk or the writer is writing it.
+    bool staged(ChunkId id) const;
+    uint64_t ssd_bytes() const;               // the SSD tier's bytes (0 without one)
+    uint64_t ssd_room(uint64_t planned) const; // as Engine::stage_room
+    bool stage_idle() const;                  // nothing queued for stage-in, nothing to write
     // Status key "chunks" (clairfs-control(5)).
     void status(nlohmann::json& out) const;
 
@@ -85,6 +97,7 @@ private:
     const index::Index& index_;
     ChunkOptions opt_;
     uint32_t window_chunks_ = 2;
+    static constexpr uint8_t ahead = 1, staging = 2; // ahead_ values
     cache::RamTier ram_;
     std::unique_ptr<cache::Tier> ssd_;
     std::unique_ptr<SsdWriter> writer_; // after ssd_: drains into it when destroyed
@@ -99,7 +112,7 @@ private:
     // Per covered file (by first chunk's file index): where its last READ
     // ended, to tell a sequential reader; racy by design (advice only).
     std::unique_ptr<std::atomic<uint64_t>[]> next_off_;
-    // Per chunk: 1 while read ahead and not yet read. Their bytes (queued
+    // Per chunk: 2 while fetched for stage-in; 1 while read ahead and not yet read. Their bytes (queued
     // or in RAM) stay under half the RAM share: eight shards read at once
     // with a full window each would otherwise evict one another's chunks
     // before they are read, and fetch them twice from the shared file

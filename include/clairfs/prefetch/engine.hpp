@@ -334,6 +334,9 @@ private:
     void ssd_status(nlohmann::json& out) const;
     void stage_loop();
     void stage_pass();
+    bool stage_chunks(ChunkStore& chunks, const std::function<bool()>& interrupted,
+                      const std::function<void(std::chrono::milliseconds)>& pause);
+    bool chunks_full_ = false; // stage thread only: the chunks' SSD ran out of room
     std::vector<index::NodeId> stage_order();
     bool staged(index::NodeId id) const;
     uint64_t stage_room(uint64_t planned) const;
