@@ -161,8 +161,9 @@ std::unique_ptr<cache::SsdTier> open_ssd(const config::MountOptions& o, std::str
 }
 
 // The chunks' journal names each by its file's path and offset
-// (prefetch/chunk_map.hpp), so a remount with another --chunk-size or
-// --mem finds none of them.
+// (prefetch/chunk_map.hpp), so a remount with another --chunk-size finds
+// only the ranges both sizes share (a file's short last chunk), and one
+// with another --mem finds those of the files chunked in both.
 cache::DescribeFile describe_chunks(const index::Index& idx, const prefetch::ChunkMap& map) {
     return [&idx, &map](index::NodeId id, cache::FileIdentity& out) {
         if (id >= map.chunks()) return false;

@@ -42,8 +42,11 @@ EngineOptions Engine::split_budget(const index::Index& idx, EngineOptions opt) {
     if (large == 0) return opt;
     auto share = static_cast<uint64_t>(static_cast<double>(opt.mem) * static_cast<double>(large) /
                                        static_cast<double>(large + whole));
-    uint64_t chunk_mem = whole == 0 ? opt.mem
-                                    : std::max(share, std::min<uint64_t>(opt.mem / 2, 32 << 20));
+    // At least room to read one file ahead (8 chunks, or the large files
+    // whole if less), but never more than half for that floor: one stray
+    // archive beside a million JPEGs must not halve the JPEGs' RAM.
+    uint64_t floor = std::min({large, uint64_t{8} * opt.chunk_size, opt.mem / 2});
+    uint64_t chunk_mem = whole == 0 ? opt.mem : std::max(share, floor);
     if (chunk_mem < uint64_t{4} * opt.chunk_size) return opt; // too small to read ahead into
     opt.chunk_mem = chunk_mem;
     opt.mem -= chunk_mem;

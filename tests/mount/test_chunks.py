@@ -13,8 +13,10 @@ chunks, read ahead for a sequential reader, through a real mount.
   cache was dropped (the chunks stay in the tiers);
 - restart: a remount with the same options takes the chunks back from
   the SSD tier (reused) and reads no byte from the backing store; a
-  remount with another --chunk-size reuses none of them (their names
-  differ) and still serves the right bytes;
+  remount with another --mem that holds one of the files whole takes the
+  others' chunks back by name though their numbers moved; one with
+  another --chunk-size reuses only the ranges both sizes share, and all
+  of them still serve the right bytes;
 - stage: `clairfs stage --wait` puts every chunk into the SSD tier (none
   into RAM), each byte read from the backing store once, and reading the
   files afterwards reads nothing more from it;
@@ -146,9 +148,27 @@ def case_restart(tmp, data, expected):
             read_sequential(mp, rel, expected[rel])
         took = ml.status(mp)["backing"]["bytes"] - before
         ml.check(took == 0, f"restart: {took} backing bytes read after a warm restart")
+    # Another --mem moves the cut-off: edge.bin (1 MiB + 1) is held whole
+    # under 32M, and the other files' chunks, renumbered, are taken back by
+    # name with their bytes (every file read back and compared).
+    edge = (SIZES["edge.bin"] + CHUNK - 1) // CHUNK
+    with ml.mounted(data, mp, "--mem", "32M", "--chunk-size", str(CHUNK), "--no-detect",
+                    "--cache-dir", cache, "--ssd", "64M"):
+        c = chunks(mp)
+        ml.check(c["files"] == len(SIZES) - 1 and c["ssd"]["reused"] == total - edge,
+                 f"restart: --mem 32M: {c['files']} files by chunk, reused "
+                 f"{c['ssd']['reused']} of {total - edge}")
+        before = ml.status(mp)["backing"]["bytes"]
+        ml.read_expected(mp, expected, "restart --mem 32M")
+        took = ml.status(mp)["backing"]["bytes"] - before
+        small = sum(len(d) for rel, d in expected.items() if rel not in SIZES)
+        ml.check(took == small + SIZES["edge.bin"],
+                 f"restart: --mem 32M read {took} backing bytes, expected the whole files' "
+                 f"{small + SIZES['edge.bin']}")
     # Another chunk size names other ranges: only those equal in both (a
-    # file's short last chunk) are taken back.
-    same = len(ranges(CHUNK) & ranges(2 * CHUNK))
+    # file's short last chunk) are taken back, but edge.bin's: the --mem
+    # 32M mount, holding it whole, dropped its chunks.
+    same = len({r for r in ranges(CHUNK) & ranges(2 * CHUNK) if r[0] != "edge.bin"})
     with ml.mounted(data, mp, "--mem", "16M", "--chunk-size", str(2 * CHUNK), "--no-detect",
                     "--cache-dir", cache, "--ssd", "64M"):
         c = chunks(mp)

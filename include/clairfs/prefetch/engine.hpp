@@ -287,8 +287,9 @@ public:
     void status(nlohmann::json& out) const;
 
     // Splits --mem between whole files and chunks, in proportion to the
-    // dataset's bytes in each (chunks get at least min(mem / 2, 32 MiB),
-    // and none at all if that is under 4 chunks); fixes max_file.
+    // dataset's bytes in each (chunks get at least 8 chunks, or the large
+    // files' bytes if less, but not above half of --mem for that; none at
+    // all if that is under 4 chunks); fixes max_file.
     static EngineOptions split_budget(const index::Index& idx, EngineOptions opt);
 
 private:
