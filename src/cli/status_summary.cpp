@@ -210,6 +210,28 @@ std::string status_summary(const json& s) {
             out += line("ssd:", "off: " + err.get<std::string>());
         }
     }
+    if (const json& c = status_at(s, "chunks"); c.is_object()) {
+        // Files held by chunk: how many, RAM's share, and the SSD's.
+        snprintf(buf, sizeof buf, "%.0f files in %.0f chunks of %s; ram %s of %s; %.0f read ahead",
+                 number(status_at(c, "files")), number(status_at(c, "chunks")),
+                 bytes_text(number(status_at(c, "chunk_size"))).c_str(),
+                 bytes_text(number(status_at(c, "ram/bytes"))).c_str(),
+                 bytes_text(number(status_at(c, "ram/capacity"))).c_str(),
+                 number(status_at(c, "read_ahead")));
+        std::string chunks = buf;
+        if (double wasted = number(status_at(c, "read_ahead_wasted")); wasted > 0)
+            chunks += " (" + std::to_string(static_cast<uint64_t>(wasted)) + " dropped unread)";
+        if (const json& on = status_at(c, "ssd/enabled"); on.is_boolean() && on.get<bool>()) {
+            snprintf(buf, sizeof buf, "; ssd %s of %s, %.0f hits",
+                     bytes_text(number(status_at(c, "ssd/bytes"))).c_str(),
+                     bytes_text(number(status_at(c, "ssd/capacity"))).c_str(),
+                     number(status_at(c, "ssd/hits")));
+            chunks += buf;
+        } else if (const json& err = status_at(c, "ssd/error"); err.is_string()) {
+            chunks += "; ssd off: " + err.get<std::string>();
+        }
+        out += line("chunks:", chunks);
+    }
     snprintf(buf, sizeof buf, "%.0f reads, %s, %.0f file reads saved",
              number(status_at(s, "backing/reads")),
              bytes_text(number(status_at(s, "backing/bytes"))).c_str(),

@@ -6,7 +6,8 @@ chunks, read ahead for a sequential reader, through a real mount.
 
 - exact: preads at random offsets, across chunk and file ends and past
   EOF, a whole read and an mmap read, each equal to the backing file's
-  bytes; small files are still held whole; status shows the chunks;
+  bytes; small files are still held whole; status shows the chunks (JSON,
+  the human summary, Prometheus series);
 - sequential: a TFRecordDataset-like reader (256 KiB reads from 0 to the
   end) is read ahead (read_ahead > 0) and each byte comes from the
   backing store once, also when the file is read again after the page
@@ -103,6 +104,13 @@ def case_exact(tmp, data, expected):
         st = ml.status(mp)
         ml.check(st["ram"]["files"] >= 1, f"exact: no small file held whole: {st['ram']}")
         ml.check(st["chunks"]["fetch_errors"] == 0, f"exact: {st['chunks']}")
+        human = ml.clairfs("status", mp).stdout
+        ml.check(f"chunks:      {len(SIZES)} files in {want} chunks of 256.0 KiB" in human,
+                 f"exact: clairfs status does not say so: {human}")
+        prom = ml.clairfs("status", mp, "--prometheus").stdout
+        ml.check(f'clairfs_chunk_files{{mount="{os.path.realpath(mp)}"}} {len(SIZES)}' in prom and
+                 "clairfs_chunk_ssd_hits_total" in prom,
+                 f"exact: no chunk series in status --prometheus: {prom[:2000]}")
         ml.log(f"exact: {st['chunks']['chunks']} chunks, {st['chunks']['reads']} chunk READs")
 
 
