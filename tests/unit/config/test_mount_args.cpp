@@ -38,6 +38,19 @@ TEST_CASE("defaults come from MountOptions and positionals fill the paths") {
     CHECK(a.options.effective_blksize() == 1u << 20);
     CHECK_FALSE(a.options.foreground);
     CHECK(a.options.threads == 16);
+    CHECK(a.options.chunk_size == 1u << 20);
+}
+
+TEST_CASE("--chunk-size: 0 (off) or a multiple of 4K from 64K to 64M") {
+    for (auto [text, want] : {std::pair{"0", 0ull}, {"64K", 64ull << 10}, {"64M", 64ull << 20},
+                              {"4100K", 4100ull << 10}}) {
+        MountArgs a;
+        REQUIRE(parse({"/d", "/m", "--chunk-size", text}, a) == "");
+        CHECK(a.options.chunk_size == want);
+    }
+    MountArgs o;
+    REQUIRE(parse({"-o", "chunk_size=256K", "/d", "/m"}, o) == "");
+    CHECK(o.options.chunk_size == 256u << 10);
 }
 
 TEST_CASE("long, short, -o and = forms all reach the same fields") {
@@ -98,6 +111,10 @@ TEST_CASE("every kind of bad argument is a one-line reason") {
         {{"/d", "/m", "--max-read", "3000"}, "invalid value for max_read"},
         {{"/d", "/m", "--max-read", "2M"}, "invalid value for max_read"},
         {{"/d", "/m", "--blksize", "3000"}, "invalid value for blksize"},
+        {{"/d", "/m", "--chunk-size", "1000"}, "invalid value for chunk_size"},
+        {{"/d", "/m", "--chunk-size", "32K"}, "invalid value for chunk_size"},
+        {{"/d", "/m", "--chunk-size", "128M"}, "invalid value for chunk_size"},
+        {{"/d", "/m", "--chunk-size", "65540"}, "invalid value for chunk_size"},
         {{"/d", "/m", "--cache-timeout", "-1"}, "invalid value for cache_timeout"},
         {{"/d", "/m", "--log-level", "loud"}, "invalid value for log_level"},
         {{"/d", "/m", "-o", "foreground=maybe"}, "invalid value for foreground"},
