@@ -83,8 +83,14 @@ FetchResult ChunkStore::read_backing(ChunkId id) {
 // On the fetching thread, before any waiter returns: RAM makes room by
 // dropping its least recently used chunks (never the one coming in).
 void ChunkStore::admit(ChunkId id, const FetchResult& r) {
-    if (r.error != 0) return unread_gone(id, true);
     uint8_t expected = staging;
+    if (r.error != 0) {
+        // Whatever fetched it, the mark goes: a chunk left marked would
+        // never be read ahead or staged again.
+        if (!ahead_[id].compare_exchange_strong(expected, 0, std::memory_order_relaxed))
+            unread_gone(id, true);
+        return;
+    }
     if (ahead_[id].compare_exchange_strong(expected, 0, std::memory_order_relaxed)) {
         if (writer_ && r.from == Source::backing && !ssd_->contains(id))
             writer_->enqueue(id, r.blob);

@@ -8,8 +8,11 @@
 #include "../disk_tree.hpp"
 #include "clairfs/prefetch/chunk_store.hpp"
 
+#include <chrono>
 #include <doctest/doctest.h>
 #include <fcntl.h>
+#include <filesystem>
+#include <thread>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -51,9 +54,11 @@ struct Store {
     int fd;
     cache::BackingStore backing;
     ChunkStore store;
-    Store(const Dataset& d, uint64_t above, uint32_t chunk, uint64_t ram)
+    // `ssd`: a RAM tier standing in for the chunks' SSD tier (stage-in).
+    Store(const Dataset& d, uint64_t above, uint32_t chunk, uint64_t ram, uint64_t ssd = 0)
         : idx(d.tree.scan()), fd(::open(d.tree.root.c_str(), O_RDONLY | O_DIRECTORY)),
           backing(idx, fd), store(ChunkMap(idx, above, chunk), backing, idx, options(ram)) {
+        if (ssd) store.attach_ssd(std::make_unique<cache::RamTier>(ssd, store.map().chunks()));
         store.start();
     }
     ~Store() {
@@ -209,4 +214,31 @@ TEST_CASE("chunk store: readers of several files share the read-ahead budget, no
     CHECK(st["ram"]["evictions"].get<uint64_t>() > 0);
     // Each byte from the backing store once.
     CHECK(s.backing.stats().bytes == 6u << 20);
+}
+
+TEST_CASE("chunk store: a stage-in fetch that fails leaves the chunk free to be read ahead") {
+    Dataset d;
+    d.put("f", 2 << 20, 1);
+    std::string original = d.bytes["f"];
+    auto mtime = std::filesystem::last_write_time(d.tree.root / "f");
+    Store s(d, 100'000, 64 << 10, 8 << 20, 64 << 20);
+    index::NodeId f = id_of(s.idx, "f");
+    ChunkId fifth = s.store.map().chunk_at(f, 5 * 65536);
+    // Changed since the scan: the staged fetch fails with ESTALE.
+    d.put("f", (2 << 20) + 1, 2);
+    REQUIRE(s.store.stage(fifth));
+    for (int i = 0; i < 500 && !s.store.stage_idle(); ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    REQUIRE(s.store.stage_idle());
+    CHECK_FALSE(s.store.staged(fifth));
+    CHECK(s.status()["fetch_errors"].get<uint64_t>() >= 1);
+    // The scan's version back, mtime and all: readable again.
+    std::ofstream(d.tree.root / "f", std::ios::binary | std::ios::trunc) << original;
+    std::filesystem::last_write_time(d.tree.root / "f", mtime);
+    d.bytes["f"] = original;
+    for (uint64_t off = 0; off < (2 << 20); off += 128 << 10)
+        REQUIRE(s.read("f", off, 128 << 10) == original.substr(off, 128 << 10));
+    // As in the sequential case: every chunk but the first two read ahead,
+    // the one whose stage-in failed included.
+    CHECK(s.status()["read_ahead"] == 30);
 }
