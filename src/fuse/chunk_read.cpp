@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "chunk_read.hpp"
+#include "read_through.hpp"
 
 #include <memory>
 
@@ -22,13 +23,8 @@ void chunk_read(fuse_req_t req, Filesystem& fs, index::NodeId id, size_t size,
     }
     if (error < 0) return reply_error(req, error);
     // A READ spanning two chunks is copied out of them into the FUSE
-    // thread's buffer, grown to the largest such READ (at most max_read).
-    thread_local std::unique_ptr<char[]> buf;
-    thread_local size_t capacity = 0;
-    if (size > capacity) {
-        buf = std::make_unique_for_overwrite<char[]>(size);
-        capacity = size;
-    }
+    // thread's read buffer.
+    std::shared_ptr<char[]> buf = read_buffer(size);
     ssize_t got = fs.engine->chunks()->read(id, off, size, buf.get());
     if (got < 0) return reply_error(req, static_cast<int>(got));
     count(static_cast<size_t>(got));

@@ -43,18 +43,6 @@ struct RangeRead {
     }
 };
 
-// The FUSE thread's read buffer, reused unless an abandoned call still
-// writes into it; grown to the largest request seen (bounded by max_read).
-std::shared_ptr<char[]> read_buffer(size_t size) {
-    thread_local std::shared_ptr<char[]> buf;
-    thread_local size_t capacity = 0;
-    if (!buf || buf.use_count() > 1 || size > capacity) {
-        capacity = std::max(size, capacity);
-        buf = std::make_shared_for_overwrite<char[]>(capacity);
-    }
-    return buf;
-}
-
 // After a call in time: the descriptor it opened becomes the open's (if
 // no concurrent READ got there first), so later READs skip the open.
 void keep_descriptor(OpenFile* of, RangeRead& rr) {
@@ -69,6 +57,16 @@ void keep_descriptor(OpenFile* of, RangeRead& rr) {
 }
 
 } // namespace
+
+std::shared_ptr<char[]> read_buffer(size_t size) {
+    thread_local std::shared_ptr<char[]> buf;
+    thread_local size_t capacity = 0;
+    if (!buf || buf.use_count() > 1 || size > capacity) {
+        capacity = std::max(size, capacity);
+        buf = std::make_shared_for_overwrite<char[]>(capacity);
+    }
+    return buf;
+}
 
 void read_through(fuse_req_t req, Filesystem& fs, const index::Node& n, OpenFile* of, size_t size,
                   off_t off) {

@@ -3,7 +3,13 @@
 
 #include "backing_file.hpp"
 
+#include <memory>
+
 namespace clairfs::fuse {
+
+// The FUSE thread's read buffer, reused unless an abandoned call still
+// writes into it; grown to the largest request seen (bounded by max_read).
+std::shared_ptr<char[]> read_buffer(size_t size);
 
 // Answers a READ of `size` bytes at `off` of a file the tiers do not take,
 // from the backing store, within --io-timeout. `of` is null with
