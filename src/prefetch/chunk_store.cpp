@@ -256,11 +256,7 @@ uint64_t ChunkStore::ssd_bytes() const {
 }
 
 uint64_t ChunkStore::ssd_room(uint64_t planned) const {
-    if (!ssd_) return 0;
-    cache::TierStats t = ssd_->stats();
-    uint64_t pending = writer_ ? writer_->stats().pending_bytes : 0;
-    uint64_t used = std::max(t.bytes + pending, planned);
-    return t.capacity > used ? t.capacity - used : 0;
+    return ssd_ ? stage_room(*ssd_, writer_.get(), planned) : 0;
 }
 
 bool ChunkStore::stage_idle() const {

@@ -68,14 +68,8 @@ bool Engine::staged(index::NodeId id) const {
     return stage_target().contains(id) || (writer_ && writer_->pending(id));
 }
 
-// Room left in the target tier, counting what this pass has already sent
-// for (`planned`: the tier's bytes when the pass began plus every file it
-// queued since), so a pass never fetches more than will fit.
 uint64_t Engine::stage_room(uint64_t planned) const {
-    cache::TierStats t = stage_target().stats();
-    uint64_t pending = writer_ ? writer_->stats().pending_bytes : 0;
-    uint64_t used = std::max(t.bytes + pending, planned);
-    return t.capacity > used ? t.capacity - used : 0;
+    return prefetch::stage_room(stage_target(), writer_.get(), planned);
 }
 
 // Registered: each local rank's future, ranks taking turns, then every file
@@ -169,7 +163,11 @@ void Engine::stage_pass() {
             pause(2ms);
         }
     }
-    if (chunks && !stage_chunks(*chunks, interrupted, pause)) return;
+    if (chunks) {
+        ChunksStaged end = stage_chunks(*chunks, interrupted, pause);
+        if (end == ChunksStaged::interrupted) return;
+        out_of_room = out_of_room || end == ChunksStaged::full;
+    }
     // The last fetches and writes land: wait until the tier holds it all,
     // or nothing is queued and the tier stopped growing.
     for (uint64_t last = UINT64_MAX, still = 0;;) {
@@ -185,7 +183,6 @@ void Engine::stage_pass() {
         pause(20ms);
     }
     uint64_t held = target_bytes();
-    if (chunks) out_of_room = out_of_room || chunks_full_;
     const char* state = held >= total ? "done" : out_of_room ? "full" : "incomplete";
     {
         std::lock_guard lk(stage_mu_);
@@ -197,33 +194,31 @@ void Engine::stage_pass() {
 }
 
 // Every chunk into the chunks' SSD tier, file by file in index order, as
-// many as its room takes; false when interrupted.
-bool Engine::stage_chunks(ChunkStore& chunks, const std::function<bool()>& interrupted,
-                          const std::function<void(std::chrono::milliseconds)>& pause) {
+// many as its room takes.
+Engine::ChunksStaged Engine::stage_chunks(ChunkStore& chunks,
+                                          const std::function<bool()>& interrupted,
+                                          const std::function<void(std::chrono::milliseconds)>& pause) {
     const ChunkMap& map = chunks.map();
     const uint64_t writer_bound = 32 << 20;
-    chunks_full_ = false;
     uint64_t planned = chunks.ssd_bytes();
     for (ChunkId id = 0; id < map.chunks(); ++id) {
-        if (interrupted()) return false;
+        if (interrupted()) return ChunksStaged::interrupted;
         if (chunks.staged(id)) continue;
         uint32_t len = map.range(id).length;
-        if (chunks.ssd_room(planned) < len) {
-            chunks_full_ = true;
-            break; // chunks are of one size: none after it fits either
-        }
+        // Chunks are of one size: none after it would fit either.
+        if (chunks.ssd_room(planned) < len) return ChunksStaged::full;
         planned += len;
         while (!chunks.stage(id)) {
-            if (interrupted()) return false;
+            if (interrupted()) return ChunksStaged::interrupted;
             pause(2ms);
         }
         // Never outrun the SSD writes, as for whole files.
         while (chunks.ssd_bytes() + writer_bound < planned && !chunks.stage_idle()) {
-            if (interrupted()) return false;
+            if (interrupted()) return ChunksStaged::interrupted;
             pause(5ms);
         }
     }
-    return true;
+    return ChunksStaged::all;
 }
 
 } // namespace clairfs::prefetch

@@ -3,9 +3,17 @@
 
 #include "clairfs/sys/contained.hpp"
 
+#include <algorithm>
 #include <pthread.h>
 
 namespace clairfs::prefetch {
+
+uint64_t stage_room(const cache::Tier& tier, const SsdWriter* writer, uint64_t planned) {
+    cache::TierStats t = tier.stats();
+    uint64_t pending = writer ? writer->stats().pending_bytes : 0;
+    uint64_t used = std::max(t.bytes + pending, planned);
+    return t.capacity > used ? t.capacity - used : 0;
+}
 
 SsdWriter::SsdWriter(cache::Tier& ssd, uint64_t max_pending_bytes)
     : ssd_(ssd), max_pending_(max_pending_bytes) {}

@@ -25,6 +25,14 @@ struct SsdWriterStats {
     uint64_t pending_bytes = 0; // queued or being written now
 };
 
+class SsdWriter;
+
+// Room left in `tier` for a stage-in pass, counting what the pass has
+// already sent for (`planned`: the tier's bytes when it began plus every
+// file or chunk queued since) and the writer's pending bytes as taken, so
+// a pass never fetches more than will fit.
+uint64_t stage_room(const cache::Tier& tier, const SsdWriter* writer, uint64_t planned);
+
 class SsdWriter {
 public:
     SsdWriter(cache::Tier& ssd, uint64_t max_pending_bytes);

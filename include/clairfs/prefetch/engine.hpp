@@ -177,9 +177,6 @@ public:
     void attach_chunk_ssd(std::unique_ptr<cache::Tier> ssd) {
         if (chunks_) chunks_->attach_ssd(std::move(ssd));
     }
-    // What the engine made of the options: the budgets after the split
-    // between whole files and chunks, and max_file.
-    const EngineOptions& options() const { return opt_; }
     // An open() of a regular file by process `pid`: tells the tracker and wakes the
     // scheduler; returns the file's bytes if a tier holds them, so the open
     // pins them against eviction for its lifetime.
@@ -335,12 +332,13 @@ private:
     void ssd_status(nlohmann::json& out) const;
     void stage_loop();
     void stage_pass();
-    bool stage_chunks(ChunkStore& chunks, const std::function<bool()>& interrupted,
-                      const std::function<void(std::chrono::milliseconds)>& pause);
-    bool chunks_full_ = false; // stage thread only: the chunks' SSD ran out of room
+    // How stage_chunks() ended.
+    enum class ChunksStaged : uint8_t { all, full, interrupted };
+    ChunksStaged stage_chunks(ChunkStore& chunks, const std::function<bool()>& interrupted,
+                              const std::function<void(std::chrono::milliseconds)>& pause);
     std::vector<index::NodeId> stage_order();
     bool staged(index::NodeId id) const;
-    uint64_t stage_room(uint64_t planned) const;
+    uint64_t stage_room(uint64_t planned) const; // prefetch::stage_room of the target tier
     const cache::Tier& stage_target() const;
     uint64_t target_bytes() const;
     void schedule_loop();
