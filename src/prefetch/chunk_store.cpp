@@ -2,6 +2,7 @@
 #include "clairfs/prefetch/chunk_store.hpp"
 
 #include "clairfs/log.hpp"
+#include "ssd_status.hpp"
 #include "ssd_writer.hpp"
 
 #include <algorithm>
@@ -284,21 +285,7 @@ void ChunkStore::status(nlohmann::json& out) const {
              {"capacity", r.capacity},
              {"chunks", r.entries},
              {"evictions", evictions_.load(std::memory_order_relaxed)}}}};
-    if (ssd_) {
-        cache::TierStats s = ssd_->stats();
-        cache::TierHealth h = ssd_->health();
-        out["ssd"] = {{"enabled", h.enabled},
-                      {"error", h.error.empty() ? nlohmann::json(nullptr) : nlohmann::json(h.error)},
-                      {"bytes", s.bytes},
-                      {"capacity", s.capacity},
-                      {"chunks", s.entries},
-                      {"hits", s.hits},
-                      {"errors", h.errors},
-                      {"reused", h.reused},
-                      {"invalidated", h.invalidated}};
-    } else {
-        out["ssd"] = nullptr;
-    }
+    out["ssd"] = ssd_ ? ssd_tier_status(*ssd_, "chunks") : nlohmann::json(nullptr);
 }
 
 } // namespace clairfs::prefetch

@@ -3,6 +3,7 @@
 #include "active_job.hpp"
 #include "clairfs/cache/blob_arena.hpp"
 #include "clairfs/peer/peers.hpp"
+#include "ssd_status.hpp"
 #include "ssd_writer.hpp"
 
 #include <nlohmann/json.hpp>
@@ -270,23 +271,13 @@ void Engine::status(nlohmann::json& out) const {
 }
 
 void Engine::ssd_status(nlohmann::json& out) const {
-    cache::TierStats t = ssd_->stats();
-    cache::TierHealth h = ssd_->health();
     SsdWriterStats w = writer_ ? writer_->stats() : SsdWriterStats{};
-    out = {{"enabled", h.enabled},
-           {"error", h.error.empty() ? nlohmann::json(nullptr) : nlohmann::json(h.error)},
-           {"bytes", t.bytes},
-           {"capacity", t.capacity},
-           {"files", t.entries},
-           {"hits", t.hits},
-           {"misses", t.misses},
-           {"errors", h.errors},
-           {"reused", h.reused},
-           {"invalidated", h.invalidated},
-           {"written", w.written},
-           {"refused", w.refused},
-           {"skipped", w.skipped},
-           {"pending_bytes", w.pending_bytes}};
+    out = ssd_tier_status(*ssd_, "files");
+    out["misses"] = ssd_->stats().misses;
+    out["written"] = w.written;
+    out["refused"] = w.refused;
+    out["skipped"] = w.skipped;
+    out["pending_bytes"] = w.pending_bytes;
 }
 
 } // namespace clairfs::prefetch
