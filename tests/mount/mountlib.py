@@ -96,6 +96,27 @@ def skip_unless_fuse():
         sys.exit(1)
 
 
+def skip_unless_frameworks(python, *modules):
+    """Exits 77 when `python` (the frameworks venv's) cannot import
+    `modules`; in CI (CI=true) that is a failure instead, since CI installs
+    the venv (bash scripts/install-deps.sh test)."""
+    try:
+        r = subprocess.run([python, "-c", "import " + ", ".join(modules)], capture_output=True,
+                           text=True, timeout=300)
+        why = "" if r.returncode == 0 else (
+            f"{python} cannot import {' and '.join(modules)}: " +
+            (r.stderr.strip().splitlines() or ["?"])[-1])
+    except OSError as e:
+        why = f"cannot run {python}: {e}"
+    if not why:
+        return
+    if os.environ.get("CI") == "true":
+        print(f"FAIL: {why} (CI needs the frameworks venv: bash scripts/install-deps.sh test)")
+        sys.exit(1)
+    print(f"SKIP: {why}")
+    sys.exit(77)
+
+
 def run(cmd, timeout=60, **kw):
     """subprocess.run with text capture and a mandatory timeout."""
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,

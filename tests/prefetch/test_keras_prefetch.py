@@ -207,27 +207,9 @@ def case_wrong_seed(tmp, data, n):
         ml.log(f"wrong_seed: {st['reason']}")
 
 
-def frameworks_missing():
-    try:
-        r = subprocess.run([PY, "-c", "import tensorflow, keras"], capture_output=True,
-                           text=True, timeout=300)
-    except OSError as e:
-        return f"cannot run {PY}: {e}"
-    if r.returncode != 0:
-        return f"{PY} cannot import tensorflow and keras: " + \
-            (r.stderr.strip().splitlines() or ["?"])[-1]
-    return ""
-
-
 def main():
     ml.skip_unless_fuse()
-    why = frameworks_missing()
-    if why:
-        if os.environ.get("CI") == "true":
-            print(f"FAIL: {why} (CI needs the frameworks venv: bash scripts/install-deps.sh test)")
-            sys.exit(1)
-        print(f"SKIP: {why}")
-        sys.exit(77)
+    ml.skip_unless_frameworks(PY, "tensorflow", "keras")
     def cases():
         with ml.temp_dir() as tmp:
             data = os.path.join(tmp, "data")
