@@ -82,7 +82,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 # The figures are measured exactly as the torch job measures them.
-from train_job import epoch_record, snapshot  # noqa: E402
+from train_job import add_harness_args, epoch_record, snapshot  # noqa: E402
 
 
 def parse_args(argv=None):
@@ -96,11 +96,7 @@ def parse_args(argv=None):
     ap.add_argument("--validation-split", type=float, default=0.0, metavar="F",
                     help="keras's own split of DATA: subset='both' [0: none]")
     ap.add_argument("--val", metavar="DIR", help="validation pass over DIR after every epoch")
-    ap.add_argument("--step-sleep", type=float, default=0.0)
-    ap.add_argument("--loop-dev")
-    ap.add_argument("--cpuacct")
-    ap.add_argument("--daemon-pid", type=int)
-    ap.add_argument("--wait-for", metavar="PATH")
+    add_harness_args(ap, resident=False)
     a = ap.parse_args(argv)
     if len(a.image_size) == 1:
         a.image_size = a.image_size * 2

@@ -59,7 +59,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 # The figures are measured exactly as the torch job measures them.
-from train_job import clairfs_status_path, epoch_record, resident_bytes, snapshot  # noqa: E402
+from train_job import (add_harness_args, clairfs_status_path, epoch_record,  # noqa: E402
+                       resident_bytes, snapshot)
 
 PATTERN = "train-*.tfrecord"
 
@@ -73,13 +74,7 @@ def parse_args(argv=None):
     ap.add_argument("--parallel-reads", type=int, default=8,
                     help="TFRecordDataset's num_parallel_reads [8]")
     ap.add_argument("--records", type=int, help="the dataset's records (numbered 0..N-1)")
-    ap.add_argument("--step-sleep", type=float, default=0.0)
-    ap.add_argument("--loop-dev")
-    ap.add_argument("--cpuacct")
-    ap.add_argument("--daemon-pid", type=int)
-    ap.add_argument("--wait-for", metavar="PATH")
-    ap.add_argument("--resident", action="store_true",
-                    help="report dataset_resident_bytes at every epoch's end")
+    add_harness_args(ap)
     a = ap.parse_args(argv)
     if a.epochs < 1 or a.batch < 1 or a.parallel_reads < 1:
         ap.error("--epochs, --batch and --parallel-reads must be positive")

@@ -221,6 +221,19 @@ def read_whole(path):
         return len(f.read())
 
 
+def add_harness_args(ap, resident=True):
+    """The flags bench/scenarios.py gives every job (this one, keras_job.py,
+    tfrecord_job.py): what to measure and when to start."""
+    ap.add_argument("--step-sleep", type=float, default=0.0)
+    ap.add_argument("--loop-dev")
+    ap.add_argument("--cpuacct")
+    ap.add_argument("--daemon-pid", type=int)
+    ap.add_argument("--wait-for", metavar="PATH")
+    if resident:
+        ap.add_argument("--resident", action="store_true",
+                        help="report dataset_resident_bytes at every epoch's end")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("data")
@@ -234,15 +247,9 @@ def main():
                     help="distributed: a DistributedSampler even for --world 1 (auto: only "
                          "above 1)")
     ap.add_argument("--rank", type=int, default=0)
-    ap.add_argument("--step-sleep", type=float, default=0.0)
-    ap.add_argument("--loop-dev")
-    ap.add_argument("--cpuacct")
-    ap.add_argument("--daemon-pid", type=int)
     ap.add_argument("--generator", choices=["explicit", "global"], default="explicit")
     ap.add_argument("--val", metavar="DIR")
-    ap.add_argument("--wait-for", metavar="PATH")
-    ap.add_argument("--resident", action="store_true",
-                    help="report dataset_resident_bytes at every epoch's end")
+    add_harness_args(ap)
     a = ap.parse_args()
     a.clairfs_status = clairfs_status_path(a.data) if a.daemon_pid else None
 
