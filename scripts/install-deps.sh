@@ -9,8 +9,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# liblmdb-dev and libhdf5-dev: clairfs ranges reads LMDBs and HDF5 files
+# (libhdf5-dev is the serial build; the MPI ones would pull in OpenMPI).
 build_pkgs=(g++ meson ninja-build pkg-config libfuse3-dev fuse3 libmpich-dev
-  mpich libaio-dev libxxhash-dev nlohmann-json3-dev doctest-dev libcpp-httplib-dev)
+  mpich libaio-dev libxxhash-dev nlohmann-json3-dev doctest-dev libcpp-httplib-dev
+  liblmdb-dev libhdf5-dev)
 # The mount tests use Debian's /usr/bin/python3 (stdlib only), pgrep,
 # setpriv/unshare and mount; the order tests compare with real torch and
 # torchvision (never python3-mpi4py: it pulls in OpenMPI over MPICH), and

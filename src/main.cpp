@@ -23,7 +23,9 @@ void usage(FILE* out) {
         "  status MOUNT [--watch [S]]           what a mount is doing (--watch: like top)\n"
         "  wait MOUNT [--timeout S]             until the mount answers and its peers have joined\n"
         "  order [--KEY VALUE ...]              print the order a PyTorch job reads samples in\n"
-        "  simulate --config FILE               predict what clairfs does on a cluster\n\n"
+        "  simulate --config FILE               predict what clairfs does on a cluster\n"
+        "  ranges KIND SOURCE [--out FILE]      write the ranges manifest of an LMDB, an HDF5\n"
+        "                                       dataset or a packed file\n\n"
         "clairfs BACKING MOUNTPOINT -o OPTIONS, as mount -t fuse.clairfs and fstab run it,\n"
         "is clairfs mount.\n"
         "clairfs COMMAND --help shows a command's options; man clairfs has the details.\n");
@@ -50,6 +52,7 @@ int run(int argc, char** argv) {
     if (cmd == "status") return status_command(args);
     if (cmd == "wait") return wait_command(args);
     if (cmd == "simulate") return simulate_command(args);
+    if (cmd == "ranges") return ranges_command(args);
     if (cmd == "--help" || cmd == "-h" || cmd == "help") {
         usage(stdout);
         return exit_ok;

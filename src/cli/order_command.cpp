@@ -38,10 +38,10 @@ void print_help() {
            "  %-26s %s\n  %-26s %s\n",
            "--n N", "a dataset of N samples (no files needed)", "--root DIR",
            "the dataset directory, numbered by --layout", "--layout L",
-           "imagefolder (torchvision rules), sorted or list [imagefolder; tensorflow: "
+           "imagefolder (torchvision rules), sorted, list or ranges [imagefolder; tensorflow: "
            "keras_directory or glob, by pipeline]",
            "--manifest FILE",
-           "list layout: one relative path per line", "--paths",
+           "list: one relative path per line; ranges: clairfs ranges' output", "--paths",
            "print relative paths instead of indices", "--config FILE",
            "a JSON object with the keys above and n, root, layout, manifest", "--worker W",
            "print only what DataLoader worker W opens (batches W, W+num_workers, ...)",

@@ -30,7 +30,7 @@ struct OrderDatasetLoader {
             layout::LayoutKind k;
             if (!layout::parse_layout(*a.layout, k))
                 return {"invalid value for layout: " + *a.layout +
-                            " (expected imagefolder, sorted, list, keras_directory or glob)",
+                            " (expected imagefolder, sorted, list, ranges, keras_directory or glob)",
                         true};
             given = k;
         }
@@ -38,8 +38,11 @@ struct OrderDatasetLoader {
         if (auto why = layout::layout_for_job(a.spec, given, kind); !why.empty())
             return {why, true};
         std::string manifest;
-        if (kind == layout::LayoutKind::list) {
-            if (a.manifest.empty()) return {"layout list needs --manifest FILE", true};
+        if (layout::reads_manifest(kind)) {
+            if (a.manifest.empty())
+                return {std::string("layout ") + layout::layout_name(kind) +
+                            " needs --manifest FILE",
+                        true};
             if (!config::read_text_file(a.manifest, manifest))
                 return {"cannot read manifest '" + a.manifest + "'", false};
         }

@@ -4,6 +4,7 @@
 
 #include "clairfs/config/utf8_text.hpp"
 #include "clairfs/index/resolve.hpp"
+#include "clairfs/layout/framework_layout.hpp"
 #include "clairfs/log.hpp"
 #include "clairfs/sys/syscalls.hpp"
 
@@ -89,7 +90,7 @@ int Controller::register_job(JobRegistration job, bool stage, std::string& why,
     for (const Registration& reg : job.loaders) {
         std::string manifest;
         plan::Job loader;
-        if (reg.layout == layout::LayoutKind::list) why = read_manifest(reg.manifest, manifest);
+        if (layout::reads_manifest(reg.layout)) why = read_manifest(reg.manifest, manifest);
         if (why.empty()) why = resolve_job(reg, index_, manifest, loader);
         if (!why.empty()) {
             if (job.loaders.size() > 1) why = "loader '" + reg.root + "': " + why;

@@ -82,7 +82,7 @@ std::string set_layout(Registration& reg, const json& v) {
         return why;
     if (!layout::parse_layout(text, reg.layout))
         return "invalid value for layout: " + config::message_text(text) +
-               " (expected imagefolder, sorted, list, keras_directory or glob)";
+               " (expected imagefolder, sorted, list, ranges, keras_directory or glob)";
     reg.layout_given = true;
     return "";
 }
@@ -175,11 +175,11 @@ std::string set_key(Registration& reg, const std::string& key, const json& v) {
 // What no single key can tell: how the keys fit together.
 std::string check_combination(const Registration& reg) {
     const order::JobSpec& s = reg.spec;
-    if (reg.layout == layout::LayoutKind::list && reg.manifest.empty())
-        return "layout list needs manifest (the file listing the samples, relative to the mount "
-               "root)";
-    if (reg.layout != layout::LayoutKind::list && !reg.manifest.empty())
-        return "manifest is only read with layout list";
+    if (layout::reads_manifest(reg.layout) && reg.manifest.empty())
+        return std::string("layout ") + layout::layout_name(reg.layout) +
+               " needs manifest (the file listing the samples, relative to the mount root)";
+    if (!layout::reads_manifest(reg.layout) && !reg.manifest.empty())
+        return "manifest is only read with layout list or ranges";
     if (s.world_size > 1 && s.sampler != order::SamplerKind::distributed)
         return "world_size " + std::to_string(s.world_size) +
                " needs sampler distributed (only DistributedSampler splits the dataset by rank)";

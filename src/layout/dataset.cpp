@@ -40,6 +40,8 @@ std::string build(const index::Index& idx, const index::Node& root, LayoutKind k
         return build_sorted(idx, root, out);
     case LayoutKind::list:
         return build_list(idx, root, manifest, out);
+    case LayoutKind::ranges:
+        return build_ranges(idx, root, manifest, out);
     }
     return "unknown layout";
 }
@@ -53,6 +55,7 @@ bool parse_layout(std::string_view text, LayoutKind& out) {
         {"list", LayoutKind::list},
         {"keras_directory", LayoutKind::keras_directory},
         {"glob", LayoutKind::glob},
+        {"ranges", LayoutKind::ranges},
     };
     for (const auto& [name, kind] : names) {
         if (text != name) continue;
@@ -111,6 +114,7 @@ std::string build_dataset(const index::Index& idx, std::string_view root, Layout
     // Growth leaves up to half the vector unused; at 14 million samples
     // that is tens of megabytes held for the life of the mount.
     built.samples.shrink_to_fit();
+    built.ranges.shrink_to_fit();
     out = std::move(built);
     return "";
 }

@@ -15,6 +15,8 @@ const char* layout_name(LayoutKind k) {
         return "keras_directory";
     case LayoutKind::glob:
         return "glob";
+    case LayoutKind::ranges:
+        return "ranges";
     }
     return "imagefolder";
 }

@@ -21,6 +21,8 @@ std::string build_imagefolder(const index::Index& idx, const index::Node& root, 
 std::string build_sorted(const index::Index& idx, const index::Node& root, Dataset& out);
 std::string build_list(const index::Index& idx, const index::Node& root, std::string_view manifest,
                        Dataset& out);
+std::string build_ranges(const index::Index& idx, const index::Node& root,
+                         std::string_view manifest, Dataset& out);
 
 std::string build_keras_directory(const index::Index& idx, const index::Node& root, Dataset& out);
 std::string build_glob(const index::Index& idx, const index::Node& root, std::string_view pattern,

@@ -20,5 +20,6 @@ int status_command(const std::vector<std::string>& args);
 int stage_command(const std::vector<std::string>& args);
 int wait_command(const std::vector<std::string>& args);
 int simulate_command(const std::vector<std::string>& args);
+int ranges_command(const std::vector<std::string>& args);
 
 } // namespace clairfs::cli

@@ -21,6 +21,9 @@ enum class LayoutKind {
     // follow_links=False): class folders, each walked without following links.
     keras_directory,
     glob, // tf.io.matching_files(root/pattern), as Dataset.list_files lists
+    // A ranges manifest (layout/ranges_manifest.hpp): sample i is a byte
+    // range of a large file (an LMDB value, an HDF5 row, a packed record).
+    ranges,
 };
 
 bool parse_layout(std::string_view text, LayoutKind& out);
@@ -35,6 +38,13 @@ struct Sample {
     index::NodeId name; // the entry in that directory (may be a symlink)
 };
 
+// ranges only: where sample i lies. Sixteen bytes per sample.
+struct ByteRange {
+    uint64_t offset;
+    uint32_t length;
+    index::NodeId node; // the regular file holding it (symlinks resolved)
+};
+
 struct Dataset {
     std::vector<std::string>
         dirs;                    // walked directory paths, relative to the dataset root ("" = root)
@@ -44,6 +54,10 @@ struct Dataset {
     // torchvision numbers each class's samples in one run, so class
     // boundaries cost one entry per class instead of four bytes per sample.
     std::vector<uint32_t> class_begin;
+    // ranges only: sample i is ranges[i] (samples[i] names its file). A job
+    // over ranges opens its files once and reads samples by offset: clairfs
+    // follows it by its READs (prefetch/range_follow.hpp), not its opens.
+    std::vector<ByteRange> ranges;
 
     // The class index of sample i (imagefolder only). O(log classes).
     uint32_t class_of(size_t i) const;
@@ -58,7 +72,7 @@ index::NodeId opened_node(const index::Index& idx, const Sample& s);
 
 // Builds the dataset rooted at `root` (a path relative to the index root,
 // "" for the root itself; symlinks in it are followed). `manifest` is the
-// manifest's text for LayoutKind::list, the pattern for LayoutKind::glob,
+// manifest's text for LayoutKind::list and LayoutKind::ranges, the pattern for LayoutKind::glob,
 // and ignored otherwise. Returns "" or a
 // one-line reason (missing root, a class without samples, a manifest line
 // naming nothing); `out` is only assigned on success.

@@ -18,5 +18,7 @@ std::string layout_for_job(const order::JobSpec& spec, std::optional<LayoutKind>
 
 // The name parse_layout() reads back.
 const char* layout_name(LayoutKind k);
+// Whether the layout's samples come from a manifest file (list, ranges).
+inline bool reads_manifest(LayoutKind k) { return k == LayoutKind::list || k == LayoutKind::ranges; }
 
 } // namespace clairfs::layout
