@@ -95,6 +95,8 @@ const Metric metrics[] = {
     {"clairfs_chunk_reads_total", "counter", "READs answered from chunks.", "chunks/reads"},
     {"clairfs_chunk_read_ahead_total", "counter", "Chunks queued ahead of sequential readers.",
      "chunks/read_ahead"},
+    {"clairfs_chunk_predicted_total", "counter",
+     "Chunks fetched ahead of the samples a ranges job reads next.", "chunks/predicted"},
     {"clairfs_chunk_read_ahead_wasted_total", "counter",
      "Chunks read ahead and dropped before any READ wanted them.", "chunks/read_ahead_wasted"},
     {"clairfs_backing_reads_total", "counter", "Read calls made to the backing store.",

@@ -219,6 +219,8 @@ std::string status_summary(const json& s) {
                  bytes_text(number(status_at(c, "ram/capacity"))).c_str(),
                  number(status_at(c, "read_ahead")));
         std::string chunks = buf;
+        if (double predicted = number(status_at(c, "predicted")); predicted > 0)
+            chunks += ", " + std::to_string(static_cast<uint64_t>(predicted)) + " predicted";
         if (double wasted = number(status_at(c, "read_ahead_wasted")); wasted > 0)
             chunks += " (" + std::to_string(static_cast<uint64_t>(wasted)) + " dropped unread)";
         if (const json& on = status_at(c, "ssd/enabled"); on.is_boolean() && on.get<bool>()) {

@@ -40,6 +40,8 @@ void fuse_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file
         blob = fs.engine->opened(id, static_cast<uint32_t>(fuse_req_ctx(req)->pid));
     else if (off_u == 0 && !of && fs.open_watch)
         fs.engine->read_from_start(id);
+    // A job whose samples are byte ranges of this file is followed by its READs.
+    fs.engine->read_range(id, off_u, size, static_cast<uint32_t>(fuse_req_ctx(req)->pid));
     if (!fs.engine->tiered(*n)) {
         if (fs.engine->chunked(id)) return chunk_read(req, fs, id, size, off_u);
         return read_through(req, fs, *n, of, size, off);

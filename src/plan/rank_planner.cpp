@@ -7,11 +7,18 @@ namespace clairfs::plan {
 RankPlanner::RankPlanner(const order::JobSpec& spec, const layout::Dataset& dataset,
                          const index::Index& idx)
     : orders_(spec, static_cast<uint32_t>(dataset.samples.size())), left_(spec.epochs),
-      index_size_(idx.size()), pool_(std::make_shared<PlanPool>()), spec_(spec),
+      index_size_(dataset.ranges.empty() ? idx.size() : dataset.samples.size()),
+      pool_(std::make_shared<PlanPool>()), spec_(spec),
       n_(static_cast<uint32_t>(dataset.samples.size())) {
+    sample_node_.reserve(dataset.samples.size());
+    // Samples as byte ranges share their files: a position's key is its
+    // sample number, which the READ path finds from the read's offset.
+    if (!dataset.ranges.empty()) {
+        for (uint32_t s = 0; s < n_; ++s) sample_node_.push_back(s);
+        return;
+    }
     // Symlinks are resolved once here, not per epoch: an epoch then maps
     // sample to node with one load per position.
-    sample_node_.reserve(dataset.samples.size());
     for (const layout::Sample& s : dataset.samples)
         sample_node_.push_back(layout::opened_node(idx, s));
 }

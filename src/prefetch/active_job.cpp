@@ -51,6 +51,19 @@ LoaderRun make_loader(std::shared_ptr<const plan::Job> job, const index::Index& 
         topt.keys_hint = "is the seed, global_seed, batch_size, shuffle_buffer, validation_split "
                          "or keras_version different from the job's";
     }
+    if (!l.job->dataset.ranges.empty()) {
+        // Followed by its READs (range_follow.hpp), not by opens: `covers`
+        // stays empty, so no open is routed to it.
+        l.ranges = std::make_unique<RangeFollow>(l.job->dataset);
+        topt.sample_nodes.assign(n, 1);
+        // A sample whose pages the kernel still holds makes no READ: a
+        // worker's cursor passes over a few batches of them.
+        topt.slack = 4 * spec.batch_size;
+        topt.next_at_end = true;
+        l.tracker = std::make_unique<track::Tracker>(l.job->ranks, std::move(sources),
+                                                     std::move(resyncs), std::move(topt));
+        return l;
+    }
     l.covers.assign(idx.size(), 0);
     auto cover = [&](const layout::Sample& s) {
         if (index::NodeId id = layout::opened_node(idx, s); id != layout::no_node) l.covers[id] = 1;

@@ -8,6 +8,7 @@
 #include "clairfs/plan/job.hpp"
 #include "clairfs/prefetch/engine.hpp"
 #include "clairfs/track/tracker.hpp"
+#include "range_follow.hpp"
 
 #include <atomic>
 #include <memory>
@@ -22,6 +23,8 @@ struct LoaderRun {
     std::vector<std::unique_ptr<plan::RankPlanner>> planners;
     std::unique_ptr<track::Tracker> tracker;
     std::vector<uint8_t> covers; // per node: a sample of this loader opens it
+    // Samples as byte ranges (layout "ranges"): followed by READs; null otherwise.
+    std::unique_ptr<RangeFollow> ranges;
     std::unique_ptr<std::atomic<bool>> fallback_logged = std::make_unique<std::atomic<bool>>(false);
 
     bool covering(index::NodeId id) const { return id < covers.size() && covers[id]; }

@@ -220,21 +220,33 @@ void ChunkStore::read_done(ChunkId first, ChunkId last, uint64_t off, size_t siz
 }
 
 void ChunkStore::read_ahead(ChunkId from) {
-    const uint64_t budget = opt_.ram / 2;
     ChunkId id = map_.next_in_file(from);
     for (uint32_t i = 0; i < window_chunks_ && id != no_chunk; ++i, id = map_.next_in_file(id)) {
-        if (ram_.contains(id) || ahead_[id].load(std::memory_order_relaxed)) continue;
-        uint32_t len = map_.range(id).length;
-        if (ahead_bytes_.load(std::memory_order_relaxed) + len > budget) return;
-        // Marked before it is queued: its fetch may land at once.
-        uint8_t none = 0;
-        if (!ahead_[id].compare_exchange_strong(none, ahead, std::memory_order_relaxed)) continue;
-        ahead_bytes_.fetch_add(len, std::memory_order_relaxed);
-        if (pool_->prefetch(id, [this, id] { return ram_.contains(id); }))
-            read_ahead_.fetch_add(1, std::memory_order_relaxed);
-        else
-            unread_gone(id, false); // queued or fetched already, or the queue is full
+        Ahead a = fetch_ahead(id);
+        if (a == Ahead::full) return;
+        if (a == Ahead::queued) read_ahead_.fetch_add(1, std::memory_order_relaxed);
     }
+}
+
+bool ChunkStore::prefetch(ChunkId id) {
+    if (!pool_) return false;
+    Ahead a = fetch_ahead(id);
+    if (a == Ahead::queued) predicted_.fetch_add(1, std::memory_order_relaxed);
+    return a != Ahead::full;
+}
+
+ChunkStore::Ahead ChunkStore::fetch_ahead(ChunkId id) {
+    if (ram_.contains(id) || ahead_[id].load(std::memory_order_relaxed)) return Ahead::held;
+    uint32_t len = map_.range(id).length;
+    if (ahead_bytes_.load(std::memory_order_relaxed) + len > opt_.ram / 2) return Ahead::full;
+    // Marked before it is queued: its fetch may land at once.
+    uint8_t none = 0;
+    if (!ahead_[id].compare_exchange_strong(none, ahead, std::memory_order_relaxed))
+        return Ahead::held;
+    ahead_bytes_.fetch_add(len, std::memory_order_relaxed);
+    if (pool_->prefetch(id, [this, id] { return ram_.contains(id); })) return Ahead::queued;
+    unread_gone(id, false); // queued or fetched already, or the queue is full
+    return Ahead::held;
 }
 
 bool ChunkStore::staged(ChunkId id) const {
@@ -278,6 +290,7 @@ void ChunkStore::status(nlohmann::json& out) const {
            {"fetched_for_read", fetched_.load(std::memory_order_relaxed)},
            {"read_ahead", read_ahead_.load(std::memory_order_relaxed)},
            {"read_ahead_wasted", wasted_.load(std::memory_order_relaxed)},
+           {"predicted", predicted_.load(std::memory_order_relaxed)},
            {"read_ahead_bytes", ahead_bytes_.load(std::memory_order_relaxed)},
            {"fetch_errors", errors_.load(std::memory_order_relaxed)},
            {"ram",

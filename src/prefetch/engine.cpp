@@ -140,7 +140,8 @@ void Engine::plan_homes(const std::string& job_id,
     std::shared_ptr<const Active> job;
     for (const auto& j : *jobs())
         if (j->id == job_id) job = j;
-    if (!job || job->loaders.size() != 1) return;
+    // A job over byte ranges has its files held by chunk, which peers do not fetch.
+    if (!job || job->loaders.size() != 1 || job->loaders.front().ranges) return;
     const plan::Job& pj = *job->loaders.front().job;
     const order::JobSpec& spec = pj.spec;
     if (spec.framework != order::Framework::pytorch ||
@@ -888,6 +889,7 @@ Engine::Jobs Engine::activate(std::shared_ptr<Active> prepared,
         Jobs next = *jobs_;
         next.push_back(std::move(prepared));
         jobs_ = std::make_shared<const Jobs>(std::move(next));
+        count_range_loaders();
     }
     if (observing.owns_lock()) observing.unlock();
     if (pool_) pool_->drop_queued_prefetches();
@@ -900,6 +902,7 @@ Engine::Jobs Engine::deactivate(const std::string& id) {
     {
         std::lock_guard lk(job_mu_);
         dropped = take_jobs(jobs_, retired_, id);
+        count_range_loaders();
     }
     if (pool_) pool_->drop_queued_prefetches();
     return dropped;

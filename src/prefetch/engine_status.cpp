@@ -88,6 +88,7 @@ void Engine::job_status(const Active& job, nlohmann::json& out) const {
         }
         bool tf = l.job->spec.framework == order::Framework::tensorflow;
         loaders.push_back({{"root", l.job->root},
+                           {"layout", l.ranges ? "ranges" : "files"},
                            {"framework", order::framework_name(l.job->spec.framework)},
                            {"sampler", tf ? nlohmann::json(nullptr)
                                           : nlohmann::json(sampler_name(l.job->spec.sampler))},

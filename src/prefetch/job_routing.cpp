@@ -193,6 +193,7 @@ void Engine::retire_exited() {
             for (const auto& k : *jobs_)
                 if (k != j) kept.push_back(k);
             jobs_ = std::make_shared<const Jobs>(std::move(kept));
+            count_range_loaders();
             retired_.push_back(j);
             // Kept for status only; the oldest go first.
             if (retired_.size() > 16) {

@@ -209,7 +209,8 @@ void Engine::snapshot_jobs(const Jobs& jobs, std::vector<std::vector<track::Snap
             snaps[i].push_back(l.tracker->snapshot(now));
             const track::Snapshot& snap = snaps[i].back();
             if (snap.mode == track::Mode::clairvoyant) {
-                view.push_back(&snap);
+                // Its positions are samples, not files: prefetch_ranges().
+                if (!l.ranges) view.push_back(&snap);
             } else if (!l.fallback_logged->exchange(true)) {
                 LOG_WARN("job %s, loader '%s': prediction abandoned, caching on first touch "
                          "from now on: %s",
@@ -226,7 +227,8 @@ Engine::group_next_use(const Homes& homes, const Jobs& jobs,
                        const std::vector<std::vector<track::Snapshot>>& snaps) {
     if (homes.job.empty()) return {};
     for (size_t i = 0; i < jobs.size(); ++i) {
-        if (jobs[i]->id != homes.job || snaps[i].size() != 1) continue;
+        if (jobs[i]->id != homes.job || snaps[i].size() != 1 || jobs[i]->loaders.front().ranges)
+            continue;
         const track::Snapshot& snap = snaps[i].front();
         if (snap.mode != track::Mode::clairvoyant) return {};
         // The slowest local rank stands for the group's step.
@@ -264,6 +266,7 @@ void Engine::schedule_round(const Jobs& jobs) {
     std::vector<std::vector<track::Snapshot>> snaps;
     std::vector<JobView> views;
     snapshot_jobs(jobs, snaps, views);
+    prefetch_ranges(jobs, snaps);
     if (views.empty()) {
         lead_.store(0, std::memory_order_relaxed);
         return;

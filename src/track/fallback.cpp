@@ -36,7 +36,11 @@ void Tracker::judge_unmatched(index::NodeId node) {
         // Half an epoch behind it keeps a stray early open of the current
         // epoch's first samples from reading as a repeat.
         // A rank whose order is searched follows a repeat instead.
-        if (!r.resync && r.current && r.next && 2 * r.opened >= r.current->size() &&
+        // A job followed by its READs (next_at_end) has READs of the
+        // kernel's making in the count; one of them must not end the
+        // prediction. A repeated epoch shows there as a falling match rate.
+        if (!opt_.next_at_end && !r.resync && r.current && r.next &&
+            2 * r.opened >= r.current->size() &&
             match_in(*r.current, zeros_, nullptr, node, unused))
             return fall_back(forgotten_set_epoch(r.rank, r.current->epoch));
     }

@@ -78,11 +78,18 @@ uint32_t Tracker::family_of(uint32_t pid, uint32_t ppid) const {
 }
 
 bool Tracker::would_match(index::NodeId node, uint32_t pid, uint32_t ppid) const {
+    return match_distance(node, pid, ppid) != UINT64_MAX;
+}
+
+uint64_t Tracker::match_distance(index::NodeId node, uint32_t pid, uint32_t ppid) const {
     std::lock_guard lk(mu_);
     if (mode_.load(std::memory_order_relaxed) != Mode::clairvoyant || !dataset_file(node))
-        return false;
+        return UINT64_MAX;
     Match m{};
-    return find_match(node, pid, family_of(pid, ppid), m) && !early_start(m);
+    if (!find_match(node, pid, family_of(pid, ppid), m) || early_start(m)) return UINT64_MAX;
+    const plan::WorkerLayout& l = opt_.layout;
+    uint64_t s = l.stream_index(m.position);
+    return m.in_next ? s : distance(s, ranks_[m.slot].cursors[l.worker_of(m.position)]);
 }
 
 // False, changing nothing, when the open matched nothing while some rank's
@@ -100,6 +107,14 @@ bool Tracker::observe_locked(index::NodeId node, Clock::time_point now, uint32_t
     Match m{};
     if (!o.dataset_file || !find_match(node, pid, family, m) || early_start(m)) {
         if (pending_ > 0 && may_be_sample(node)) return false;
+        if (opt_.next_at_end && o.dataset_file && mode == ObserveMode::normal) {
+            if (next_vote_.size() > 4096) next_vote_.clear();
+            bool fits = fits_next(node);
+            next_vote_[family] = fits;
+            // Judged by the family's next open: the next epoch's first
+            // sample, or a READ that stood for nothing.
+            if (fits) return true;
+        }
         if (!o.dataset_file || mode == ObserveMode::match_only) return true;
         if (hold_as_evidence(node, pid, family, mode)) {
             o.deferred = true;
@@ -126,6 +141,7 @@ void Tracker::accept(const Match& m, Clock::time_point now, uint32_t pid, uint32
         if (family != pid) slot_of_pid_[family] = m.slot;
     }
     if (m.in_next) advance_epoch(r);
+    if (opt_.next_at_end) next_vote_.erase(family);
     take(r, m.position, now);
     last_match_ = std::max(last_match_, now);
     // Only a new epoch or a rank's last open can move the slowest epoch; the
@@ -173,7 +189,7 @@ bool Tracker::find_match(index::NodeId node, uint32_t pid, uint32_t family, Matc
     for (uint32_t key : {pid, family}) {
         if (!key) continue;
         if (auto it = slot_of_pid_.find(key); it != slot_of_pid_.end())
-            if (match_slot(it->second, node, out)) return true;
+            if (match_slot(it->second, node, family, out)) return true;
     }
     const plan::WorkerLayout& l = opt_.layout;
     uint64_t best = UINT64_MAX;
@@ -191,7 +207,8 @@ bool Tracker::find_match(index::NodeId node, uint32_t pid, uint32_t family, Matc
     if (best != UINT64_MAX) return true;
     for (size_t i = 0; i < ranks_.size(); ++i) {
         const Rank& r = ranks_[i];
-        if (r.next && match_in(*r.next, zeros_, nullptr, node, out.position)) {
+        if (r.next && next_may_begin(r, family) &&
+            match_in(*r.next, zeros_, nullptr, node, out.position)) {
             out.slot = i;
             out.in_next = true;
             return true;
@@ -200,13 +217,30 @@ bool Tracker::find_match(index::NodeId node, uint32_t pid, uint32_t family, Matc
     return false;
 }
 
-bool Tracker::match_slot(size_t i, index::NodeId node, Match& out) const {
+bool Tracker::match_slot(size_t i, index::NodeId node, uint32_t family, Match& out) const {
     const Rank& r = ranks_[i];
     out.slot = i;
     out.in_next = false;
     if (r.current && match_in(*r.current, r.cursors, &r.taken, node, out.position)) return true;
     out.in_next = true;
-    return r.next && match_in(*r.next, zeros_, nullptr, node, out.position);
+    return r.next && next_may_begin(r, family) &&
+           match_in(*r.next, zeros_, nullptr, node, out.position);
+}
+
+bool Tracker::next_may_begin(const Rank& r, uint32_t family) const {
+    if (!opt_.next_at_end || !r.current) return true;
+    if (auto it = next_vote_.find(family); it != next_vote_.end() && it->second) return true;
+    const plan::WorkerLayout& l = opt_.layout;
+    for (uint32_t w = 0; w < l.streams(); ++w)
+        if (l.position(w, r.cursors[w] + slack_) < r.current->size()) return false;
+    return true;
+}
+
+bool Tracker::fits_next(index::NodeId node) const {
+    uint64_t unused;
+    for (const Rank& r : ranks_)
+        if (r.next && match_in(*r.next, zeros_, nullptr, node, unused)) return true;
+    return false;
 }
 
 // A repeated node (replacement, num_samples > n, a symlink) can be due in

@@ -33,7 +33,9 @@ struct EpochPlan {
     std::optional<uint64_t> tf_iterator;
     // Position p (batches concatenated, as the loader yields them) -> the
     // file its open() reaches; layout::no_node for a sample whose path
-    // dangles (the job's open fails and nothing can be prefetched).
+    // dangles (the job's open fails and nothing can be prefetched). For a
+    // dataset of byte ranges (layout::Dataset::ranges), the sample number
+    // instead, and first_position is sized to the samples.
     std::vector<index::NodeId> nodes;
     // Node id -> its first position in `nodes`, or no_position. Sized to the
     // index (one entry per node), so a lookup is one load.

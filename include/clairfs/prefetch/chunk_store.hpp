@@ -68,6 +68,11 @@ public:
     // `error` 0 when the range spans chunks (then read()).
     cache::BlobRef read_one(index::NodeId node, uint64_t off, size_t size, uint64_t& at,
                             int& error);
+    // Fetches chunk `id` into RAM ahead of a READ the scheduler predicts (a
+    // ranges job's next samples), as read-ahead is: marked unread, under
+    // the same budget. False once that budget is spent; true if the chunk
+    // is held, on its way, or now queued.
+    bool prefetch(ChunkId id);
     // Stage-in (Engine::stage_pass), with an SSD tier only: every chunk
     // into it, each fetch behind every READ's and read-ahead's, and not
     // kept in RAM (the pass would only evict the chunks readers use).
@@ -91,6 +96,8 @@ private:
     void touch(ChunkId id);           // most recently used now
     void read_done(ChunkId first, ChunkId last, uint64_t off, size_t size); // read-ahead
     void read_ahead(ChunkId from); // the window after `from`, as far as the budget allows
+    enum class Ahead : uint8_t { held, queued, full };
+    Ahead fetch_ahead(ChunkId id); // one chunk, marked unread, within the budget
 
     ChunkMap map_;
     cache::BackingStore& backing_;
@@ -121,6 +128,7 @@ private:
     std::atomic<uint64_t> ahead_bytes_{0};
     void unread_gone(ChunkId id, bool wasted); // clears ahead_[id], if set
     std::atomic<uint64_t> reads_{0}, hits_{0}, fetched_{0}, read_ahead_{0}, evictions_{0};
+    std::atomic<uint64_t> predicted_{0}; // fetched by prefetch()
     std::atomic<uint64_t> wasted_{0}; // read ahead, then dropped unread
     std::atomic<uint64_t> errors_{0};
 };

@@ -173,6 +173,13 @@ public:
     // --chunk-size 0, --mem 0, or no such file.
     ChunkStore* chunks() { return chunks_.get(); }
     bool chunked(index::NodeId id) const { return chunks_ && chunks_->covers(id); }
+    // A READ of [off, off + size) of a regular file by thread `tid`: tells
+    // the jobs whose samples are byte ranges of it (layout "ranges") where
+    // their loaders are (prefetch/range_follow.hpp). One atomic load while
+    // no such job is registered.
+    void read_range(index::NodeId id, uint64_t off, uint64_t size, uint32_t tid) {
+        if (range_loaders_.load(std::memory_order_relaxed) != 0) follow_read(id, off, size, tid);
+    }
     // Before start(): the SSD tier of the chunks.
     void attach_chunk_ssd(std::unique_ptr<cache::Tier> ssd) {
         if (chunks_) chunks_->attach_ssd(std::move(ssd));
@@ -342,7 +349,15 @@ private:
     const cache::Tier& stage_target() const;
     uint64_t target_bytes() const;
     void schedule_loop();
+    void follow_read(index::NodeId id, uint64_t off, uint64_t size, uint32_t tid);
     void schedule_round(const Jobs& jobs);
+    // The chunks holding the samples the ranks of ranges jobs read next,
+    // soonest first, as far as the chunks' read-ahead budget goes
+    // (src/prefetch/range_reads.cpp).
+    void prefetch_ranges(const Jobs& jobs, const std::vector<std::vector<track::Snapshot>>& snaps);
+    // Loaders over byte ranges among the jobs: while 0, a READ costs no lookup.
+    std::atomic<uint32_t> range_loaders_{0};
+    void count_range_loaders(); // under job_mu_, after jobs_ changed
     void snapshot_jobs(const Jobs& jobs, std::vector<std::vector<track::Snapshot>>& snaps,
                        std::vector<std::vector<const track::Snapshot*>>& views);
     void push_ahead(const std::vector<index::NodeId>& next);

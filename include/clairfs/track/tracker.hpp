@@ -53,6 +53,14 @@ struct TrackerOptions {
     // them in any order within its parallelism. 0: none (a DataLoader
     // worker opens its samples one after the other).
     uint32_t behind = 0;
+    // For a job followed by its READs (prefetch/range_follow.hpp): an open
+    // may begin a rank's next epoch once every worker's cursor is within
+    // `slack` of its stream's end, or else only as the second open in a row
+    // of its loader process (family) to fit there. A READ the kernel makes
+    // of metadata may stand for a sample due early next epoch, and must not
+    // end the epoch under way; but samples whose pages the kernel kept make
+    // no READ, so an epoch's last ones may never be seen.
+    bool next_at_end = false;
     // The keys a fallback's reason asks the user to check, as a question.
     std::string keys_hint = "is the seed, sampler, batch size or num_workers different from the "
                             "job's";
@@ -177,6 +185,10 @@ public:
                         uint32_t ppid = 0, ObserveMode mode = ObserveMode::normal);
     // Whether observe() would match this open now; changes nothing.
     bool would_match(index::NodeId node, uint32_t pid, uint32_t ppid) const;
+    // How far from its worker's cursor that match would be, in opens of
+    // the worker's stream (from the start of the next epoch for a match
+    // there); UINT64_MAX if it would not match.
+    uint64_t match_distance(index::NodeId node, uint32_t pid, uint32_t ppid) const;
 
     Snapshot snapshot(Clock::time_point now) const;
     Mode mode() const;
@@ -226,7 +238,11 @@ private:
     uint64_t distance(uint64_t stream_index, uint64_t cursor) const;
     bool find_match(index::NodeId node, uint32_t pid, uint32_t family, Match& out) const;
     bool early_start(const Match& m) const;
-    bool match_slot(size_t i, index::NodeId node, Match& out) const;
+    bool match_slot(size_t i, index::NodeId node, uint32_t family, Match& out) const;
+    // TrackerOptions::next_at_end: whether an open of `family` may begin r's next epoch.
+    bool next_may_begin(const Rank& r, uint32_t family) const;
+    // Whether the open would begin some rank's next epoch but for next_may_begin.
+    bool fits_next(index::NodeId node) const;
     void begin_epoch(Rank& r);
     void advance_epoch(Rank& r);
     bool observe_locked(index::NodeId node, Clock::time_point now, uint32_t pid, uint32_t family,
@@ -270,6 +286,8 @@ private:
     std::unordered_map<uint32_t, size_t>
         slot_of_pid_; // opener or loader family -> rank slot it last matched
     std::unordered_map<uint32_t, Evidence> evidence_; // by family
+    // next_at_end: families whose last open fitted only a next epoch.
+    std::unordered_map<uint32_t, bool> next_vote_;
     std::deque<uint32_t> resync_queue_;               // families whose evidence is complete
     std::string warning_;
     uint64_t resyncs_ = 0;

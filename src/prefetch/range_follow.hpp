@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: MIT
+// Following a job whose samples are byte ranges of large files (layout
+// "ranges": an LMDB's values, an HDF5 dataset's rows). Its loaders open the
+// file once and read sample i at its offset, through pread or an mmap, so
+// an open says nothing; the READs that reach the mount do. A READ names the
+// samples its bytes overlap, and the loader's tracker is told of one of
+// them as if it were an open of that sample: the tracker's positions are
+// sample numbers for such a loader (plan::RankPlanner).
+//
+// A READ is not an open, and this is where the two differ:
+// - a sample is read in pieces (an mmap faults page by page), and the
+//   kernel reads ahead: only a READ whose first page holds the first byte
+//   of a sample, and that does not begin where a recent READ of the file
+//   ended, stands for that sample; of several such, the one the tracker
+//   would match nearest its worker's cursor is told, else the first (and
+//   not again to the process that told it last);
+// - a file's first page holds its format's header, read at every open: a
+//   READ from there stands for nothing;
+// - a sample whose pages the kernel still holds makes no READ at all: the
+//   tracker's slack lets a worker's cursor pass over it.
+#pragma once
+
+#include "clairfs/layout/dataset.hpp"
+#include "clairfs/track/tracker.hpp"
+
+#include <array>
+#include <cstdint>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+namespace clairfs::prefetch {
+
+class RangeFollow {
+public:
+    // `dataset` must outlive this (the loader's plan::Job holds it).
+    explicit RangeFollow(const layout::Dataset& dataset);
+
+    // Whether some sample lies in file `node`.
+    bool covers(index::NodeId node) const { return by_file_.contains(node); }
+    const layout::ByteRange& range(uint32_t sample) const { return dataset_.ranges[sample]; }
+
+    // A READ of [off, off + size) of `node` by `pid` (whose parent is
+    // `ppid`): tells `tracker` of the sample it stands for, if any.
+    track::Observation observe(track::Tracker& tracker, index::NodeId node, uint64_t off,
+                               uint64_t size, uint32_t pid, uint32_t ppid);
+
+    // The samples whose ranges overlap [off, off + size) of `node`, in
+    // offset order, at most `max`; how many.
+    size_t overlapping(index::NodeId node, uint64_t off, uint64_t size, uint32_t* out,
+                       size_t max) const;
+
+private:
+    const layout::Dataset& dataset_;
+    // Per file, its samples sorted by offset.
+    std::unordered_map<index::NodeId, std::vector<uint32_t>> by_file_;
+    // Whether a READ begins where a recent READ of the file ended; notes
+    // where this one ends.
+    bool continues(index::NodeId node, uint64_t off, uint64_t size);
+
+    // Leaf lock over what follows: the sample each process last told of (a
+    // few entries per loader process, cleared past a bound: pids are
+    // reused), and where the last READs ended (a few per reader in flight).
+    std::mutex last_mu_;
+    std::unordered_map<uint32_t, uint32_t> last_;
+    std::array<std::pair<index::NodeId, uint64_t>, 64> ends_{};
+    size_t next_end_ = 0;
+};
+
+} // namespace clairfs::prefetch
