@@ -96,9 +96,10 @@ fi
 # the repository. pip uses its own configuration: a local wheel directory
 # or mirror if pip.conf names one, else PyPI (whose Linux torch wheel is
 # the CUDA build; PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu
-# fetches the CPU one). The venv is rebuilt from scratch when any pinned
-# package is missing or at another version, or its python no longer runs
-# (a Debian upgrade that replaced python3.11).
+# fetches the CPU one). A venv whose python runs gets what is missing or at
+# another version installed in place (a pin added later costs one package,
+# not the frameworks again); it is rebuilt from scratch only if that fails,
+# or if its python no longer runs (a Debian upgrade that replaced python3.11).
 venv=${CLAIRFS_VENV:-/opt/clairfs-venv}
 reqs=tests/requirements-frameworks.txt
 
@@ -133,6 +134,15 @@ frameworks_venv() {
       echo "install-deps: $venv has the versions pinned in $reqs"
       return
     }
+    if [ -n "$why" ]; then
+      need_root "update $venv"
+      echo "install-deps: updating $venv from $reqs ($why)"
+      if pip_install "$venv/bin/python" -r "$reqs" && pins_met "$venv/bin/python" >/dev/null; then
+        echo "install-deps: $venv updated"
+        return
+      fi
+      why="an update in place failed"
+    fi
     why=${why:-its python does not run}
   fi
   need_root "create $venv"
