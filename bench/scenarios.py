@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
 """End-to-end training-input benchmark: one unmodified PyTorch (or Keras, or
-tf.data TFRecord) job, several ways of reaching a dataset on a throttled
-"shared file system".
+tf.data TFRecord, or PyTorch over LMDB) job, several ways of reaching a
+dataset on a throttled "shared file system".
 
     sudo /usr/bin/python3 bench/scenarios.py bench/configs/default.json \
         [--reps N] [--scenarios a,b,...] [--build build] [--out bench/results]
@@ -98,12 +98,31 @@ Config keys beyond the dataset, slow FS and job (bench/README.md):
                         interpreter), on a dataset.kind "tfrecord" only; its
                         registered scenarios are unavailable (shards are held
                         by chunk; the registered order covers whole files).
+                        Or lmdb (bench/lmdb_job.py: a torch Dataset doing
+                        txn.get() on one LMDB, DataLoader with job.workers,
+                        job.generator, shuffle, the same interpreter), on a
+                        dataset.kind "lmdb" only; it registers as a torch job
+                        plus {"layout": "ranges", "manifest": "ranges.txt"}
+                        (and "root": "train.lmdb" when the manifest's paths
+                        are relative to the environment), the manifest
+                        written once after the dataset by `clairfs ranges
+                        lmdb DATA/train.lmdb --out DATA/ranges.txt` and
+                        checked (gen_lmdb.py --check-ranges); if either
+                        fails, the registered scenarios are unavailable.
+  job.scenario_epochs   {"SCENARIO": N}: that scenario's job runs N epochs
+                        instead of job.epochs (lmdb.json: direct runs epoch
+                        0 only, which takes 18 minutes of page faults).
   dataset.kind          jpeg (default: class folders, bench/gen_dataset.py) or
                         tfrecord: dataset.shards TFRecord shards of random
                         records (bench/gen_tfrecord.py, run with the frameworks
                         interpreter), dataset.bytes in all or
                         dataset.records_per_shard, record sizes uniform in
-                        dataset.record_kb ([50, 200]).
+                        dataset.record_kb ([50, 200]); or lmdb: one LMDB
+                        environment DATA/train.lmdb of values of random
+                        bytes put in a shuffled order (bench/gen_lmdb.py, the
+                        frameworks interpreter), dataset.bytes in all or
+                        dataset.count values, sizes uniform in
+                        dataset.record_kb ([60, 140]).
   dataset.val_files N   the dataset is DATA/train (dataset.files) and
                         DATA/val (N files); the job reads train and runs a
                         validation pass over val after every epoch
@@ -156,9 +175,17 @@ ALL = ["local-warm", "direct", "copy-first", "rclone",
        "clairfs-ssd-unregistered", "clairfs-ssd-registered", "clairfs-ssd-registered-no-open-push",
        "clairfs-ssd-staged"]
 NEEDS_VAL = ("clairfs-registered-train", "clairfs-registered-trainval")
-FRAMEWORKS = ("torch", "keras", "tfrecord")
+FRAMEWORKS = ("torch", "keras", "tfrecord", "lmdb")
 # The jobs run by the frameworks interpreter, and the modules each needs.
-TF_MODULES = {"keras": ("tensorflow", "keras"), "tfrecord": ("tensorflow",)}
+VENV_MODULES = {"keras": ("tensorflow", "keras"), "tfrecord": ("tensorflow",),
+                "lmdb": ("lmdb", "torch")}
+# Dataset kinds packed into a few large files: each is written by
+# bench/gen_KIND.py and read by job.framework KIND only (bench/KIND_job.py),
+# both with the frameworks interpreter.
+PACKED = ("tfrecord", "lmdb")
+RECORD_KB = {"tfrecord": [50, 200], "lmdb": [60, 140]}  # dataset.record_kb's default
+LMDB_ENV = "train.lmdb"  # an lmdb dataset's environment, below the dataset root
+RANGES = "ranges.txt"    # its ranges manifest, beside it (relative to the mount root)
 # Scenarios that register the job: clairfs plans the order of whole files.
 REGISTERING = ("clairfs-registered", "clairfs-ssd-registered", "clairfs-ssd-staged")
 RUNNING = []  # Popen objects to kill on abort
@@ -223,8 +250,9 @@ def daemon_pid_of(mnt):
 
 
 def frameworks_python():
-    """The interpreter of keras and tfrecord jobs (and of gen_tfrecord.py):
-    the venv with tensorflow and keras."""
+    """The interpreter of keras, tfrecord and lmdb jobs (and of
+    gen_tfrecord.py, gen_lmdb.py): the venv with tensorflow, keras and
+    python-lmdb."""
     return os.environ.get("CLAIRFS_FRAMEWORKS_PYTHON") or FRAMEWORKS_PY
 
 
@@ -236,12 +264,12 @@ def dataset_kind(cfg):
     return cfg["dataset"].get("kind", "jpeg")
 
 
-def check_keras_python(framework="keras"):
+def check_frameworks_python(framework="keras"):
     """Exits with a reason unless the frameworks interpreter can import what
-    a FRAMEWORK job needs (TF_MODULES; looked up, not imported: an import
+    a FRAMEWORK job needs (VENV_MODULES; looked up, not imported: an import
     takes ~20 s)."""
     py = frameworks_python()
-    mods = TF_MODULES[framework]
+    mods = VENV_MODULES[framework]
     if not os.access(py, os.X_OK):
         sys.exit(f"scenarios: {framework} job: no interpreter {py} (set "
                  f"CLAIRFS_FRAMEWORKS_PYTHON to a Python with {' and '.join(mods)})")
@@ -254,15 +282,21 @@ def check_keras_python(framework="keras"):
                  "(set CLAIRFS_FRAMEWORKS_PYTHON)")
 
 
-def gen_tfrecord(out, ds):
-    """dataset.kind "tfrecord": bench/gen_tfrecord.py's shards in OUT, written
-    by the frameworks interpreter (TFRecordWriter); its figures."""
-    lo, hi = ds.get("record_kb", [50, 200])
-    cmd = [frameworks_python(), os.path.join(HERE, "gen_tfrecord.py"), out,
-           "--shards", str(ds.get("shards", 64)), "--min-kb", str(lo), "--max-kb", str(hi),
-           "--seed", str(ds.get("seed", 0))]
-    if ds.get("records_per_shard"):
-        cmd += ["--records-per-shard", str(ds["records_per_shard"])]
+def gen_packed(kind, out, ds):
+    """A PACKED dataset.kind in OUT, written by bench/gen_KIND.py with the
+    frameworks interpreter: tfrecord's shards (TFRecordWriter) in OUT, or
+    lmdb's environment OUT/LMDB_ENV; its figures."""
+    lo, hi = ds.get("record_kb", RECORD_KB[kind])
+    if kind == "tfrecord":
+        cmd = [out, "--shards", str(ds.get("shards", 64))]
+        count = ("records_per_shard", "--records-per-shard")
+    else:
+        cmd = [os.path.join(out, LMDB_ENV)]
+        count = ("count", "--count")
+    cmd = ([frameworks_python(), os.path.join(HERE, f"gen_{kind}.py")] + cmd
+           + ["--min-kb", str(lo), "--max-kb", str(hi), "--seed", str(ds.get("seed", 0))])
+    if ds.get(count[0]):
+        cmd += [count[1], str(ds[count[0]])]
     else:
         cmd += ["--bytes", str(ds.get("bytes", 1.1e9))]
     r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -279,6 +313,10 @@ def dataset_text(info):
                 f"(median shard {info['median'] / 1e6:.1f} MB; {info['records']} records of "
                 f"random bytes, {info['record_min_kb']:g}-{info['record_max_kb']:g} KB, mean "
                 f"{info['record_mean'] / 1e3:.0f} KB)")
+    if info.get("kind") == "lmdb":
+        return (f"one LMDB (data.mdb {info['bytes'] / 1e9:.2f} GB; {info['records']} values of "
+                f"random bytes, {info['record_min_kb']:g}-{info['record_max_kb']:g} KB, mean "
+                f"{info['record_mean'] / 1e3:.0f} KB, put in a shuffled order)")
     split = (f" ({info['train_files']} train + {info['val_files']} val, a validation pass "
              f"after every epoch)" if info.get("val_files") else "")
     return (f"{info['files']} JPEGs{split} ({info.get('style', 'imagenet')} style), "
@@ -341,6 +379,7 @@ class Bench:
         self.clairfs = os.path.join(os.path.abspath(args.build), "src", "clairfs")
         self.st = None
         self.work = None
+        self.ranges_keys = {}  # an lmdb registration's layout keys (prepare_ranges)
 
     # --- plumbing -------------------------------------------------------
     def cg_prefix(self, cgroups=None):
@@ -377,25 +416,24 @@ class Bench:
         return bool(self.cfg["dataset"].get("val_files"))
 
     def job_cmd(self, data, seed, daemon_pid=None, go=None, rank=None, cpuacct=None):
-        """train_job.py, or keras_job.py for a "keras" job and
-        tfrecord_job.py for a "tfrecord" one, with the flags of train_job.py's
-        that mean something to them (no workers, sampler or generator:
-        tf.data's). rank and cpuacct default to job.rank and the slow FS's
-        cpuacct cgroup."""
+        """train_job.py, or keras_job.py for a "keras" job and KIND_job.py
+        for a PACKED one (packed_cmd), with the flags of train_job.py's
+        that mean something to them. rank and cpuacct default to job.rank
+        and the slow FS's cpuacct cgroup."""
         j = self.cfg["job"]
         train = os.path.join(data, "train") if self.has_val() else data
         keras = framework_of(self.cfg) == "keras"
-        if framework_of(self.cfg) == "tfrecord":
-            cmd = self.tfrecord_cmd(train, seed)
+        if framework_of(self.cfg) in PACKED:
+            cmd = self.packed_cmd(train, seed, rank)
         elif keras:
             cmd = [frameworks_python(), os.path.join(HERE, "keras_job.py"), train,
-                   "--epochs", str(j.get("epochs", 2)),
+                   "--epochs", str(self.epochs()),
                    "--batch", str(j.get("batch", 64)),
                    "--seed", str(seed),
                    "--image-size"] + [str(x) for x in j.get("image_size", [64, 64])]
         else:
             cmd = [PY, os.path.join(HERE, "train_job.py"), train,
-                   "--epochs", str(j.get("epochs", 2)),
+                   "--epochs", str(self.epochs()),
                    "--batch", str(j.get("batch", 64)),
                    "--workers", str(j.get("workers", 2)),
                    "--seed", str(seed),
@@ -421,15 +459,27 @@ class Bench:
             cmd += ["--wait-for", go]
         return cmd
 
-    def tfrecord_cmd(self, data, seed):
-        """tfrecord_job.py's own flags; --records from the generated
-        dataset, so that every epoch is checked against all of it."""
+    def packed_cmd(self, data, seed, rank=None):
+        """tfrecord_job.py or lmdb_job.py (on DATA/LMDB_ENV) with its own
+        flags (tf.data's parallel reads; the DataLoader's as train_job.py
+        takes them); --records from the generated dataset, so that every
+        epoch is checked against all of it."""
         j = self.cfg["job"]
-        cmd = [frameworks_python(), os.path.join(HERE, "tfrecord_job.py"), data,
-               "--epochs", str(j.get("epochs", 2)),
+        kind = framework_of(self.cfg)
+        if kind == "lmdb":
+            data = os.path.join(data, LMDB_ENV)
+        cmd = [frameworks_python(), os.path.join(HERE, f"{kind}_job.py"), data,
+               "--epochs", str(self.epochs()),
                "--batch", str(j.get("batch", 64)),
-               "--seed", str(seed),
-               "--parallel-reads", str(j.get("parallel_reads", 8))]
+               "--seed", str(seed)]
+        if kind == "tfrecord":
+            cmd += ["--parallel-reads", str(j.get("parallel_reads", 8))]
+        else:
+            cmd += ["--workers", str(j.get("workers", 2)),
+                    "--generator", j.get("generator", "explicit"),
+                    "--world", str(j.get("world", 1)),
+                    "--sampler", j.get("sampler", "auto"),
+                    "--rank", str(j.get("rank", 0) if rank is None else rank)]
         if getattr(self, "info", None):
             cmd += ["--records", str(self.info["records"])]
         return cmd
@@ -739,6 +789,9 @@ class Bench:
                        ranks=[j.get("rank", 0) if rank is None else rank])
         else:
             reg.update(sampler="random", generator=j.get("generator", "explicit"))
+        if framework_of(self.cfg) == "lmdb":
+            # Sample i is a byte range of data.mdb (prepare_ranges).
+            reg.update(self.ranges_keys)
         return reg
 
     def keras_registration(self, reg, seed=None):
@@ -807,7 +860,77 @@ class Bench:
                     av[sc] = "this clairfs has no mount --register"
         return av
 
+    def prepare_ranges(self, runnable):
+        """An lmdb dataset with a registered scenario to run: writes its
+        ranges manifest DATA/RANGES once (`clairfs ranges lmdb`), checks it
+        against the environment (gen_lmdb.py --check-ranges) and keeps the
+        registration's keys for it in self.ranges_keys. Returns the
+        scenarios that cannot run ({scenario: why}: all registered ones if
+        either step fails)."""
+        regs = [sc for sc in runnable if sc.startswith(REGISTERING)]
+        if framework_of(self.cfg) != "lmdb" or not regs:
+            return {}
+        env, out = os.path.join(self.data, LMDB_ENV), os.path.join(self.data, RANGES)
+        cmd = [self.clairfs, "ranges", "lmdb", env, "--out", out]
+        t0 = time.perf_counter()
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        self.info["ranges"] = {"cmd": cmd, "rc": r.returncode,
+                               "s": round(time.perf_counter() - t0, 1)}
+        why = None
+        if r.returncode != 0 or not os.path.isfile(out):
+            # The reason comes first (a usage text may follow it).
+            said = (r.stderr.strip().splitlines() or ["no manifest written"])[0]
+            why = (f"no ranges manifest: `clairfs ranges lmdb {LMDB_ENV} --out {RANGES}` "
+                   f"exited {r.returncode}: {said[:200]}")
+        else:
+            root = self.ranges_root(out, env)
+            if root is None:
+                why = f"the ranges manifest's paths name no file below {self.data}"
+            else:
+                chk = subprocess.run([frameworks_python(), os.path.join(HERE, "gen_lmdb.py"),
+                                      env, "--check-ranges", out,
+                                      "--root", os.path.join(self.data, root)],
+                                     capture_output=True, text=True)
+                if chk.returncode != 0:
+                    why = ("the ranges manifest does not match the LMDB: "
+                           + (chk.stderr.strip().splitlines() or ["?"])[-1][:200])
+                else:
+                    self.ranges_keys = {"layout": "ranges", "manifest": RANGES}
+                    if root != ".":
+                        self.ranges_keys["root"] = root
+        if why:
+            self.info["ranges"]["error"] = why
+            return {sc: why for sc in regs}
+        self.info["ranges"]["keys"] = self.ranges_keys
+        log(f"ranges manifest: {RANGES} ({self.info['ranges']['s']} s), registration keys "
+            f"{json.dumps(self.ranges_keys)}")
+        return {}
+
+    def ranges_root(self, manifest, env):
+        """The dataset root the manifest's paths are relative to, relative
+        to the mount root: the environment (LMDB_ENV) if its first path
+        names a file there, else "." if it names one below DATA, else None."""
+        with open(manifest) as f:
+            for line in f:
+                v = line.rstrip("\n").split("\t")
+                if len(v) == 4:
+                    for root, d in ((LMDB_ENV, env), (".", self.data)):
+                        if os.path.isfile(os.path.join(d, v[1])):
+                            return root
+                    return None
+        return None
+
+    def epochs(self):
+        """The job's epochs in the scenario running: job.scenario_epochs
+        may cut one short (direct reading of an LMDB through page faults
+        takes 18 minutes an epoch at 250 IOPS, and epoch 0 is what it is
+        compared on)."""
+        j = self.cfg["job"]
+        return j.get("scenario_epochs", {}).get(getattr(self, "scenario", None),
+                                                j.get("epochs", 2))
+
     def run_one(self, sc, rep):
+        self.scenario = sc
         r = {"scenario": sc, "rep": rep,
              "started": datetime.datetime.now().isoformat(timespec="seconds")}
         drop_caches()
@@ -866,12 +989,14 @@ class Bench:
         reps = a.reps or cfg.get("repetitions", 1)
         if framework_of(cfg) not in FRAMEWORKS:
             sys.exit(f"scenarios: job.framework {framework_of(cfg)!r}: expected one of {FRAMEWORKS}")
-        if framework_of(cfg) == "tfrecord" and dataset_kind(cfg) != "tfrecord":
-            sys.exit('scenarios: a tfrecord job needs dataset.kind "tfrecord"')
-        if dataset_kind(cfg) == "tfrecord" and framework_of(cfg) != "tfrecord":
-            sys.exit('scenarios: TFRecord shards are read by job.framework "tfrecord" only')
-        if framework_of(cfg) in TF_MODULES:
-            check_keras_python(framework_of(cfg))
+        for kind in PACKED:
+            if framework_of(cfg) == kind and dataset_kind(cfg) != kind:
+                sys.exit(f'scenarios: a {kind} job needs dataset.kind "{kind}"')
+            if dataset_kind(cfg) == kind and framework_of(cfg) != kind:
+                sys.exit(f'scenarios: dataset.kind "{kind}" is read by job.framework '
+                         f'"{kind}" only')
+        if framework_of(cfg) in VENV_MODULES:
+            check_frameworks_python(framework_of(cfg))
         unavailable = self.availability()
         for sc, why in unavailable.items():
             log(f"{sc}: unavailable: {why}")
@@ -890,6 +1015,10 @@ class Bench:
                 f"{self.st['iops']} IOPS, memory cgroup {self.st['mem'] >> 20} MiB")
             self.data = os.path.join(self.st["mnt"], "data")
             info = self.info = self.generate_dataset()
+            for sc, why in self.prepare_ranges(runnable).items():
+                log(f"{sc}: unavailable: {why}")
+                unavailable[sc] = why
+            runnable = [s for s in runnable if s not in unavailable]
             if "local-warm" in runnable:
                 self.local = os.path.join(self.work, "local")
                 subprocess.run(["cp", "-a", self.data, self.local], check=True)
@@ -925,11 +1054,12 @@ class Bench:
         """Writes the config's dataset into the slow FS (self.data), every
         invocation afresh (writes are not throttled; reads are): class folders
         of JPEGs (gen_dataset.py) or, with dataset.kind "tfrecord", TFRecord
-        shards (gen_tfrecord.py). Returns its figures, "gen_s" added."""
+        shards (gen_tfrecord.py), or "lmdb", one LMDB environment
+        (gen_lmdb.py). Returns its figures, "gen_s" added."""
         ds = self.cfg["dataset"]
         t0 = time.perf_counter()
-        if dataset_kind(self.cfg) == "tfrecord":
-            info = gen_tfrecord(self.data, ds)
+        if dataset_kind(self.cfg) in PACKED:
+            info = gen_packed(dataset_kind(self.cfg), self.data, ds)
             info["gen_s"] = round(time.perf_counter() - t0, 1)
             log(f"dataset: {dataset_text(info)} ({info['gen_s']} s)")
             return info
@@ -963,7 +1093,7 @@ class Bench:
         os.makedirs(a.out, exist_ok=True)
         prefix = os.path.join(a.out, f"{stamp}-{name}" if not a.out_name else a.out_name)
         env = ""
-        if framework_of(cfg) in TF_MODULES:
+        if framework_of(cfg) in VENV_MODULES:
             env = f"CLAIRFS_FRAMEWORKS_PYTHON={shlex.quote(frameworks_python())} "
         command = "sudo " + env + " ".join(shlex.quote(x) for x in [PY] + sys.argv)
         rev = subprocess.run(["git", "-C", HERE, "rev-parse", "--short", "HEAD"],
@@ -1027,6 +1157,7 @@ def epoch_summary(eps_runs, files):
          "samples_per_s": [med(col("samples_per_s", i)) for i in range(ne)],
          "first_batch_s": [med(col("first_batch_s", i)) for i in range(ne)],
          "shared_fs_bytes": [med(col("shared_fs_bytes", i)) for i in range(ne)],
+         "shared_fs_reads": [med(col("shared_fs_reads", i)) for i in range(ne)],
          "shared_fs_reads_per_file": [med(col("shared_fs_reads", i, lambda v: v / files))
                                       for i in range(ne)],
          "outside_job_ms_per_file": [med([eps[i].get("outside_job_cpu_s", 0) * 1e3 / files
@@ -1371,7 +1502,7 @@ def short_table(summary, scenarios):
         return short_table_jobs(summary, scenarios)
     val = any("val_s" in (summary.get(sc) or {}) for sc in scenarios)
     rows = [f"{'scenario':<28}{'epoch s':>16}{'samples/s':>14}{'shared-FS MB':>16}"
-            f"{'total s':>9}{'x ceiling':>10}"
+            f"{'shared-FS reads':>22}{'total s':>9}{'x ceiling':>10}"
             + (f"{'epoch+val s':>22}{'x local-warm':>20}{'run/dataset':>13}" if val else "")]
     for sc in scenarios:
         e = summary.get(sc)
@@ -1383,7 +1514,9 @@ def short_table(summary, scenarios):
             continue
         mb = [b / 1e6 for b in e["shared_fs_bytes"]]
         row = (f"{sc:<28}{fmt(e['epoch_s']):>16}{fmt(e['samples_per_s'], '{:.0f}'):>14}"
-               f"{fmt(mb, '{:.0f}'):>16}{e['total_s']:>9.1f}{one(e['x_local_warm'], '{:.2f}'):>10}")
+               f"{fmt(mb, '{:.0f}'):>16}"
+               f"{fmt(e.get('shared_fs_reads') or [None] * len(mb), '{:.0f}'):>22}"
+               f"{e['total_s']:>9.1f}{one(e['x_local_warm'], '{:.2f}'):>10}")
         if val:
             xs = e.get("epoch_with_val_x_local_warm") or [None] * len(e["epoch_s"])
             row += (f"{fmt(e.get('epoch_with_val_s', [])):>22}{fmt(xs, '{:.2f}'):>20}"
@@ -1540,6 +1673,12 @@ def job_text(j):
                 f"TFRecordDataset num_parallel_reads {j.get('parallel_reads', 8)}, map, batch "
                 f"{j.get('batch', 64)}, prefetch), {j.get('epochs', 2)} epochs, step sleep "
                 f"{j.get('step_sleep', 0)} s")
+    if j.get("framework") == "lmdb":
+        return (f"PyTorch job over LMDB (lmdb_job.py: txn.get per sample, env per worker "
+                f"readonly, lock=False, readahead=False; DataLoader shuffle, batch "
+                f"{j.get('batch', 64)}, {j.get('workers', 2)} workers, generator "
+                f"{j.get('generator', 'explicit')}, seed {j.get('seed', 0)}), "
+                f"{j.get('epochs', 2)} epochs, step sleep {j.get('step_sleep', 0)} s")
     if j.get("framework", "torch") == "keras":
         size = "x".join(str(x) for x in j.get("image_size", [64, 64]))
         vs = (f", validation_split {j['validation_split']}" if j.get("validation_split") else "")

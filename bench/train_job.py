@@ -223,7 +223,7 @@ def read_whole(path):
 
 def add_harness_args(ap, resident=True):
     """The flags bench/scenarios.py gives every job (this one, keras_job.py,
-    tfrecord_job.py): what to measure and when to start."""
+    tfrecord_job.py, lmdb_job.py): what to measure and when to start."""
     ap.add_argument("--step-sleep", type=float, default=0.0)
     ap.add_argument("--loop-dev")
     ap.add_argument("--cpuacct")
@@ -234,27 +234,56 @@ def add_harness_args(ap, resident=True):
                         help="report dataset_resident_bytes at every epoch's end")
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("data")
-    ap.add_argument("--epochs", type=int, default=2)
+def add_loader_args(ap):
+    """The DataLoader's flags (this job's and lmdb_job.py's): batch size,
+    workers, seed, sampler and generator."""
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--transform", choices=["rrc", "none", "bytes"], default="rrc")
     ap.add_argument("--world", type=int, default=1)
     ap.add_argument("--sampler", choices=["auto", "distributed"], default="auto",
                     help="distributed: a DistributedSampler even for --world 1 (auto: only "
                          "above 1)")
     ap.add_argument("--rank", type=int, default=0)
     ap.add_argument("--generator", choices=["explicit", "global"], default="explicit")
+
+
+def make_loader(ds, a):
+    """(DataLoader, DistributedSampler or None) over DS as add_loader_args'
+    flags say: shuffle=True with a seeded torch.Generator (--generator
+    explicit) or none (global: the order comes from torch.manual_seed),
+    or a DistributedSampler(world, rank, seed) whose set_epoch the caller
+    calls. The caller has called torch.manual_seed(a.seed)."""
+    import torch
+    from torch.utils.data import DataLoader, DistributedSampler
+
+    sampler = None
+    if a.world > 1 or a.sampler == "distributed":
+        sampler = DistributedSampler(ds, num_replicas=a.world, rank=a.rank,
+                                     shuffle=True, seed=a.seed)
+    kw = {}
+    if a.generator == "explicit":
+        gen = torch.Generator()
+        gen.manual_seed(a.seed)
+        kw["generator"] = gen
+    loader = DataLoader(ds, batch_size=a.batch, shuffle=sampler is None,
+                        sampler=sampler, num_workers=a.workers, **kw)
+    return loader, sampler
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("data")
+    ap.add_argument("--epochs", type=int, default=2)
+    add_loader_args(ap)
+    ap.add_argument("--transform", choices=["rrc", "none", "bytes"], default="rrc")
     ap.add_argument("--val", metavar="DIR")
     add_harness_args(ap)
     a = ap.parse_args()
     a.clairfs_status = clairfs_status_path(a.data) if a.daemon_pid else None
 
     import torch
-    from torch.utils.data import DataLoader, DistributedSampler
+    from torch.utils.data import DataLoader
     from torchvision import datasets, transforms
 
     torch.manual_seed(a.seed)
@@ -276,17 +305,7 @@ def main():
         setup["val_files"] = len(val_ds)
     setup["setup_s"] = round(time.perf_counter() - t0, 3)
     print(json.dumps(setup), flush=True)
-    sampler = None
-    if a.world > 1 or a.sampler == "distributed":
-        sampler = DistributedSampler(ds, num_replicas=a.world, rank=a.rank,
-                                     shuffle=True, seed=a.seed)
-    kw = {}
-    if a.generator == "explicit":
-        gen = torch.Generator()
-        gen.manual_seed(a.seed)
-        kw["generator"] = gen
-    loader = DataLoader(ds, batch_size=a.batch, shuffle=sampler is None,
-                        sampler=sampler, num_workers=a.workers, **kw)
+    loader, sampler = make_loader(ds, a)
     val_loader = None
     if val_ds is not None:
         val_loader = DataLoader(val_ds, batch_size=a.batch, shuffle=False,
