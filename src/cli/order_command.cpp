@@ -42,7 +42,7 @@ void print_help() {
            "keras_directory or glob, by pipeline]",
            "--manifest FILE",
            "list: one relative path per line; ranges: clairfs ranges' output", "--paths",
-           "print relative paths instead of indices", "--config FILE",
+           "print relative paths instead of indices (ranges: PATH@OFFSET+LENGTH)", "--config FILE",
            "a JSON object with the keys above and n, root, layout, manifest", "--worker W",
            "print only what DataLoader worker W opens (batches W, W+num_workers, ...)",
            "--iterator-step S",

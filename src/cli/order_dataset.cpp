@@ -56,8 +56,16 @@ struct OrderDatasetLoader {
     }
 };
 
+// A sample that is a byte range names its file and where in it:
+// "train.lmdb/data.mdb@8208+40960".
 std::string OrderDataset::path(order::Sample s) const {
-    return index_ ? dataset_.path(*index_, s) : std::to_string(s);
+    if (!index_) return std::to_string(s);
+    std::string p = dataset_.path(*index_, s);
+    if (!dataset_.ranges.empty()) {
+        const layout::ByteRange& r = dataset_.ranges[s];
+        p += "@" + std::to_string(r.offset) + "+" + std::to_string(r.length);
+    }
+    return p;
 }
 
 bool OrderDataset::file_size(order::Sample s, uint64_t& out) const {

@@ -31,8 +31,9 @@ const ExtraKey extra_keys[] = {
      "launcher's environment (torchrun, mpiexec, Slurm) [0]"},
     {"root", Kind::string, "DIR", "the dataset directory inside the mount [the mount root]"},
     {"layout", Kind::string, "L",
-     "imagefolder, sorted or list [imagefolder; tensorflow: chosen by pipeline]"},
-    {"manifest", Kind::string, "FILE", "layout list: the file listing the samples, in the mount"},
+     "imagefolder, sorted, list or ranges [imagefolder; tensorflow: chosen by pipeline]"},
+    {"manifest", Kind::string, "FILE", "layout list or ranges: the file listing the samples (for ranges, "
+                                         "clairfs ranges' output), in the mount"},
     {"n", Kind::number, "N", "len(dataset) as the job sees it, checked against the layout"},
     {"job", Kind::string, "ID",
      "the job's name: another job may register beside it on the same mount [default]"},
