@@ -86,6 +86,16 @@ void init_core(Filesystem& fs, fuse_conn_info* conn) {
             return fuse_lowlevel_notify_store(se, ino_of(id), 0, &bv, FUSE_BUF_NO_SPLICE);
         });
     }
+    // A ranges job's samples due next (Engine::push_ranges).
+    fs.engine->set_range_pusher([se](index::NodeId id, uint64_t off, const char* bytes, size_t size) {
+        fuse_bufvec bv{};
+        bv.count = 1;
+        bv.buf[0].size = size;
+        bv.buf[0].mem = const_cast<char*>(bytes); // notify_store only reads it
+        bv.buf[0].fd = -1;
+        return fuse_lowlevel_notify_store(se, ino_of(id), static_cast<off_t>(off), &bv,
+                                          FUSE_BUF_NO_SPLICE);
+    });
     // One notification drops a file's pages: to evict a file handed over
     // to the kernel, and (--kernel-opens) every file soon after it is read.
     auto drop_pages = [se](index::NodeId id) {

@@ -228,11 +228,10 @@ void ChunkStore::read_ahead(ChunkId from) {
     }
 }
 
-bool ChunkStore::prefetch(ChunkId id) {
-    if (!pool_) return false;
-    Ahead a = fetch_ahead(id);
-    if (a == Ahead::queued) predicted_.fetch_add(1, std::memory_order_relaxed);
-    return a != Ahead::full;
+void ChunkStore::prefetch(ChunkId id) {
+    if (!pool_ || ram_.contains(id)) return;
+    if (pool_->prefetch(id, [this, id] { return ram_.contains(id); }))
+        predicted_.fetch_add(1, std::memory_order_relaxed);
 }
 
 ChunkStore::Ahead ChunkStore::fetch_ahead(ChunkId id) {
@@ -247,6 +246,27 @@ ChunkStore::Ahead ChunkStore::fetch_ahead(ChunkId id) {
     if (pool_->prefetch(id, [this, id] { return ram_.contains(id); })) return Ahead::queued;
     unread_gone(id, false); // queued or fetched already, or the queue is full
     return Ahead::held;
+}
+
+bool ChunkStore::copy_held(index::NodeId node, uint64_t off, size_t size, char* out) {
+    const uint64_t cs = map_.chunk_size();
+    const ChunkId first = map_.chunk_at(node, off), last = map_.chunk_at(node, off + size - 1);
+    for (ChunkId c = first; c <= last; ++c)
+        if (!ram_.contains(c)) return false;
+    size_t done = 0;
+    while (done < size) {
+        uint64_t at = off + done;
+        ChunkId id = map_.chunk_at(node, at);
+        cache::BlobRef b = ram_.peek(id);
+        uint64_t in_chunk = at % cs;
+        if (!b || b->size <= in_chunk) return false; // evicted meanwhile
+        size_t n = static_cast<size_t>(std::min<uint64_t>(size - done, b->size - in_chunk));
+        std::memcpy(out + done, b->bytes.get() + in_chunk, n);
+        done += n;
+        touch(id);
+        unread_gone(id, false);
+    }
+    return true;
 }
 
 bool ChunkStore::staged(ChunkId id) const {

@@ -200,10 +200,15 @@ void Engine::status(nlohmann::json& out) const {
     uint64_t open_bytes = open_bytes_.load(std::memory_order_relaxed);
     out["backing"]["saved_bytes"] = open_bytes > b.bytes ? open_bytes - b.bytes : 0;
     if (ssd_) ssd_status(out["ssd"]);
-    if (chunks_)
+    if (chunks_) {
         chunks_->status(out["chunks"]);
-    else
+        // A ranges job's samples pushed into the kernel's page cache.
+        out["chunks"]["pushed"] = {{"samples", range_pushes_.load(std::memory_order_relaxed)},
+                                   {"bytes", range_push_bytes_.load(std::memory_order_relaxed)},
+                                   {"errors", range_push_errors_.load(std::memory_order_relaxed)}};
+    } else {
         out["chunks"] = nullptr;
+    }
     StageStatus st = stage_status();
     out["stage"] = {{"state", st.state},
                     {"target", st.target},

@@ -13,7 +13,8 @@ constexpr uint64_t page = 4096; // the kernel's READs start on page boundaries
 
 } // namespace
 
-RangeFollow::RangeFollow(const layout::Dataset& dataset) : dataset_(dataset) {
+RangeFollow::RangeFollow(const layout::Dataset& dataset)
+    : pushed(dataset.ranges.size(), 0), dataset_(dataset) {
     const auto n = static_cast<uint32_t>(dataset.ranges.size());
     for (uint32_t s = 0; s < n; ++s) by_file_[dataset.ranges[s].node].push_back(s);
     for (auto& [node, samples] : by_file_) {

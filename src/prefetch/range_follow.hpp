@@ -39,6 +39,11 @@ public:
     // Whether some sample lies in file `node`.
     bool covers(index::NodeId node) const { return by_file_.contains(node); }
     const layout::ByteRange& range(uint32_t sample) const { return dataset_.ranges[sample]; }
+    size_t samples() const { return dataset_.ranges.size(); }
+
+    // Scheduler thread only: per sample, 1 + the epoch it was last pushed
+    // into the kernel's page cache for (Engine::push_ranges), 0 if never.
+    std::vector<uint32_t> pushed;
 
     // A READ of [off, off + size) of `node` by `pid` (whose parent is
     // `ppid`): tells `tracker` of the sample it stands for, if any.

@@ -16,6 +16,7 @@
 #include <chrono>
 #include <pthread.h>
 #include <sys/stat.h>
+#include <utility>
 
 namespace clairfs::prefetch {
 namespace {
@@ -163,6 +164,10 @@ void Engine::schedule_loop() {
             // them before it lifts the hold.
             const bool hold = holding();
             if (peers_ && !hold) place_due_homes();
+            // Samples as byte ranges: every wake-up, since a READ told is
+            // rare once the samples due are pushed, and each one matters.
+            if (range_loaders_.load(std::memory_order_relaxed) != 0 && !hold)
+                ranges_round(*jobs);
             if (!jobs->empty() && !hold && round_due(*jobs)) {
                 schedule_round(*jobs);
                 // The open that makes the next round due wakes it.
@@ -178,16 +183,28 @@ void Engine::schedule_loop() {
         // The rest between rounds, cut short only to push files that
         // landed for a push (--opens fanotify): a file due within reach
         // that lands now would otherwise wait out the rest, and its open,
-        // with no OPEN to push at, may come first (a READ then).
+        // with no OPEN to push at, may come first (a READ then). Likewise
+        // a ranges job's reader at the edge of what was pushed: it reads
+        // pushed samples faster than a rest lasts.
         const auto rest_until = std::chrono::steady_clock::now() + min_round_gap;
         lk.lock();
-        while (wake_cv_.wait_until(lk, rest_until, [this] { return push_waiting_ || stopping_; })) {
+        while (wake_cv_.wait_until(lk, rest_until, [this] {
+            return push_waiting_ || ranges_waiting_ || stopping_;
+        })) {
             if (stopping_) break;
-            push_waiting_ = false;
+            bool files = std::exchange(push_waiting_, false);
+            bool ranges = std::exchange(ranges_waiting_, false);
             lk.unlock();
-            if (auto failed = sys::contained("a push of landed files", [&] { push_landed(); });
-                !failed.empty())
-                LOG_WARN("pushing landed files failed: %s", failed.c_str());
+            if (files)
+                if (auto failed = sys::contained("a push of landed files", [&] { push_landed(); });
+                    !failed.empty())
+                    LOG_WARN("pushing landed files failed: %s", failed.c_str());
+            if (ranges && !holding()) {
+                auto current = this->jobs();
+                if (auto failed = sys::contained("a ranges round", [&] { ranges_round(*current); });
+                    !failed.empty())
+                    LOG_WARN("prefetching samples failed: %s", failed.c_str());
+            }
             lk.lock();
         }
     }
@@ -266,7 +283,6 @@ void Engine::schedule_round(const Jobs& jobs) {
     std::vector<std::vector<track::Snapshot>> snaps;
     std::vector<JobView> views;
     snapshot_jobs(jobs, snaps, views);
-    prefetch_ranges(jobs, snaps);
     if (views.empty()) {
         lead_.store(0, std::memory_order_relaxed);
         return;

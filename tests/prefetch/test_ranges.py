@@ -14,9 +14,11 @@ memory pressure would, so every epoch's reads reach the mount):
   LMDB's mmap (readahead=False: page faults of one page each);
 - hdf5: 300 rows of 70000 bytes of a contiguous dataset, read with pread.
 Each: every sample of every epoch byte-identical to what was written (its
-SHA-1), each epoch yields every sample once, status clairvoyant into the
-last epoch with at least 99% of the samples told matched (and at least a
-quarter of all samples told), chunks fetched ahead of the READs by
+SHA-1, whether read through READs or from pages clairfs pushed into the
+page cache), each epoch yields every sample once, status clairvoyant into
+the last epoch with at most one sample told unmatched an epoch, samples
+pushed ahead without error (told and pushed together at least half of all
+samples read), chunks fetched ahead of the READs by
 the prediction, and each byte of the file from the backing store once over
 the 3 epochs (RAM holds the chunks).
 - refused: bad manifests (out-of-range offsets, a missing file, overlapping
@@ -100,19 +102,27 @@ def case_kind(tmp, kind):
         told, matched = loader["run_opens"], loader["run_matched"]
         ml.check(st["mode"] == "clairvoyant" and loader["epoch"] >= EPOCHS - 1,
                  f"{kind}: mode {st['mode']} ({st.get('reason')}) in epoch {loader['epoch']}")
-        # A sample whose first page the kernel kept (read ahead with the
-        # row before it) makes no READ that begins it: not every sample is
-        # told (about half of HDF5's rows here), yet enough to follow.
-        ml.check(told >= EPOCHS * n // 4 and matched >= 0.99 * told,
-                 f"{kind}: {matched} of {told} samples told matched ({n} samples a epoch)")
+        # The samples due next are pushed into the page cache, and a
+        # sample whose first page the kernel kept makes no READ that
+        # begins it: only some samples are told, each READ at the edge of
+        # what was pushed, yet enough to follow every epoch.
         c = st["chunks"]
+        pushed = c["pushed"]["samples"]
+        # With the samples due pushed, a READ is rare (the reader at the
+        # edge of what was pushed), so one stray READ at an epoch's turn
+        # weighs a few percent: at most one unmatched an epoch.
+        ml.check(told >= EPOCHS and told - matched <= EPOCHS,
+                 f"{kind}: {matched} of {told} samples told matched ({n} samples a epoch)")
+        ml.check(pushed > 0 and c["pushed"]["errors"] == 0 and told + pushed >= EPOCHS * n // 2,
+                 f"{kind}: {pushed} samples pushed, {told} told, of {EPOCHS * n}: {c['pushed']}")
         ml.check(c["predicted"] > 0, f"{kind}: no chunk fetched by the prediction: {c}")
         size = os.path.getsize(big)
         ml.check(st["backing"]["bytes"] <= size + (1 << 20),
                  f"{kind}: {st['backing']['bytes']} backing bytes for a {size}-byte file "
                  f"over {EPOCHS} epochs")
         ml.log(f"{kind}: {n} samples x {EPOCHS} epochs byte-identical; {matched}/{told} told "
-               f"matched; {c['predicted']} chunks predicted, {c['ram_hits']} RAM hits of "
+               f"matched, {pushed} pushed ahead; {c['predicted']} chunks predicted, "
+               f"{c['ram_hits']} RAM hits of "
                f"{c['reads']} chunk reads; {st['backing']['bytes']} backing bytes of {size}")
 
 

@@ -69,10 +69,19 @@ public:
     cache::BlobRef read_one(index::NodeId node, uint64_t off, size_t size, uint64_t& at,
                             int& error);
     // Fetches chunk `id` into RAM ahead of a READ the scheduler predicts (a
-    // ranges job's next samples), as read-ahead is: marked unread, under
-    // the same budget. False once that budget is spent; true if the chunk
-    // is held, on its way, or now queued.
-    bool prefetch(ChunkId id);
+    // ranges job's next samples). Not marked unread as read-ahead is: a
+    // predicted sample may be served from the page cache with no READ,
+    // and the scheduler bounds what it asks for by walking from the
+    // readers' cursors (Engine::prefetch_ranges) instead.
+    void prefetch(ChunkId id);
+    uint64_t ram_capacity() const { return opt_.ram; }
+    // Copies bytes [off, off + size) of a covered file into `out` if RAM
+    // holds every chunk they lie in; false, copying nothing useful,
+    // otherwise. Fetches nothing and counts no READ: the scheduler's way
+    // to push predicted samples into the kernel's page cache. The chunks
+    // copied count as read (most recently used, no longer unread ahead):
+    // their bytes are on their way to the reader.
+    bool copy_held(index::NodeId node, uint64_t off, size_t size, char* out);
     // Stage-in (Engine::stage_pass), with an SSD tier only: every chunk
     // into it, each fetch behind every READ's and read-ahead's, and not
     // kept in RAM (the pass would only evict the chunks readers use).

@@ -117,6 +117,13 @@ public:
     // (FUSE_NOTIFY_STORE); 0 or -errno. Set before start().
     using Pusher = std::function<int(index::NodeId id, const cache::Blob& bytes)>;
     void set_pusher(Pusher push) { push_ = std::move(push); }
+    // Copies bytes of a file into the kernel's page cache at an offset
+    // (FUSE_NOTIFY_STORE); 0 or -errno. The samples of a ranges job due
+    // next go there ahead of its reads (Engine::push_ranges): an mmap
+    // reader then takes no page fault for them. Set before start().
+    using RangePusher =
+        std::function<int(index::NodeId id, uint64_t off, const char* bytes, size_t size)>;
+    void set_range_pusher(RangePusher push) { push_range_ = std::move(push); }
     // Drops a file's pages from the kernel's page cache
     // (FUSE_NOTIFY_INVAL_INODE); 0 or -errno. Set before start() when the
     // kernel handles opens itself (--kernel-opens): the first READ of a
@@ -355,6 +362,12 @@ private:
     // soonest first, as far as the chunks' read-ahead budget goes
     // (src/prefetch/range_reads.cpp).
     void prefetch_ranges(const Jobs& jobs, const std::vector<std::vector<track::Snapshot>>& snaps);
+    // Every scheduler wake-up while a ranges job is registered: snapshots
+    // its loaders, then prefetch_ranges() and push_ranges().
+    void ranges_round(const Jobs& jobs);
+    // The samples each worker reads next, up to a batch, whose chunks RAM
+    // holds, into the kernel's page cache (each once an epoch).
+    void push_ranges(const Jobs& jobs, const std::vector<std::vector<track::Snapshot>>& snaps);
     // Loaders over byte ranges among the jobs: while 0, a READ costs no lookup.
     std::atomic<uint32_t> range_loaders_{0};
     void count_range_loaders(); // under job_mu_, after jobs_ changed
@@ -464,6 +477,7 @@ private:
     std::condition_variable wake_cv_;
     bool wake_ = false;
     bool push_waiting_ = false; // under wake_mu_: files landed for a push (to_push_)
+    bool ranges_waiting_ = false; // under wake_mu_: a ranges job's READ was told
     bool stopping_ = false;
     std::atomic<uint64_t> lead_{0}; // samples ready ahead of the slowest rank
     // Wake-up accounting: a round only runs when the ranks moved on enough
@@ -482,6 +496,9 @@ private:
     // Page-cache pushes: per node, the open count at its last open and just
     // after its last push. A file is pushed again only once opened since.
     Pusher push_;
+    RangePusher push_range_;
+    std::vector<char> range_buf_; // scheduler thread only: a sample's pages, to push
+    std::atomic<uint64_t> range_pushes_{0}, range_push_bytes_{0}, range_push_errors_{0};
     std::atomic<uint64_t> opens_{0}; // opens of files the tiers take
     std::atomic<uint64_t> open_bytes_{0}; // and the sizes of their files
     std::unique_ptr<std::atomic<uint64_t>[]> last_open_;
