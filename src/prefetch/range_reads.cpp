@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 // Jobs whose samples are byte ranges of large files (layout "ranges"): the
 // READ path tells their trackers where the loaders are, and the scheduler
-// fetches the chunks of the samples they read next. The ranges' files are
-// held by chunk (prefetch/chunk_store.hpp); a file small enough to be held
-// whole is fetched whole at its first READ and needs nothing more.
+// fetches the chunks of the samples they read next and pushes the samples
+// due soonest into the kernel's page cache. The ranges' files are held by
+// chunk (prefetch/chunk_store.hpp); a file small enough to be held whole is
+// fetched whole at its first READ and needs nothing more.
 #include "active_job.hpp"
 #include "clairfs/sys/contained.hpp"
 
@@ -13,7 +14,7 @@ namespace clairfs::prefetch {
 namespace {
 
 // How far ahead of each worker's cursor a round looks, in batches: past
-// that, the chunks' read-ahead budget is what limits the lead anyway.
+// that, half the chunks' RAM is what limits the lead anyway.
 constexpr uint64_t lead_batches = 8;
 // How far ahead the samples are pushed into the kernel's page cache: a
 // reader takes no READ for them, and its next READ (at the edge) must still
