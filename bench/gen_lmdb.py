@@ -48,6 +48,8 @@ import sys
 import time
 import zlib
 
+from gen_tfrecord import uniform_sizes
+
 KB = 1000
 HEADER = struct.Struct("<QI")  # the value's index, the CRC-32 of the rest
 TXN_BYTES = 64 << 20           # values put per write transaction
@@ -96,15 +98,7 @@ def parse_args(argv=None):
 
 def value_sizes(rng, a):
     """Every value's size in bytes, in key order."""
-    lo, hi = int(a.min_kb * KB), int(a.max_kb * KB)
-    if a.count:
-        return rng.integers(lo, hi + 1, a.count).tolist()
-    sizes, total = [], 0
-    while total < a.bytes:
-        s = int(rng.integers(lo, hi + 1))
-        sizes.append(s)
-        total += s
-    return sizes
+    return uniform_sizes(rng, a.min_kb, a.max_kb, a.count or 0, a.bytes)
 
 
 def progress(what, done, total):

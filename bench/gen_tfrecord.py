@@ -52,17 +52,23 @@ def parse_args(argv=None):
     return a
 
 
-def record_sizes(rng, a):
-    """Every record's size in bytes, in record order."""
-    lo, hi = int(a.min_kb * KB), int(a.max_kb * KB)
-    if a.records_per_shard:
-        return rng.integers(lo, hi + 1, a.records_per_shard * a.shards).tolist()
+def uniform_sizes(rng, min_kb, max_kb, count, total_bytes):
+    """COUNT sizes in bytes uniform in [MIN_KB, MAX_KB] KB, or (COUNT 0)
+    as many as first reach TOTAL_BYTES (gen_lmdb.py's values too)."""
+    lo, hi = int(min_kb * KB), int(max_kb * KB)
+    if count:
+        return rng.integers(lo, hi + 1, count).tolist()
     sizes, total = [], 0
-    while total < a.bytes:
+    while total < total_bytes:
         s = int(rng.integers(lo, hi + 1))
         sizes.append(s)
         total += s
     return sizes
+
+
+def record_sizes(rng, a):
+    """Every record's size in bytes, in record order."""
+    return uniform_sizes(rng, a.min_kb, a.max_kb, (a.records_per_shard or 0) * a.shards, a.bytes)
 
 
 def shard_path(out, s, shards):
