@@ -3,6 +3,7 @@
 
 #include "clairfs/config/utf8_text.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <optional>
 #include <unordered_map>
@@ -131,7 +132,10 @@ std::string parse_ranges(std::string_view text, Ranges& out) {
             if (n >= UINT32_MAX)
                 return at_line(line_no, "clairfs takes at most 4294967294 samples");
             samples = n;
-            parsed.entries.reserve(n);
+            // Not the declared count as it stands: "samples 4000000000" in
+            // a few bytes would ask for 64 GB. An entry line takes at least
+            // 8 bytes ("0\ta\t0\t1\n"), so the text bounds it.
+            parsed.entries.reserve(std::min<uint64_t>(n, text.size() / 8));
             continue;
         }
         if (parsed.entries.size() == *samples)
