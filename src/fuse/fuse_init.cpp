@@ -96,6 +96,10 @@ void init_core(Filesystem& fs, fuse_conn_info* conn) {
         return fuse_lowlevel_notify_store(se, ino_of(id), static_cast<off_t>(off), &bv,
                                           FUSE_BUF_NO_SPLICE);
     });
+    fs.engine->set_range_dropper([se](index::NodeId id, uint64_t off, uint64_t size) {
+        return fuse_lowlevel_notify_inval_inode(se, ino_of(id), static_cast<off_t>(off),
+                                                static_cast<off_t>(size));
+    });
     // One notification drops a file's pages: to evict a file handed over
     // to the kernel, and (--kernel-opens) every file soon after it is read.
     auto drop_pages = [se](index::NodeId id) {

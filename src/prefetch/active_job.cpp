@@ -57,8 +57,10 @@ LoaderRun make_loader(std::shared_ptr<const plan::Job> job, const index::Index& 
         l.ranges = std::make_unique<RangeFollow>(l.job->dataset);
         topt.sample_nodes.assign(n, 1);
         // A sample whose pages the kernel still holds makes no READ: a
-        // worker's cursor passes over a few batches of them.
-        topt.slack = 4 * spec.batch_size;
+        // worker's cursor passes over a few batches of them (three pushed
+        // ahead, and more a pread's readahead brought in: with four, one
+        // h5py run in three lost its reader for a READ or two an epoch).
+        topt.slack = 8 * spec.batch_size;
         topt.next_at_end = true;
         l.tracker = std::make_unique<track::Tracker>(l.job->ranks, std::move(sources),
                                                      std::move(resyncs), std::move(topt));

@@ -185,10 +185,19 @@ cache::BlobRef ChunkStore::read_one(index::NodeId node, uint64_t off, size_t siz
 ssize_t ChunkStore::read(index::NodeId node, uint64_t off, size_t size, char* out) {
     if (!pool_) return -EIO;
     reads_.fetch_add(1, std::memory_order_relaxed);
+    ssize_t got = copy(node, off, size, out);
+    if (got < 0) return got;
+    read_done(map_.chunk_at(node, off), map_.chunk_at(node, off + size - 1), off, size);
+    return got;
+}
+
+ssize_t ChunkStore::copy(index::NodeId node, uint64_t off, size_t size, char* out) {
+    if (!pool_) return -EIO;
     const uint64_t cs = map_.chunk_size();
     const ChunkId first = map_.chunk_at(node, off), last = map_.chunk_at(node, off + size - 1);
-    // A READ spanning several chunks (a chunk size below --max-read) has
-    // them all fetched at once, not one after another.
+    // A range spanning several chunks (a chunk size below --max-read, a
+    // sample pushed whole) has them all fetched at once, not one after
+    // another.
     for (ChunkId c = first + 1; c <= last; ++c)
         if (!ram_.contains(c)) pool_->prefetch(c, [this, c] { return ram_.contains(c); });
     size_t done = 0;
@@ -203,7 +212,6 @@ ssize_t ChunkStore::read(index::NodeId node, uint64_t off, size_t size, char* ou
         std::memcpy(out + done, b->bytes.get() + in_chunk, n);
         done += n;
     }
-    read_done(first, last, off, size);
     return static_cast<ssize_t>(size);
 }
 

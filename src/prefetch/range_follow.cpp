@@ -14,7 +14,8 @@ constexpr uint64_t page = 4096; // the kernel's READs start on page boundaries
 } // namespace
 
 RangeFollow::RangeFollow(const layout::Dataset& dataset)
-    : pushed(dataset.ranges.size(), 0), dataset_(dataset) {
+    : dropped(dataset.ranges.size(), 0), dataset_(dataset),
+      pushed_(std::make_unique<std::atomic<uint32_t>[]>(dataset.ranges.size())) {
     const auto n = static_cast<uint32_t>(dataset.ranges.size());
     for (uint32_t s = 0; s < n; ++s) by_file_[dataset.ranges[s].node].push_back(s);
     for (auto& [node, samples] : by_file_) {
@@ -44,6 +45,17 @@ size_t RangeFollow::overlapping(index::NodeId node, uint64_t off, uint64_t size,
     return k;
 }
 
+bool RangeFollow::all_dropped(index::NodeId node, uint64_t off, uint64_t size,
+                              uint32_t tag) const {
+    uint32_t in[max_candidates];
+    size_t k = overlapping(node, off, size, in, max_candidates);
+    // More samples in a page than looked at: keep the page.
+    if (k == max_candidates) return false;
+    for (size_t i = 0; i < k; ++i)
+        if (dropped[in[i]] != tag) return false;
+    return true;
+}
+
 bool RangeFollow::continues(index::NodeId node, uint64_t off, uint64_t size) {
     std::lock_guard lk(last_mu_);
     bool found = std::find(ends_.begin(), ends_.end(), std::pair{node, off}) != ends_.end();
@@ -53,7 +65,7 @@ bool RangeFollow::continues(index::NodeId node, uint64_t off, uint64_t size) {
 
 track::Observation RangeFollow::observe(track::Tracker& tracker, index::NodeId node,
                                         uint64_t off, uint64_t size, uint32_t pid,
-                                        uint32_t ppid) {
+                                        uint32_t ppid, uint32_t* told) {
     // The kernel's asynchronous readahead goes on where a READ of the file
     // ended, and so does a reader within its sample (an mmap's next page):
     // neither begins a sample that a reader wanted.
@@ -98,6 +110,8 @@ track::Observation RangeFollow::observe(track::Tracker& tracker, index::NodeId n
         if (last_.size() >= max_remembered) last_.clear();
         last_[pid] = pick;
     }
+    if (told) *told = pick;
+    (size <= page ? page_reads_ : other_reads_).fetch_add(1, std::memory_order_relaxed);
     return tracker.observe(pick, track::Clock::now(), pid, ppid);
 }
 

@@ -24,6 +24,8 @@
 #include "clairfs/track/tracker.hpp"
 
 #include <array>
+#include <atomic>
+#include <memory>
 #include <cstdint>
 #include <mutex>
 #include <unordered_map>
@@ -41,14 +43,45 @@ public:
     const layout::ByteRange& range(uint32_t sample) const { return dataset_.ranges[sample]; }
     size_t samples() const { return dataset_.ranges.size(); }
 
-    // Scheduler thread only: per sample, 1 + the epoch it was last pushed
-    // into the kernel's page cache for (Engine::push_ranges), 0 if never.
-    std::vector<uint32_t> pushed;
+    // Whether `sample` was pushed into the kernel's page cache for epoch
+    // `tag` - 1 (Engine::push_ranges, Engine::follow_read); marks it. Any
+    // thread: a READ's handler and the scheduler both push.
+    bool pushed_for(uint32_t sample, uint32_t tag) const {
+        return pushed_[sample].load(std::memory_order_relaxed) == tag;
+    }
+    void mark_pushed(uint32_t sample, uint32_t tag) {
+        pushed_[sample].store(tag, std::memory_order_relaxed);
+    }
+
+    // Scheduler thread only: per rank slot and worker stream
+    // (slot * streams + worker), the epoch and the cursor up to which the
+    // samples read were dropped from the kernel's page cache
+    // (Engine::drop_behind).
+    struct Behind {
+        uint64_t epoch = UINT64_MAX;
+        uint64_t cursor = 0;
+    };
+    std::vector<Behind> behind;
+    // Whether the reader maps the file and faults it a page at a time
+    // (LMDB's readahead=False advises MADV_RANDOM): most READs told were
+    // one page long. Such a reader's pages stay mapped, and the kernel
+    // evicts unmapped ones first: the pushes (Engine::drop_read_ranges).
+    bool faults_by_page() const {
+        return page_reads_.load(std::memory_order_relaxed) >
+               2 * other_reads_.load(std::memory_order_relaxed);
+    }
+    // Scheduler thread only: per sample, 1 + the epoch it was dropped in.
+    std::vector<uint32_t> dropped;
+    // Whether every sample overlapping [off, off + size) of `node` was
+    // dropped in epoch `tag` - 1 (scheduler thread only).
+    bool all_dropped(index::NodeId node, uint64_t off, uint64_t size, uint32_t tag) const;
 
     // A READ of [off, off + size) of `node` by `pid` (whose parent is
-    // `ppid`): tells `tracker` of the sample it stands for, if any.
+    // `ppid`): tells `tracker` of the sample it stands for, if any, and
+    // puts that sample in `*told` (unchanged if none).
     track::Observation observe(track::Tracker& tracker, index::NodeId node, uint64_t off,
-                               uint64_t size, uint32_t pid, uint32_t ppid);
+                               uint64_t size, uint32_t pid, uint32_t ppid,
+                               uint32_t* told = nullptr);
 
     // The samples whose ranges overlap [off, off + size) of `node`, in
     // offset order, at most `max`; how many.
@@ -57,6 +90,8 @@ public:
 
 private:
     const layout::Dataset& dataset_;
+    // Per sample, 1 + the epoch it was last pushed for, 0 if never.
+    std::unique_ptr<std::atomic<uint32_t>[]> pushed_;
     // Per file, its samples sorted by offset.
     std::unordered_map<index::NodeId, std::vector<uint32_t>> by_file_;
     // Whether a READ begins where a recent READ of the file ended; notes
@@ -69,6 +104,8 @@ private:
     std::mutex last_mu_;
     std::unordered_map<uint32_t, uint32_t> last_;
     std::array<std::pair<index::NodeId, uint64_t>, 64> ends_{};
+    // READs told, one page long and longer.
+    std::atomic<uint64_t> page_reads_{0}, other_reads_{0};
     size_t next_end_ = 0;
 };
 

@@ -8,7 +8,9 @@
 #include "active_job.hpp"
 #include "clairfs/sys/contained.hpp"
 
+#include <algorithm>
 #include <cerrno>
+#include <memory>
 
 namespace clairfs::prefetch {
 namespace {
@@ -18,9 +20,34 @@ namespace {
 constexpr uint64_t lead_batches = 8;
 // How far ahead the samples are pushed into the kernel's page cache: a
 // reader takes no READ for them, and its next READ (at the edge) must still
-// fall within the tracker's slack of four batches.
+// fall within the tracker's slack of eight batches (prefetch/active_job.cpp),
+// with room for samples the kernel's readahead brought in besides.
 constexpr uint64_t push_batches = 3;
 constexpr uint64_t page = 4096;
+// How far behind each worker's cursor its samples' pages are dropped from
+// the page cache, in batches: past the tracker's slack of eight, so that a
+// sample still being read is not taken from under its reader.
+constexpr uint64_t drop_batches = 10;
+
+// A sample's pages on their way to the kernel: grown, never shrunk, and
+// never zeroed (std::vector::resize would zero each growth, a tenth of the
+// daemon's CPU in a later epoch).
+class PushBuffer {
+public:
+    char* get(size_t n) {
+        if (n > cap_) {
+            cap_ = std::max(n, cap_ * 2);
+            bytes_ = std::make_unique_for_overwrite<char[]>(cap_);
+        }
+        return bytes_.get();
+    }
+
+private:
+    std::unique_ptr<char[]> bytes_;
+    size_t cap_ = 0;
+};
+// Per thread: the scheduler's, and each FUSE thread's (Engine::push_rest).
+thread_local PushBuffer push_buffer;
 
 } // namespace
 
@@ -41,8 +68,11 @@ void Engine::follow_read(index::NodeId id, uint64_t off, uint64_t size, uint32_t
                 if (!l.ranges || !l.ranges->covers(id)) continue;
                 if (l.tracker->mode() != track::Mode::clairvoyant) continue;
                 auto [pid, ppid] = process_of(tid);
-                track::Observation o = l.ranges->observe(*l.tracker, id, off, size, pid, ppid);
+                uint32_t sample = 0;
+                track::Observation o =
+                    l.ranges->observe(*l.tracker, id, off, size, pid, ppid, &sample);
                 if (!o.matched) continue;
+                push_rest(*l.ranges, sample, off + size, static_cast<uint32_t>(o.epoch + 1));
                 bind(j, pid, ppid, l.job->spec.num_workers > 0);
                 matched_opens_.fetch_add(1, std::memory_order_relaxed);
                 // Once the samples due are pushed, a READ told is the
@@ -64,6 +94,40 @@ void Engine::follow_read(index::NodeId id, uint64_t off, uint64_t size, uint32_t
                 if (l.ranges) l.tracker->abandon("following the job failed inside clairfs (" + why + ")");
 }
 
+// The reader faults the sample that was not pushed in time page by page
+// (an mmap with MADV_RANDOM: LMDB), one READ each; its first READ pushes
+// the rest, so it takes one: the one round trip the rest would have
+// waited for its chunks anyway. Before the reply: the page being read is the
+// only one the kernel holds locked for this reader, and the pushed pages
+// come after it.
+void Engine::push_rest(RangeFollow& rf, uint32_t sample, uint64_t from, uint32_t tag) {
+    if (!push_range_ || !chunks_ || rf.pushed_for(sample, tag)) return;
+    const layout::ByteRange& br = rf.range(sample);
+    if (!chunks_->covers(br.node)) return;
+    from = (from + page - 1) / page * page;
+    uint64_t to = std::min(index_.node(br.node).size,
+                           (br.offset + br.length + page - 1) / page * page);
+    if (from < to) {
+        char* buf = push_buffer.get(to - from);
+        // Chunks not in RAM are fetched here, as the READs of the sample's
+        // next pages would fetch them; a failed fetch is theirs to report.
+        if (chunks_->copy(br.node, from, to - from, buf) < 0) return;
+        int rc = push_range_(br.node, from, buf, to - from);
+        if (rc == -ENOENT) return;
+        count_push(rc, to - from);
+    }
+    rf.mark_pushed(sample, tag);
+}
+
+void Engine::count_push(int rc, uint64_t bytes) {
+    if (rc == 0) {
+        range_pushes_.fetch_add(1, std::memory_order_relaxed);
+        range_push_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+    } else {
+        range_push_errors_.fetch_add(1, std::memory_order_relaxed);
+    }
+}
+
 void Engine::ranges_round(const Jobs& jobs) {
     std::vector<std::vector<track::Snapshot>> snaps(jobs.size());
     auto now = track::Clock::now();
@@ -72,6 +136,67 @@ void Engine::ranges_round(const Jobs& jobs) {
             snaps[i].push_back(l.ranges ? l.tracker->snapshot(now) : track::Snapshot{});
     prefetch_ranges(jobs, snaps);
     if (push_range_) push_ranges(jobs, snaps);
+    if (drop_range_) drop_read_ranges(jobs, snaps);
+}
+
+// A dataset of byte ranges larger than the memory the job may use is read
+// through a page cache that is always full, and the kernel evicts what no
+// process maps first: the samples pushed ahead, not yet read, and not the
+// ones already read, which the reader's mmap still maps (a reader that
+// faults page by page: RangeFollow::faults_by_page). Dropping each
+// sample's pages once its reader is past it keeps room for the pushes; in
+// the next epoch the sample is pushed again (or read) as it would be
+// after the kernel's own eviction. Its first page too: were it kept, the
+// next epoch's read of the sample would begin with a READ of its second
+// page, which stands for no sample (RangeFollow::observe), and the tracker
+// would lose the reader. But a page it shares with a neighbour (rows of an
+// HDF5 dataset, a packed file) only once the neighbour was read too: a
+// reader of the neighbour would find the page gone, and its READ of that
+// page would stand for this sample, read again.
+void Engine::drop_read_ranges(const Jobs& jobs,
+                         const std::vector<std::vector<track::Snapshot>>& snaps) {
+    for (size_t i = 0; i < jobs.size(); ++i) {
+        for (size_t k = 0; k < jobs[i]->loaders.size(); ++k) {
+            LoaderRun& l = jobs[i]->loaders[k];
+            const track::Snapshot& snap = snaps[i][k];
+            if (!l.ranges || snap.mode != track::Mode::clairvoyant) continue;
+            RangeFollow& rf = *l.ranges;
+            // A reader through pread leaves unmapped pages, which the
+            // kernel's own LRU evicts in the order they were read.
+            if (!rf.faults_by_page()) continue;
+            const uint64_t keep = drop_batches * l.job->spec.batch_size;
+            for (size_t ri = 0; ri < snap.ranks.size(); ++ri) {
+                const track::RankProgress& r = snap.ranks[ri];
+                if (!r.current) continue;
+                const plan::EpochPlan& cur = *r.current;
+                const plan::WorkerLayout& wl = r.layout;
+                const auto tag = static_cast<uint32_t>(cur.epoch + 1);
+                const auto next_tag = static_cast<uint32_t>(cur.epoch + 2);
+                if (rf.behind.size() < (ri + 1) * wl.streams())
+                    rf.behind.resize((ri + 1) * wl.streams());
+                for (uint32_t w = 0; w < wl.streams(); ++w) {
+                    RangeFollow::Behind& b = rf.behind[ri * wl.streams() + w];
+                    if (b.epoch != cur.epoch) b = {cur.epoch, 0};
+                    const uint64_t to = r.cursors[w] > keep ? r.cursors[w] - keep : 0;
+                    for (; b.cursor < to; ++b.cursor) {
+                        uint64_t p = wl.position(w, b.cursor);
+                        if (p >= cur.size()) break;
+                        index::NodeId sample = cur.nodes[p];
+                        if (sample == layout::no_node || rf.pushed_for(sample, next_tag)) continue;
+                        const layout::ByteRange& br = rf.range(sample);
+                        rf.dropped[sample] = tag;
+                        uint64_t from = br.offset / page * page;
+                        uint64_t end = (br.offset + br.length + page - 1) / page * page;
+                        if (!rf.all_dropped(br.node, from, page, tag)) from += page;
+                        if (end > from && !rf.all_dropped(br.node, end - page, page, tag))
+                            end -= page;
+                        if (from < end && drop_range_(br.node, from, end - from) == 0)
+                            range_drops_.fetch_add(1, std::memory_order_relaxed);
+                    }
+                }
+            }
+        }
+    }
 }
 
 // Each sample's pages whole (a page shared with a neighbour carries the
@@ -98,25 +223,20 @@ void Engine::push_ranges(const Jobs& jobs,
                         uint64_t p = wl.position(w, r.cursors[w] + s);
                         if (p >= cur.size() || cur.nodes[p] == layout::no_node) continue;
                         index::NodeId sample = cur.nodes[p];
-                        if (rf.pushed[sample] == tag) continue;
+                        if (rf.pushed_for(sample, tag)) continue;
                         const layout::ByteRange& br = rf.range(sample);
                         if (!chunks_->covers(br.node)) continue;
                         uint64_t size = index_.node(br.node).size;
                         uint64_t from = br.offset / page * page;
                         uint64_t to = std::min(size, (br.offset + br.length + page - 1) / page * page);
-                        range_buf_.resize(to - from);
-                        if (!chunks_->copy_held(br.node, from, to - from, range_buf_.data())) continue;
-                        int rc = push_range_(br.node, from, range_buf_.data(), to - from);
+                        char* buf = push_buffer.get(to - from);
+                        if (!chunks_->copy_held(br.node, from, to - from, buf)) continue;
+                        int rc = push_range_(br.node, from, buf, to - from);
                         // ENOENT: the kernel has no inode for the file yet
                         // (the job has not looked it up): a later round.
                         if (rc == -ENOENT) continue;
-                        rf.pushed[sample] = tag;
-                        if (rc == 0) {
-                            range_pushes_.fetch_add(1, std::memory_order_relaxed);
-                            range_push_bytes_.fetch_add(to - from, std::memory_order_relaxed);
-                        } else {
-                            range_push_errors_.fetch_add(1, std::memory_order_relaxed);
-                        }
+                        rf.mark_pushed(sample, tag);
+                        count_push(rc, to - from);
                     }
                 }
             }
@@ -139,8 +259,10 @@ void Engine::prefetch_ranges(const Jobs& jobs,
     uint64_t walked = 0;
     ChunkId last_walked = no_chunk;
     // Queues the chunks of one sample; false once the budget is spent.
-    auto want = [&](const RangeFollow& rf, index::NodeId sample) {
+    auto want = [&](const RangeFollow& rf, index::NodeId sample, uint64_t epoch) {
         if (sample == layout::no_node) return true;
+        // In the page cache already: its chunks are no longer needed.
+        if (rf.pushed_for(sample, static_cast<uint32_t>(epoch + 1))) return true;
         const layout::ByteRange& r = rf.range(sample);
         if (!map.covers(r.node)) return true; // held whole: its first READ fetches it
         ChunkId last = map.chunk_at(r.node, r.offset + r.length - 1);
@@ -169,13 +291,13 @@ void Engine::prefetch_ranges(const Jobs& jobs,
                         uint64_t p = wl.position(w, r.cursors[w] + s);
                         if (p >= cur.size()) continue;
                         ++left;
-                        if (!want(*l.ranges, cur.nodes[p])) return;
+                        if (!want(*l.ranges, cur.nodes[p], cur.epoch)) return;
                     }
                 }
                 // The epoch ends within the lead: the next one begins it.
                 if (left < lead * wl.streams() && r.next && !r.finished)
                     for (uint64_t p = 0; p < r.next->size() && p < lead; ++p)
-                        if (!want(*l.ranges, r.next->nodes[p])) return;
+                        if (!want(*l.ranges, r.next->nodes[p], r.next->epoch)) return;
             }
         }
     }

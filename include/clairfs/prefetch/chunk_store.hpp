@@ -62,6 +62,9 @@ public:
     // `out`: size on success, else -errno (-EIO after --io-timeout, -ESTALE
     // for a file changed since the scan). On a FUSE thread.
     ssize_t read(index::NodeId node, uint64_t off, size_t size, char* out);
+    // The same, fetching what RAM lacks, but not a READ: not counted as one
+    // and no sign of a sequential reader (Engine::push_rest).
+    ssize_t copy(index::NodeId node, uint64_t off, size_t size, char* out);
     // The same for a READ within one chunk, without the copy: the chunk
     // (bytes [at, at + size) of it are the READ's), held by the caller
     // while it replies. Null with `error` -errno on failure, or with

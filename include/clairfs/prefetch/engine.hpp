@@ -40,6 +40,7 @@ struct ServeResult;
 namespace clairfs::prefetch {
 
 class SsdWriter;
+class RangeFollow;
 class GroupUses;
 
 struct EngineOptions {
@@ -124,6 +125,12 @@ public:
     using RangePusher =
         std::function<int(index::NodeId id, uint64_t off, const char* bytes, size_t size)>;
     void set_range_pusher(RangePusher push) { push_range_ = std::move(push); }
+    // Drops bytes of a file from the kernel's page cache
+    // (FUSE_NOTIFY_INVAL_INODE over a range); 0 or -errno. A ranges job's
+    // samples are dropped once read, so that the pages pushed ahead are not
+    // what the kernel evicts first (Engine::drop_read_ranges). Set before start().
+    using RangeDropper = std::function<int(index::NodeId id, uint64_t off, uint64_t size)>;
+    void set_range_dropper(RangeDropper drop) { drop_range_ = std::move(drop); }
     // Drops a file's pages from the kernel's page cache
     // (FUSE_NOTIFY_INVAL_INODE); 0 or -errno. Set before start() when the
     // kernel handles opens itself (--kernel-opens): the first READ of a
@@ -368,6 +375,10 @@ private:
     // The samples each worker reads next, up to a batch, whose chunks RAM
     // holds, into the kernel's page cache (each once an epoch).
     void push_ranges(const Jobs& jobs, const std::vector<std::vector<track::Snapshot>>& snaps);
+    // Pushes `sample`'s pages from offset `from` on, for epoch `tag` - 1.
+    void push_rest(RangeFollow& rf, uint32_t sample, uint64_t from, uint32_t tag);
+    void drop_read_ranges(const Jobs& jobs, const std::vector<std::vector<track::Snapshot>>& snaps);
+    void count_push(int rc, uint64_t bytes);
     // Loaders over byte ranges among the jobs: while 0, a READ costs no lookup.
     std::atomic<uint32_t> range_loaders_{0};
     void count_range_loaders(); // under job_mu_, after jobs_ changed
@@ -497,8 +508,9 @@ private:
     // after its last push. A file is pushed again only once opened since.
     Pusher push_;
     RangePusher push_range_;
-    std::vector<char> range_buf_; // scheduler thread only: a sample's pages, to push
+    RangeDropper drop_range_;
     std::atomic<uint64_t> range_pushes_{0}, range_push_bytes_{0}, range_push_errors_{0};
+    std::atomic<uint64_t> range_drops_{0}; // samples dropped from the page cache once read
     std::atomic<uint64_t> opens_{0}; // opens of files the tiers take
     std::atomic<uint64_t> open_bytes_{0}; // and the sizes of their files
     std::unique_ptr<std::atomic<uint64_t>[]> last_open_;
