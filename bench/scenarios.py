@@ -20,6 +20,11 @@ Scenarios:
   local-warm            job reads a local-disk copy whose pages were read
                         into the page cache beforehand (outside the memory
                         cgroup): the CPU ceiling.
+  local-budget          job reads the same local-disk copy from a cold
+                        page cache, inside the memory cgroup: the copy's
+                        pages count against the budget as a mount's do
+                        (what a user who copied the dataset to the node's
+                        disk gets on a node whose memory it does not fit).
   direct                job reads the slow file system.
   copy-first            `cp -a` the dataset to local disk (timed, throttled),
                         then the job reads the copy.
@@ -95,9 +100,12 @@ Config keys beyond the dataset, slow FS and job (bench/README.md):
                         "batch_size", "epochs"}. Or tfrecord
                         (bench/tfrecord_job.py: list_files + TFRecordDataset
                         with job.parallel_reads (8) + map + batch, the same
-                        interpreter), on a dataset.kind "tfrecord" only; its
-                        registered scenarios are unavailable (shards are held
-                        by chunk; the registered order covers whole files).
+                        interpreter), on a dataset.kind "tfrecord" only; it
+                        registers as {"framework": "tensorflow", "pipeline":
+                        "list_files", "pattern": "train-*.tfrecord", "seed",
+                        "batch_size", "epochs"} (the shards' order; the first
+                        chunks of the shards due next are fetched before
+                        their opens).
                         Or lmdb (bench/lmdb_job.py: a torch Dataset doing
                         txn.get() on one LMDB, DataLoader with job.workers,
                         job.generator, shuffle, the same interpreter), on a
@@ -166,7 +174,7 @@ import slowfs  # noqa: E402
 
 PY = "/usr/bin/python3"
 FRAMEWORKS_PY = "/opt/clairfs-venv/bin/python"  # CLAIRFS_FRAMEWORKS_PYTHON overrides
-ALL = ["local-warm", "direct", "copy-first", "rclone",
+ALL = ["local-warm", "local-budget", "direct", "copy-first", "rclone",
        "clairfs-unregistered", "clairfs-registered", "clairfs-unregistered-detected",
        "clairfs-registered-train", "clairfs-registered-push", "clairfs-registered-handover",
        "clairfs-registered-no-open-push", "clairfs-registered-no-one-copy",
@@ -614,6 +622,11 @@ class Bench:
         r["warmed_files"] = n
         return self.run_job(self.local)
 
+    def sc_local_budget(self, r):
+        # run_one dropped the caches: every page the job reads is charged
+        # to the memory cgroup it runs in.
+        return self.run_job(self.local)
+
     def sc_direct(self, r):
         return self.run_job(self.data)
 
@@ -776,6 +789,14 @@ class Bench:
             reg["job"] = job_id
         if framework_of(self.cfg) == "keras":
             return self.keras_registration(reg, seed)
+        if framework_of(self.cfg) == "tfrecord":
+            # tfrecord_job.py's pipeline: list_files(DATA/train-*.tfrecord,
+            # shuffle=True, seed), then TFRecordDataset over the shards.
+            reg.update({"framework": "tensorflow", "pipeline": "list_files",
+                        "pattern": "train-*.tfrecord",
+                        "seed": j.get("seed", 0) if seed is None else seed,
+                        "batch_size": j.get("batch", 64), "epochs": j.get("epochs", 2)})
+            return reg
         if self.has_val():
             reg["root"] = "train"
         reg.update({"seed": j.get("seed", 0) if seed is None else seed,
@@ -837,9 +858,6 @@ class Bench:
         for sc in self.scenarios:
             if sc.startswith("clairfs") and not os.access(self.clairfs, os.X_OK):
                 av[sc] = f"{self.clairfs} not built"
-            elif sc.startswith(REGISTERING) and framework_of(self.cfg) == "tfrecord":
-                av[sc] = ("tfrecord shards above max_file are held by chunk; the registered "
-                          "order covers whole files")
             elif sc == "rclone" and not shutil.which("rclone"):
                 av[sc] = "rclone not installed"
             elif sc.startswith("clairfs-ssd"):
@@ -938,7 +956,8 @@ class Bench:
         fail0 = cg_read(self.st, "memory", "memory.failcnt")
         reqs0, bytes0 = loop_stat(self.st)
         t0 = time.perf_counter()
-        fn = {"local-warm": self.sc_local_warm, "direct": self.sc_direct,
+        fn = {"local-warm": self.sc_local_warm, "local-budget": self.sc_local_budget,
+              "direct": self.sc_direct,
               "copy-first": self.sc_copy_first, "rclone": self.sc_rclone,
               "clairfs-unregistered": self.sc_clairfs,
               "clairfs-unregistered-detected": lambda r: self.sc_clairfs(r, detect=True),
@@ -1019,7 +1038,7 @@ class Bench:
                 log(f"{sc}: unavailable: {why}")
                 unavailable[sc] = why
             runnable = [s for s in runnable if s not in unavailable]
-            if "local-warm" in runnable:
+            if "local-warm" in runnable or "local-budget" in runnable:
                 self.local = os.path.join(self.work, "local")
                 subprocess.run(["cp", "-a", self.data, self.local], check=True)
             self.prepare(state, info)
@@ -1325,6 +1344,10 @@ def summarize(scenarios, runs, unavailable, files, dataset_bytes=None, floor=Non
         if lwe:
             e["epoch_x_local_warm"] = [a / b if a and b else None
                                        for a, b in zip(e["epoch_s"], lwe)]
+        lbe = s.get("local-budget", {}).get("epoch_s")
+        if lbe:
+            e["epoch_x_local_budget"] = [a / b if a and b else None
+                                         for a, b in zip(e["epoch_s"], lbe)]
         lws = s.get("local-warm", {}).get("epoch_less_switch_s")
         if lws and "epoch_less_switch_s" in e:
             e["epoch_less_switch_x_local_warm"] = [a / b if a and b else None for a, b
@@ -1355,15 +1378,19 @@ def floor_lines(floor, summary, scenarios, cfg):
     text += "."
     if rows:
         sw = any("epoch_less_switch_s" in summary[sc] for sc in rows)
+        lb = any("epoch_x_local_budget" in summary[sc] for sc in rows)
         text += ("\n\n| scenario | epoch 0 × bandwidth floor | epoch × local-warm "
                  f"({ep}) |"
+                 + (f" epoch × local-budget ({ep}) |" if lb else "")
                  + (f" tf.data iterator switch s ({ep}) | epoch less switch s ({ep}) "
                     f"| epoch less switch × local-warm ({ep}) |" if sw else "")
-                 + "\n|---|---|---|" + ("---|---|---|" if sw else ""))
+                 + "\n|---|---|---|" + ("---|" if lb else "") + ("---|---|---|" if sw else ""))
         for sc in rows:
             e = summary[sc]
             text += (f"\n| {sc} | {one(e.get('epoch0_x_bandwidth_floor'), '{:.2f}')} "
                      f"| {fmt(e.get('epoch_x_local_warm') or [None] * ne, '{:.2f}')} |")
+            if lb:
+                text += f" {fmt(e.get('epoch_x_local_budget') or [None] * ne, '{:.2f}')} |"
             if sw:
                 text += (f" {fmt(e.get('iterator_switch_s') or [None] * ne)} "
                          f"| {fmt(e.get('epoch_less_switch_s') or [None] * ne)} "
