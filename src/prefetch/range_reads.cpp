@@ -49,6 +49,20 @@ private:
 // Per thread: the scheduler's, and each FUSE thread's (Engine::push_rest).
 thread_local PushBuffer push_buffer;
 
+// Calls fn(loader, its snapshot) for every loader over byte ranges whose
+// prediction holds, until fn returns false.
+template <class Fn>
+void each_ranges_loader(const Engine::Jobs& jobs,
+                        const std::vector<std::vector<track::Snapshot>>& snaps,
+                        Fn&& fn) {
+    for (size_t i = 0; i < jobs.size(); ++i)
+        for (size_t k = 0; k < jobs[i]->loaders.size(); ++k) {
+            LoaderRun& l = jobs[i]->loaders[k];
+            if (l.ranges && snaps[i][k].mode == track::Mode::clairvoyant && !fn(l, snaps[i][k]))
+                return;
+        }
+}
+
 } // namespace
 
 void Engine::count_range_loaders() {
@@ -154,49 +168,44 @@ void Engine::ranges_round(const Jobs& jobs) {
 // reader of the neighbour would find the page gone, and its READ of that
 // page would stand for this sample, read again.
 void Engine::drop_read_ranges(const Jobs& jobs,
-                         const std::vector<std::vector<track::Snapshot>>& snaps) {
-    for (size_t i = 0; i < jobs.size(); ++i) {
-        for (size_t k = 0; k < jobs[i]->loaders.size(); ++k) {
-            LoaderRun& l = jobs[i]->loaders[k];
-            const track::Snapshot& snap = snaps[i][k];
-            if (!l.ranges || snap.mode != track::Mode::clairvoyant) continue;
-            RangeFollow& rf = *l.ranges;
-            // A reader through pread leaves unmapped pages, which the
-            // kernel's own LRU evicts in the order they were read.
-            if (!rf.faults_by_page()) continue;
-            const uint64_t keep = drop_batches * l.job->spec.batch_size;
-            for (size_t ri = 0; ri < snap.ranks.size(); ++ri) {
-                const track::RankProgress& r = snap.ranks[ri];
-                if (!r.current) continue;
-                const plan::EpochPlan& cur = *r.current;
-                const plan::WorkerLayout& wl = r.layout;
-                const auto tag = static_cast<uint32_t>(cur.epoch + 1);
-                const auto next_tag = static_cast<uint32_t>(cur.epoch + 2);
-                if (rf.behind.size() < (ri + 1) * wl.streams())
-                    rf.behind.resize((ri + 1) * wl.streams());
-                for (uint32_t w = 0; w < wl.streams(); ++w) {
-                    RangeFollow::Behind& b = rf.behind[ri * wl.streams() + w];
-                    if (b.epoch != cur.epoch) b = {cur.epoch, 0};
-                    const uint64_t to = r.cursors[w] > keep ? r.cursors[w] - keep : 0;
-                    for (; b.cursor < to; ++b.cursor) {
-                        uint64_t p = wl.position(w, b.cursor);
-                        if (p >= cur.size()) break;
-                        index::NodeId sample = cur.nodes[p];
-                        if (sample == layout::no_node || rf.pushed_for(sample, next_tag)) continue;
-                        const layout::ByteRange& br = rf.range(sample);
-                        rf.dropped[sample] = tag;
-                        uint64_t from = br.offset / page * page;
-                        uint64_t end = (br.offset + br.length + page - 1) / page * page;
-                        if (!rf.all_dropped(br.node, from, page, tag)) from += page;
-                        if (end > from && !rf.all_dropped(br.node, end - page, page, tag))
-                            end -= page;
-                        if (from < end && drop_range_(br.node, from, end - from) == 0)
-                            range_drops_.fetch_add(1, std::memory_order_relaxed);
-                    }
+                              const std::vector<std::vector<track::Snapshot>>& snaps) {
+    each_ranges_loader(jobs, snaps, [&](LoaderRun& l, const track::Snapshot& snap) {
+        RangeFollow& rf = *l.ranges;
+        // A reader through pread leaves unmapped pages, which the kernel's
+        // own LRU evicts in the order they were read.
+        if (!rf.faults_by_page()) return true;
+        const uint64_t keep = drop_batches * l.job->spec.batch_size;
+        for (size_t ri = 0; ri < snap.ranks.size(); ++ri) {
+            const track::RankProgress& r = snap.ranks[ri];
+            if (!r.current) continue;
+            const plan::EpochPlan& cur = *r.current;
+            const plan::WorkerLayout& wl = r.layout;
+            const auto tag = static_cast<uint32_t>(cur.epoch + 1);
+            const auto next_tag = static_cast<uint32_t>(cur.epoch + 2);
+            if (rf.behind.size() < (ri + 1) * wl.streams())
+                rf.behind.resize((ri + 1) * wl.streams());
+            for (uint32_t w = 0; w < wl.streams(); ++w) {
+                RangeFollow::Behind& b = rf.behind[ri * wl.streams() + w];
+                if (b.epoch != cur.epoch) b = {cur.epoch, 0};
+                const uint64_t to = r.cursors[w] > keep ? r.cursors[w] - keep : 0;
+                for (; b.cursor < to; ++b.cursor) {
+                    uint64_t p = wl.position(w, b.cursor);
+                    if (p >= cur.size()) break;
+                    index::NodeId sample = cur.nodes[p];
+                    if (sample == layout::no_node || rf.pushed_for(sample, next_tag)) continue;
+                    const layout::ByteRange& br = rf.range(sample);
+                    rf.dropped[sample] = tag;
+                    uint64_t from = br.offset / page * page;
+                    uint64_t end = (br.offset + br.length + page - 1) / page * page;
+                    if (!rf.all_dropped(br.node, from, page, tag)) from += page;
+                    if (end > from && !rf.all_dropped(br.node, end - page, page, tag)) end -= page;
+                    if (from < end && drop_range_(br.node, from, end - from) == 0)
+                        range_drops_.fetch_add(1, std::memory_order_relaxed);
                 }
             }
         }
-    }
+        return true;
+    });
 }
 
 // Each sample's pages whole (a page shared with a neighbour carries the
@@ -206,42 +215,38 @@ void Engine::drop_read_ranges(const Jobs& jobs,
 void Engine::push_ranges(const Jobs& jobs,
                          const std::vector<std::vector<track::Snapshot>>& snaps) {
     if (!chunks_) return;
-    for (size_t i = 0; i < jobs.size(); ++i) {
-        for (size_t k = 0; k < jobs[i]->loaders.size(); ++k) {
-            LoaderRun& l = jobs[i]->loaders[k];
-            const track::Snapshot& snap = snaps[i][k];
-            if (!l.ranges || snap.mode != track::Mode::clairvoyant) continue;
-            RangeFollow& rf = *l.ranges;
-            const uint64_t ahead = push_batches * l.job->spec.batch_size;
-            for (const track::RankProgress& r : snap.ranks) {
-                if (!r.current) continue;
-                const plan::EpochPlan& cur = *r.current;
-                const auto tag = static_cast<uint32_t>(cur.epoch + 1);
-                const plan::WorkerLayout& wl = r.layout;
-                for (uint64_t s = 0; s < ahead; ++s) {
-                    for (uint32_t w = 0; w < wl.streams(); ++w) {
-                        uint64_t p = wl.position(w, r.cursors[w] + s);
-                        if (p >= cur.size() || cur.nodes[p] == layout::no_node) continue;
-                        index::NodeId sample = cur.nodes[p];
-                        if (rf.pushed_for(sample, tag)) continue;
-                        const layout::ByteRange& br = rf.range(sample);
-                        if (!chunks_->covers(br.node)) continue;
-                        uint64_t size = index_.node(br.node).size;
-                        uint64_t from = br.offset / page * page;
-                        uint64_t to = std::min(size, (br.offset + br.length + page - 1) / page * page);
-                        char* buf = push_buffer.get(to - from);
-                        if (!chunks_->copy_held(br.node, from, to - from, buf)) continue;
-                        int rc = push_range_(br.node, from, buf, to - from);
-                        // ENOENT: the kernel has no inode for the file yet
-                        // (the job has not looked it up): a later round.
-                        if (rc == -ENOENT) continue;
-                        rf.mark_pushed(sample, tag);
-                        count_push(rc, to - from);
-                    }
+    each_ranges_loader(jobs, snaps, [&](LoaderRun& l, const track::Snapshot& snap) {
+        RangeFollow& rf = *l.ranges;
+        const uint64_t ahead = push_batches * l.job->spec.batch_size;
+        for (const track::RankProgress& r : snap.ranks) {
+            if (!r.current) continue;
+            const plan::EpochPlan& cur = *r.current;
+            const auto tag = static_cast<uint32_t>(cur.epoch + 1);
+            const plan::WorkerLayout& wl = r.layout;
+            for (uint64_t s = 0; s < ahead; ++s) {
+                for (uint32_t w = 0; w < wl.streams(); ++w) {
+                    uint64_t p = wl.position(w, r.cursors[w] + s);
+                    if (p >= cur.size() || cur.nodes[p] == layout::no_node) continue;
+                    index::NodeId sample = cur.nodes[p];
+                    if (rf.pushed_for(sample, tag)) continue;
+                    const layout::ByteRange& br = rf.range(sample);
+                    if (!chunks_->covers(br.node)) continue;
+                    uint64_t size = index_.node(br.node).size;
+                    uint64_t from = br.offset / page * page;
+                    uint64_t to = std::min(size, (br.offset + br.length + page - 1) / page * page);
+                    char* buf = push_buffer.get(to - from);
+                    if (!chunks_->copy_held(br.node, from, to - from, buf)) continue;
+                    int rc = push_range_(br.node, from, buf, to - from);
+                    // ENOENT: the kernel has no inode for the file yet (the
+                    // job has not looked it up): a later round.
+                    if (rc == -ENOENT) continue;
+                    rf.mark_pushed(sample, tag);
+                    count_push(rc, to - from);
                 }
             }
         }
-    }
+        return true;
+    });
 }
 
 // Soonest first: the next sample of every worker of every rank, then the
@@ -275,32 +280,30 @@ void Engine::prefetch_ranges(const Jobs& jobs,
         }
         return true;
     };
-    for (size_t i = 0; i < jobs.size(); ++i) {
-        for (size_t k = 0; k < jobs[i]->loaders.size(); ++k) {
-            const LoaderRun& l = jobs[i]->loaders[k];
-            const track::Snapshot& snap = snaps[i][k];
-            if (!l.ranges || snap.mode != track::Mode::clairvoyant) continue;
-            const uint64_t lead = lead_batches * l.job->spec.batch_size;
-            for (const track::RankProgress& r : snap.ranks) {
-                if (!r.current) continue;
-                const plan::WorkerLayout& wl = r.layout;
-                const plan::EpochPlan& cur = *r.current;
-                uint64_t left = 0; // positions of `cur` within the lead, not yet wanted
-                for (uint64_t s = 0; s < lead; ++s) {
-                    for (uint32_t w = 0; w < wl.streams(); ++w) {
-                        uint64_t p = wl.position(w, r.cursors[w] + s);
-                        if (p >= cur.size()) continue;
-                        ++left;
-                        if (!want(*l.ranges, cur.nodes[p], cur.epoch)) return;
-                    }
+    // Stops at the first sample the budget has no room for: what comes
+    // after is due later.
+    each_ranges_loader(jobs, snaps, [&](LoaderRun& l, const track::Snapshot& snap) {
+        const uint64_t lead = lead_batches * l.job->spec.batch_size;
+        for (const track::RankProgress& r : snap.ranks) {
+            if (!r.current) continue;
+            const plan::WorkerLayout& wl = r.layout;
+            const plan::EpochPlan& cur = *r.current;
+            uint64_t left = 0; // positions of `cur` within the lead, not yet wanted
+            for (uint64_t s = 0; s < lead; ++s) {
+                for (uint32_t w = 0; w < wl.streams(); ++w) {
+                    uint64_t p = wl.position(w, r.cursors[w] + s);
+                    if (p >= cur.size()) continue;
+                    ++left;
+                    if (!want(*l.ranges, cur.nodes[p], cur.epoch)) return false;
                 }
-                // The epoch ends within the lead: the next one begins it.
-                if (left < lead * wl.streams() && r.next && !r.finished)
-                    for (uint64_t p = 0; p < r.next->size() && p < lead; ++p)
-                        if (!want(*l.ranges, r.next->nodes[p], r.next->epoch)) return;
             }
+            // The epoch ends within the lead: the next one begins it.
+            if (left < lead * wl.streams() && r.next && !r.finished)
+                for (uint64_t p = 0; p < r.next->size() && p < lead; ++p)
+                    if (!want(*l.ranges, r.next->nodes[p], r.next->epoch)) return false;
         }
-    }
+        return true;
+    });
 }
 
 } // namespace clairfs::prefetch
