@@ -223,6 +223,11 @@ std::string status_summary(const json& s) {
             chunks += ", " + std::to_string(static_cast<uint64_t>(predicted)) + " predicted";
         if (double wasted = number(status_at(c, "read_ahead_wasted")); wasted > 0)
             chunks += " (" + std::to_string(static_cast<uint64_t>(wasted)) + " dropped unread)";
+        // A ranges job's samples: into the page cache ahead, out of it behind.
+        if (double pushed = number(status_at(c, "pushed/samples")); pushed > 0)
+            chunks += "; " + std::to_string(static_cast<uint64_t>(pushed)) + " samples pushed";
+        if (double dropped = number(status_at(c, "dropped")); dropped > 0)
+            chunks += ", " + std::to_string(static_cast<uint64_t>(dropped)) + " dropped once read";
         if (const json& on = status_at(c, "ssd/enabled"); on.is_boolean() && on.get<bool>()) {
             snprintf(buf, sizeof buf, "; ssd %s of %s, %.0f hits",
                      bytes_text(number(status_at(c, "ssd/bytes"))).c_str(),

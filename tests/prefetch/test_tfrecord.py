@@ -20,7 +20,11 @@ Cases:
 - chunked: 8 shards of 3 MiB, above the 1 MiB that --mem 16M holds whole,
   so held by chunk, unregistered, with an SSD tier: 3 epochs, every
   record once per epoch, shards read ahead, and each byte from the
-  backing store once over the 3 epochs (the SSD tier holds the shards).
+  backing store once over the 3 epochs (the SSD tier holds the shards);
+- chunked_registered: the same, registered as list_files(pattern, seed=7):
+  the shard order equals `clairfs order`, every open matched, and the
+  first chunks of the shards due next fetched before their opens
+  (chunks.predicted; none without a registration).
 
 Exit 77 only without /dev/fuse or when the frameworks Python cannot
 import tensorflow (in CI that fails instead: CI=true)."""
@@ -118,23 +122,46 @@ def case_interleave(tmp):
     case_registered(tmp, "interleave")
 
 
-def case_chunked(tmp):
-    data, cache, mp = ml.make_dirs(tmp, "data-chunked", "cache-chunked", "mnt-chunked")
+def case_chunked(tmp, registered=False):
+    what = "chunked-registered" if registered else "chunked"
+    data, cache, mp = ml.make_dirs(tmp, f"data-{what}", f"cache-{what}", f"mnt-{what}")
     records = 40
-    write_shards(data, 8, records, 70_000, 90_000)  # ~3.2 MB a shard
+    names = write_shards(data, 8, records, 70_000, 90_000)  # ~3.2 MB a shard
     with ml.mounted(data, mp, "--mem", "16M", "--no-detect", "--cache-dir", cache, "--ssd", "64M"):
-        epochs = read_epochs(mp, "chunked")
-        check_records(epochs, 8 * records, "chunked")
+        if registered:
+            ml.register(mp, framework="tensorflow", pipeline="list_files", pattern=PATTERN,
+                        seed=SEED, batch_size=16, epochs=EPOCHS)
+        epochs = read_epochs(mp, what)
+        check_records(epochs, 8 * records, what)
         st = ml.status(mp)
         c = st["chunks"]
-        ml.check(c is not None and c["files"] == 8, f"chunked: status chunks {c}")
-        ml.check(c["read_ahead"] > 0, f"chunked: nothing read ahead: {c}")
+        ml.check(c is not None and c["files"] == 8, f"{what}: status chunks {c}")
+        ml.check(c["read_ahead"] > 0, f"{what}: nothing read ahead: {c}")
+        if registered:
+            for e, order in zip(epochs, predicted(data)):
+                got = shard_order(e["ids"], records, names)
+                ml.check(got == order, f"{what} epoch {e['epoch']}: shards came in {got[:6]}..., "
+                                       f"clairfs order says {order[:6]}...")
+            loader = st["jobs"][0]["loaders"][0]
+            ml.check(st["mode"] == "clairvoyant" and loader["run_matched"] == loader["run_opens"]
+                     and loader["run_opens"] >= EPOCHS * 8,
+                     f"{what}: mode {st['mode']} ({st.get('reason')}), "
+                     f"{loader['run_matched']} of {loader['run_opens']} opens matched")
+            # The first chunks of the shards due next, fetched before their
+            # opens (prefetch/shard_heads.cpp).
+            ml.check(c["predicted"] > 0, f"{what}: no shard's first chunks fetched ahead: {c}")
+        else:
+            ml.check(c["predicted"] == 0, f"{what}: chunks predicted without a registration: {c}")
         ml.check(st["backing"]["bytes"] == dataset_bytes(data),
-                 f"chunked: {st['backing']['bytes']} backing bytes for a "
+                 f"{what}: {st['backing']['bytes']} backing bytes for a "
                  f"{dataset_bytes(data)}-byte dataset over {EPOCHS} epochs")
-        ml.log(f"chunked: {c['chunks']} chunks, {c['read_ahead']} read ahead "
-               f"({c['read_ahead_wasted']} wasted), {c['ssd']['hits']} SSD hits, "
-               f"{st['backing']['bytes']} backing bytes")
+        ml.log(f"{what}: {c['chunks']} chunks, {c['read_ahead']} read ahead "
+               f"({c['read_ahead_wasted']} wasted), {c['predicted']} predicted, "
+               f"{c['ssd']['hits']} SSD hits, {st['backing']['bytes']} backing bytes")
+
+
+def case_chunked_registered(tmp):
+    case_chunked(tmp, registered=True)
 
 
 def main():
@@ -144,7 +171,8 @@ def main():
     def cases():
         with ml.temp_dir() as tmp:
             ml.run_cases(*[(c.__name__[5:], (lambda c: lambda: c(tmp))(c))
-                           for c in (case_registered, case_interleave, case_chunked)])
+                           for c in (case_registered, case_interleave, case_chunked,
+                                     case_chunked_registered)])
     ml.run_test(cases)
 
 

@@ -365,6 +365,8 @@ private:
     void schedule_loop();
     void follow_read(index::NodeId id, uint64_t off, uint64_t size, uint32_t tid);
     void schedule_round(const Jobs& jobs);
+    // The first chunks of the files held by chunk that the jobs open next.
+    void prefetch_shard_heads(const std::vector<std::vector<const track::Snapshot*>>& views);
     // The chunks holding the samples the ranks of ranges jobs read next,
     // soonest first, as far as the chunks' read-ahead budget goes
     // (src/prefetch/range_reads.cpp).

@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: MIT
+// Files held by chunk (TFRecord or tar shards above max_file) are read
+// ahead as they are read (ChunkStore::read_ahead), which leaves each one's
+// first chunks to be waited for after its open. A registered job's order
+// says which of them open next (list_files: the shards, in the order the
+// pipeline opens them): their first chunks are fetched before the opens,
+// soonest first, from the SSD tier if it holds them.
+#include "active_job.hpp"
+#include "timeline.hpp"
+
+#include <algorithm>
+#include <vector>
+
+namespace clairfs::prefetch {
+namespace {
+
+// How many of the files due next, and how many chunks of each: a reader
+// opening a shard finds its first chunks held, and its own read-ahead
+// (sequential from the first READ) goes on from there.
+constexpr uint32_t head_files = 8;
+constexpr uint32_t head_chunks = 2;
+
+} // namespace
+
+// A quarter of the chunks' RAM at most: read-ahead takes up to half for the
+// files being read, and these are not marked unread (a chunk evicted before
+// its open is simply fetched again by its READ).
+void Engine::prefetch_shard_heads(const std::vector<JobView>& views) {
+    if (!chunks_) return;
+    const ChunkMap& map = chunks_->map();
+    const uint64_t budget = chunks_->ram_capacity() / 4;
+    uint64_t walked = 0;
+    std::vector<index::NodeId> seen; // a file several ranks open comes once per rank
+    Timeline future(views);
+    index::NodeId id;
+    while (seen.size() < head_files && future.next(id)) {
+        if (!map.covers(id) || std::find(seen.begin(), seen.end(), id) != seen.end()) continue;
+        seen.push_back(id);
+        ChunkId c = map.chunk_at(id, 0);
+        for (uint32_t k = 0; k < head_chunks && c != no_chunk; ++k, c = map.next_in_file(c)) {
+            walked += map.range(c).length;
+            if (walked > budget) return;
+            chunks_->prefetch(c);
+        }
+    }
+}
+
+} // namespace clairfs::prefetch
