@@ -242,6 +242,11 @@ void ChunkStore::prefetch(ChunkId id) {
         predicted_.fetch_add(1, std::memory_order_relaxed);
 }
 
+void ChunkStore::prefetch_unread(ChunkId id) {
+    if (pool_ && fetch_ahead(id) == Ahead::queued)
+        predicted_.fetch_add(1, std::memory_order_relaxed);
+}
+
 ChunkStore::Ahead ChunkStore::fetch_ahead(ChunkId id) {
     if (ram_.contains(id) || ahead_[id].load(std::memory_order_relaxed)) return Ahead::held;
     uint32_t len = map_.range(id).length;

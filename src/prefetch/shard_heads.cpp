@@ -16,15 +16,19 @@ namespace {
 
 // How many of the files due next, and how many chunks of each: a reader
 // opening a shard finds its first chunks held, and its own read-ahead
-// (sequential from the first READ) goes on from there.
-constexpr uint32_t head_files = 8;
+// (sequential from the first READ) goes on from there. Two files: with
+// eight parallel readers the eighth next opens an eighth of an epoch
+// later, and its chunks would hold RAM the open files' read-ahead needs.
+constexpr uint32_t head_files = 2;
 constexpr uint32_t head_chunks = 2;
 
 } // namespace
 
-// A quarter of the chunks' RAM at most: read-ahead takes up to half for the
-// files being read, and these are not marked unread (a chunk evicted before
-// its open is simply fetched again by its READ).
+// Marked unread as read-ahead's chunks are, and within the same half of
+// the chunks' RAM: eviction passes over them until the shard's reader
+// takes them (unmarked, the next round's admissions evicted most of them
+// before their opens and they were read again), and a quarter of the RAM
+// at most goes to them.
 void Engine::prefetch_shard_heads(const std::vector<JobView>& views) {
     if (!chunks_) return;
     const ChunkMap& map = chunks_->map();
@@ -40,7 +44,7 @@ void Engine::prefetch_shard_heads(const std::vector<JobView>& views) {
         for (uint32_t k = 0; k < head_chunks && c != no_chunk; ++k, c = map.next_in_file(c)) {
             walked += map.range(c).length;
             if (walked > budget) return;
-            chunks_->prefetch(c);
+            chunks_->prefetch_unread(c);
         }
     }
 }

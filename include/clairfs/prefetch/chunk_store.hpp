@@ -77,6 +77,12 @@ public:
     // and the scheduler bounds what it asks for by walking from the
     // readers' cursors (Engine::prefetch_ranges) instead.
     void prefetch(ChunkId id);
+    // Fetches chunk `id` into RAM as read-ahead does: marked unread, so
+    // eviction passes over it until a READ takes it, and within
+    // read-ahead's half of the RAM. For the first chunks of a file a
+    // registered job opens next (Engine::prefetch_shard_heads): that file
+    // is surely read from its start. Counted as predicted.
+    void prefetch_unread(ChunkId id);
     uint64_t ram_capacity() const { return opt_.ram; }
     // Copies bytes [off, off + size) of a covered file into `out` if RAM
     // holds every chunk they lie in; false, copying nothing useful,
