@@ -113,9 +113,21 @@ void Engine::follow_read(index::NodeId id, uint64_t off, uint64_t size, uint32_t
 // the rest, so it takes one: the one round trip the rest would have
 // waited for its chunks anyway. Before the reply: the page being read is the
 // only one the kernel holds locked for this reader, and the pushed pages
-// come after it.
+// come after it. A page another READ in flight has locked (a second reader
+// of the sample, a pread's readahead) holds the push until a FUSE thread
+// answers that READ: as for pushes at open (Engine::push_on_open), pushes
+// never take more than half the threads, and one that would is not made.
 void Engine::push_rest(RangeFollow& rf, uint32_t sample, uint64_t from, uint32_t tag) {
     if (!push_range_ || !chunks_ || rf.pushed_for(sample, tag)) return;
+    const unsigned most = std::max(1u, opt_.fuse_threads / 2);
+    if (pushing_.fetch_add(1, std::memory_order_relaxed) >= most) {
+        pushing_.fetch_sub(1, std::memory_order_relaxed);
+        return;
+    }
+    struct Release {
+        std::atomic<unsigned>& n;
+        ~Release() { n.fetch_sub(1, std::memory_order_relaxed); }
+    } release{pushing_};
     const layout::ByteRange& br = rf.range(sample);
     if (!chunks_->covers(br.node)) return;
     from = (from + page - 1) / page * page;
