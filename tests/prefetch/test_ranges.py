@@ -22,6 +22,11 @@ samples read) and, for LMDB's page faults, dropped behind the readers
 (h5py: none), chunks fetched ahead of the READs by
 the prediction, and each byte of the file from the backing store once over
 the 3 epochs (RAM holds the chunks).
+- lmdb_twice: two registered jobs with the same seed read one LMDB at once
+  through a mount with 2 FUSE threads (each sample pushed, faulted and
+  dropped by both at about the same time; a push from a READ's handler may
+  take only one of the threads): both finish, every sample of every epoch
+  byte-identical, no push error;
 - refused: bad manifests (out-of-range offsets, a missing file, overlapping
   entries, unsorted entries, a declared sample count the entries do not
   fill, a registration whose n is not the manifest's count) fail the
@@ -143,6 +148,41 @@ def case_hdf5(tmp):
     case_kind(tmp, "hdf5")
 
 
+def case_lmdb_twice(tmp):
+    """Two registered jobs with the same seed read one LMDB at once through
+    a mount with 2 FUSE threads: each sample is pushed, faulted and dropped
+    by both jobs' followers at about the same time, and a push from a
+    READ's handler may only take one of the two threads."""
+    data, mp = ml.make_dirs(tmp, "data-twice", "mnt-twice")
+    cfg = {"write": os.path.join(data, "env"), "kind": "lmdb", "n": 300,
+           "min": 20_000, "max": 60_000}
+    sums = job(cfg, "twice write")[0]["sha1"]
+    make_manifest(data, "lmdb", "ranges.txt")
+    read = {"read": os.path.join(mp, "env"), "kind": "lmdb", "n": len(sums), "seed": SEED,
+            "batch_size": BATCH, "num_workers": WORKERS, "epochs": EPOCHS, "drop": True}
+    with ml.mounted(data, mp, "--mem", "64M", "--no-detect", "-t", "2"):
+        for name in ("a", "b"):
+            ml.register(mp, **registration(job=name))
+        procs = [subprocess.Popen([PY, JOB, json.dumps(read)], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True) for _ in range(2)]
+        for k, p in enumerate(procs):
+            try:
+                out, err = p.communicate(timeout=600)
+            except subprocess.TimeoutExpired:
+                for q in procs:
+                    q.kill()
+                ml.check(False, f"twice: job {k} still running after 600 s (a hung mount?)")
+            ml.check(p.returncode == 0, f"twice: job {k} failed ({p.returncode}): {err[-3000:]}")
+            epochs = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+            check_epochs(epochs, sums, f"twice job {k}")
+        st = ml.status(mp)
+        c = st["chunks"]
+        ml.check(c["pushed"]["errors"] == 0, f"twice: push errors: {c['pushed']}")
+        ml.log(f"twice: 2 jobs x {len(sums)} samples x {EPOCHS} epochs byte-identical with 2 "
+               f"FUSE threads; {c['pushed']['samples']} pushed, {c['dropped']} dropped, "
+               f"modes {[ld['mode'] for j in st['jobs'] for ld in j['loaders']]}")
+
+
 def case_refused(tmp):
     data, mp = ml.make_dirs(tmp, "data-refused", "mnt-refused")
     with open(os.path.join(data, "big.bin"), "wb") as f:
@@ -200,7 +240,7 @@ def main():
     def cases():
         with ml.temp_dir() as tmp:
             ml.run_cases(*[(c.__name__[5:], (lambda c: lambda: c(tmp))(c))
-                           for c in (case_refused, case_lmdb, case_hdf5)])
+                           for c in (case_refused, case_lmdb, case_hdf5, case_lmdb_twice)])
     ml.run_test(cases)
 
 
