@@ -77,11 +77,17 @@ void Engine::follow_read(index::NodeId id, uint64_t off, uint64_t size, uint32_t
     // As for opens (Engine::opened): following the job is an optimisation,
     // and a failure inside it ends the prediction, not the READ.
     auto why = sys::contained("following a read", [&] {
+        auto [pid, ppid] = process_of(tid);
+        // Several jobs: a process a job's order claimed (its first READ
+        // told, Engine::bind) tells that job alone, as its opens would.
+        // Without this, a READ of another job's worker that happened to
+        // fit a job's window moved that job's cursors.
+        std::shared_ptr<Active> owner = jobs->size() > 1 ? bound_job(pid, ppid) : nullptr;
         for (const auto& j : *jobs) {
+            if (owner && j != owner) continue;
             for (LoaderRun& l : j->loaders) {
                 if (!l.ranges || !l.ranges->covers(id)) continue;
                 if (l.tracker->mode() != track::Mode::clairvoyant) continue;
-                auto [pid, ppid] = process_of(tid);
                 uint32_t sample = 0;
                 track::Observation o =
                     l.ranges->observe(*l.tracker, id, off, size, pid, ppid, &sample);

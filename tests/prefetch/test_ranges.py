@@ -22,7 +22,7 @@ samples read) and, for LMDB's page faults, dropped behind the readers
 (h5py: none), chunks fetched ahead of the READs by
 the prediction, and each byte of the file from the backing store once over
 the 3 epochs (RAM holds the chunks).
-- lmdb_twice: two registered jobs with the same seed read one LMDB at once
+- lmdb_twice: two registered jobs (seeds 11 and 12) read one LMDB at once
   through a mount with 2 FUSE threads (each sample pushed, faulted and
   dropped by both at about the same time; a push from a READ's handler may
   take only one of the threads): both finish, every sample of every epoch
@@ -49,6 +49,7 @@ import mountlib as ml  # noqa: E402
 JOB = os.path.join(HERE, "ranges_job.py")
 PY = os.environ.get("CLAIRFS_FRAMEWORKS_PYTHON") or "/opt/clairfs-venv/bin/python"
 EPOCHS, SEED, BATCH, WORKERS = 3, 11, 8, 2
+SEEDS_TWICE = {"a": 11, "b": 12}  # a sweep's two jobs
 
 
 def job(cfg, what):
@@ -68,7 +69,7 @@ def make_manifest(data, kind, out):
 
 
 def registration(**extra):
-    return {"seed": SEED, "generator": "explicit", "batch_size": BATCH, "num_workers": WORKERS,
+    return {"seed": extra.pop("seed", SEED), "generator": "explicit", "batch_size": BATCH, "num_workers": WORKERS,
             "epochs": EPOCHS, "torch_version": "2.7", "layout": "ranges",
             "manifest": "ranges.txt", **extra}
 
@@ -149,7 +150,7 @@ def case_hdf5(tmp):
 
 
 def case_lmdb_twice(tmp):
-    """Two registered jobs with the same seed read one LMDB at once through
+    """Two registered jobs, seeds 11 and 12, read one LMDB at once through
     a mount with 2 FUSE threads: each sample is pushed, faulted and dropped
     by both jobs' followers at about the same time, and a push from a
     READ's handler may only take one of the two threads."""
@@ -161,10 +162,11 @@ def case_lmdb_twice(tmp):
     read = {"read": os.path.join(mp, "env"), "kind": "lmdb", "n": len(sums), "seed": SEED,
             "batch_size": BATCH, "num_workers": WORKERS, "epochs": EPOCHS, "drop": True}
     with ml.mounted(data, mp, "--mem", "64M", "--no-detect", "-t", "2"):
-        for name in ("a", "b"):
-            ml.register(mp, **registration(job=name))
-        procs = [subprocess.Popen([PY, JOB, json.dumps(read)], stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, text=True) for _ in range(2)]
+        for name, seed in SEEDS_TWICE.items():
+            ml.register(mp, **registration(job=name, seed=seed))
+        procs = [subprocess.Popen([PY, JOB, json.dumps({**read, "seed": seed})],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                 for seed in SEEDS_TWICE.values()]
         for k, p in enumerate(procs):
             try:
                 out, err = p.communicate(timeout=600)
