@@ -63,6 +63,35 @@ bool RangeFollow::continues(index::NodeId node, uint64_t off, uint64_t size) {
     return found;
 }
 
+size_t RangeFollow::starts(index::NodeId node, uint64_t off, uint64_t size, uint32_t* out) const {
+    size_t k = overlapping(node, off, std::min<uint64_t>(size, page - off % page), out,
+                           max_candidates);
+    size_t n = 0;
+    for (size_t i = 0; i < k; ++i)
+        if (range(out[i]).offset >= off) out[n++] = out[i];
+    return n;
+}
+
+uint64_t RangeFollow::fit(const track::Tracker& tracker, index::NodeId node, uint64_t off,
+                          uint64_t size, uint32_t pid, uint32_t ppid) {
+    {
+        std::lock_guard lk(last_mu_);
+        if (std::find(ends_.begin(), ends_.end(), std::pair{node, off}) != ends_.end())
+            return UINT64_MAX;
+    }
+    if (off < page) return UINT64_MAX;
+    uint32_t cand[max_candidates];
+    size_t k = starts(node, off, size, cand);
+    uint64_t nearest = UINT64_MAX;
+    for (size_t i = 0; i < k; ++i)
+        nearest = std::min(nearest, tracker.match_distance(cand[i], pid, ppid));
+    return nearest;
+}
+
+void RangeFollow::note(index::NodeId node, uint64_t off, uint64_t size) {
+    continues(node, off, size);
+}
+
 track::Observation RangeFollow::observe(track::Tracker& tracker, index::NodeId node,
                                         uint64_t off, uint64_t size, uint32_t pid,
                                         uint32_t ppid, uint32_t* told) {
@@ -79,12 +108,7 @@ track::Observation RangeFollow::observe(track::Tracker& tracker, index::NodeId n
     // are what it may stand for. The kernel reads ahead after that page (a
     // 200-byte pread comes as a 16 KiB READ, over the next values).
     uint32_t cand[max_candidates];
-    size_t k = overlapping(node, off, std::min<uint64_t>(size, page - off % page), cand,
-                           max_candidates);
-    size_t starts = 0;
-    for (size_t i = 0; i < k; ++i)
-        if (range(cand[i]).offset >= off) cand[starts++] = cand[i];
-    k = starts;
+    size_t k = starts(node, off, size, cand);
     if (k == 0) return {};
     // The match nearest its worker's cursor.
     uint32_t pick = UINT32_MAX;

@@ -83,6 +83,15 @@ public:
                                uint64_t size, uint32_t pid, uint32_t ppid,
                                uint32_t* told = nullptr);
 
+    // For a READ of a process no job has claimed yet, with several jobs:
+    // how far from its worker's cursor `tracker` would match the sample the
+    // READ stands for (UINT64_MAX: it fits nothing), changing nothing.
+    uint64_t fit(const track::Tracker& tracker, index::NodeId node, uint64_t off, uint64_t size,
+                 uint32_t pid, uint32_t ppid);
+    // Notes where a READ told to another loader ended (its continuation
+    // stands for nothing here either).
+    void note(index::NodeId node, uint64_t off, uint64_t size);
+
     // The samples whose ranges overlap [off, off + size) of `node`, in
     // offset order, at most `max`; how many.
     size_t overlapping(index::NodeId node, uint64_t off, uint64_t size, uint32_t* out,
@@ -97,6 +106,9 @@ private:
     // Whether a READ begins where a recent READ of the file ended; notes
     // where this one ends.
     bool continues(index::NodeId node, uint64_t off, uint64_t size);
+    // The samples that begin in the READ's first page (at most
+    // max_candidates, 64); how many.
+    size_t starts(index::NodeId node, uint64_t off, uint64_t size, uint32_t* out) const;
 
     // Leaf lock over what follows: the sample each process last told of (a
     // few entries per loader process, cleared past a bound: pids are

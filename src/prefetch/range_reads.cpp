@@ -78,22 +78,55 @@ void Engine::follow_read(index::NodeId id, uint64_t off, uint64_t size, uint32_t
     // and a failure inside it ends the prediction, not the READ.
     auto why = sys::contained("following a read", [&] {
         auto [pid, ppid] = process_of(tid);
-        // Several jobs: a process a job's order claimed (its first READ
-        // told, Engine::bind) tells that job alone, as its opens would.
-        // Without this, a READ of another job's worker that happened to
-        // fit a job's window moved that job's cursors.
+        auto following = [&](const LoaderRun& l) {
+            return l.ranges && l.ranges->covers(id) &&
+                   l.tracker->mode() == track::Mode::clairvoyant;
+        };
+        // Several jobs (a sweep): a process a job claimed tells that job
+        // alone, as its opens would (Engine::route_open). An unclaimed
+        // one's READ goes to the loader whose order it fits nearest its
+        // cursor; fitting one job alone three times in a row claims the
+        // process (Engine::claim). Else a READ of one job's worker that
+        // happened to fit another job's window moved that job's cursors.
         std::shared_ptr<Active> owner = jobs->size() > 1 ? bound_job(pid, ppid) : nullptr;
+        const LoaderRun* only = nullptr;
+        bool claimable = false;
+        if (jobs->size() > 1 && !owner) {
+            uint64_t nearest = UINT64_MAX;
+            size_t fits = 0;
+            for (const auto& j : *jobs)
+                for (LoaderRun& l : j->loaders) {
+                    if (!following(l)) continue;
+                    if (!only) {
+                        only = &l;
+                        owner = j;
+                    }
+                    uint64_t d = l.ranges->fit(*l.tracker, id, off, size, pid, ppid);
+                    if (d == UINT64_MAX) continue;
+                    ++fits;
+                    if (d < nearest) {
+                        nearest = d;
+                        only = &l;
+                        owner = j;
+                    }
+                }
+            if (!only) return;
+            claimable = fits == 1;
+            for (const auto& j : *jobs)
+                for (LoaderRun& l : j->loaders)
+                    if (&l != only && following(l)) l.ranges->note(id, off, size);
+        }
         for (const auto& j : *jobs) {
             if (owner && j != owner) continue;
             for (LoaderRun& l : j->loaders) {
-                if (!l.ranges || !l.ranges->covers(id)) continue;
-                if (l.tracker->mode() != track::Mode::clairvoyant) continue;
+                if (!following(l) || (only && &l != only)) continue;
                 uint32_t sample = 0;
                 track::Observation o =
                     l.ranges->observe(*l.tracker, id, off, size, pid, ppid, &sample);
                 if (!o.matched) continue;
                 push_rest(*l.ranges, sample, off + size, static_cast<uint32_t>(o.epoch + 1));
-                bind(j, pid, ppid, l.job->spec.num_workers > 0);
+                if (!only || (claimable && claim(*j, pid)))
+                    bind(j, pid, ppid, l.job->spec.num_workers > 0);
                 matched_opens_.fetch_add(1, std::memory_order_relaxed);
                 // Once the samples due are pushed, a READ told is the
                 // reader at the edge of what was pushed: push on at once,

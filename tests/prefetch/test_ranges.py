@@ -26,7 +26,8 @@ the 3 epochs (RAM holds the chunks).
   through a mount with 2 FUSE threads (each sample pushed, faulted and
   dropped by both at about the same time; a push from a READ's handler may
   take only one of the threads): both finish, every sample of every epoch
-  byte-identical, no push error;
+  byte-identical, no push error, and both jobs clairvoyant to the end (each
+  worker claimed by its own job);
 - refused: bad manifests (out-of-range offsets, a missing file, overlapping
   entries, unsorted entries, a declared sample count the entries do not
   fill, a registration whose n is not the manifest's count) fail the
@@ -180,6 +181,13 @@ def case_lmdb_twice(tmp):
         st = ml.status(mp)
         c = st["chunks"]
         ml.check(c["pushed"]["errors"] == 0, f"twice: push errors: {c['pushed']}")
+        # Each job's workers are claimed by their own job (three READs in a
+        # row that fit it alone), so neither job's READs move the other's
+        # cursors: both stay clairvoyant.
+        modes = {j["id"]: [(ld["mode"], ld.get("reason")) for ld in j["loaders"]]
+                 for j in st["jobs"]}
+        ml.check(all(m == "clairvoyant" for ls in modes.values() for m, _ in ls),
+                 f"twice: {modes}")
         ml.log(f"twice: 2 jobs x {len(sums)} samples x {EPOCHS} epochs byte-identical with 2 "
                f"FUSE threads; {c['pushed']['samples']} pushed, {c['dropped']} dropped, "
                f"modes {[ld['mode'] for j in st['jobs'] for ld in j['loaders']]}")

@@ -98,3 +98,28 @@ TEST_CASE("of two samples beginning in a READ's first page, the one nearest its 
     CHECK(o.position == 1); // sample 5, not sample 2 at position 3
     CHECK(t.snapshot(t0).opens == 2);
 }
+
+TEST_CASE("fit says how near a READ lands, changing nothing; note marks its end") {
+    layout::Dataset d = dataset();
+    prefetch::RangeFollow rf(d);
+    auto e0 = make_plan(0, {0, 1, 2, 3, 4, 5, 6, 7}, 8);
+    track::Tracker t({0}, {source_of({e0})}, options());
+    // Sample 0 is next: distance 0; asking twice moves nothing.
+    CHECK(rf.fit(t, file, 4096, 4096, 1, 1) == 0);
+    CHECK(rf.fit(t, file, 4096, 4096, 1, 1) == 0);
+    CHECK(t.snapshot(t0).opens == 0);
+    // The header, and a page where no sample begins: no fit.
+    CHECK(rf.fit(t, file, 0, 4096, 1, 1) == UINT64_MAX);
+    CHECK(rf.fit(t, file, 45056, 4096, 1, 1) == UINT64_MAX);
+    // Sample 3 (position 3) is three ahead of the cursor.
+    CHECK(rf.fit(t, file, 61440, 4096, 1, 1) == 3);
+    // Sample 4 begins at 12288; a READ told to another loader that ended
+    // there makes a READ from there a continuation, here too.
+    CHECK(rf.fit(t, file, 12288, 4096, 1, 1) == 4);
+    rf.note(file, 8192, 4096);
+    CHECK(rf.fit(t, file, 12288, 4096, 1, 1) == UINT64_MAX);
+    // And the READ that fits is still told as before.
+    track::Observation o = rf.observe(t, file, 4096, 4096, 1, 1);
+    CHECK(o.matched);
+    CHECK(o.position == 0);
+}
