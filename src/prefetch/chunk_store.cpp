@@ -191,20 +191,14 @@ ssize_t ChunkStore::read(index::NodeId node, uint64_t off, size_t size, char* ou
     return got;
 }
 
-ssize_t ChunkStore::copy(index::NodeId node, uint64_t off, size_t size, char* out) {
-    if (!pool_) return -EIO;
+template <class Get>
+ssize_t ChunkStore::gather(index::NodeId node, uint64_t off, size_t size, char* out, Get&& get) {
     const uint64_t cs = map_.chunk_size();
-    const ChunkId first = map_.chunk_at(node, off), last = map_.chunk_at(node, off + size - 1);
-    // A range spanning several chunks (a chunk size below --max-read, a
-    // sample pushed whole) has them all fetched at once, not one after
-    // another.
-    for (ChunkId c = first + 1; c <= last; ++c)
-        if (!ram_.contains(c)) pool_->prefetch(c, [this, c] { return ram_.contains(c); });
     size_t done = 0;
     while (done < size) {
         uint64_t at = off + done;
         int error = 0;
-        cache::BlobRef b = chunk(map_.chunk_at(node, at), error);
+        cache::BlobRef b = get(map_.chunk_at(node, at), error);
         if (!b) return error;
         uint64_t in_chunk = at % cs;
         if (b->size <= in_chunk) return -EIO; // as in read_one()
@@ -213,6 +207,17 @@ ssize_t ChunkStore::copy(index::NodeId node, uint64_t off, size_t size, char* ou
         done += n;
     }
     return static_cast<ssize_t>(size);
+}
+
+ssize_t ChunkStore::copy(index::NodeId node, uint64_t off, size_t size, char* out) {
+    if (!pool_) return -EIO;
+    const ChunkId first = map_.chunk_at(node, off), last = map_.chunk_at(node, off + size - 1);
+    // A range spanning several chunks (a chunk size below --max-read, a
+    // sample pushed whole) has them all fetched at once, not one after
+    // another.
+    for (ChunkId c = first + 1; c <= last; ++c)
+        if (!ram_.contains(c)) pool_->prefetch(c, [this, c] { return ram_.contains(c); });
+    return gather(node, off, size, out, [this](ChunkId id, int& error) { return chunk(id, error); });
 }
 
 // A READ that starts where the file's last one ended, or within a chunk
@@ -262,24 +267,19 @@ ChunkStore::Ahead ChunkStore::fetch_ahead(ChunkId id) {
 }
 
 bool ChunkStore::copy_held(index::NodeId node, uint64_t off, size_t size, char* out) {
-    const uint64_t cs = map_.chunk_size();
     const ChunkId first = map_.chunk_at(node, off), last = map_.chunk_at(node, off + size - 1);
     for (ChunkId c = first; c <= last; ++c)
         if (!ram_.contains(c)) return false;
-    size_t done = 0;
-    while (done < size) {
-        uint64_t at = off + done;
-        ChunkId id = map_.chunk_at(node, at);
-        cache::BlobRef b = ram_.peek(id);
-        uint64_t in_chunk = at % cs;
-        if (!b || b->size <= in_chunk) return false; // evicted meanwhile
-        size_t n = static_cast<size_t>(std::min<uint64_t>(size - done, b->size - in_chunk));
-        std::memcpy(out + done, b->bytes.get() + in_chunk, n);
-        done += n;
-        touch(id);
-        unread_gone(id, false);
-    }
-    return true;
+    return gather(node, off, size, out, [this](ChunkId id, int& error) {
+               cache::BlobRef b = ram_.peek(id);
+               if (!b) {
+                   error = -EAGAIN; // evicted meanwhile
+                   return b;
+               }
+               touch(id);
+               unread_gone(id, false);
+               return b;
+           }) == static_cast<ssize_t>(size);
 }
 
 bool ChunkStore::staged(ChunkId id) const {

@@ -56,9 +56,13 @@ bool RangeFollow::all_dropped(index::NodeId node, uint64_t off, uint64_t size,
     return true;
 }
 
+bool RangeFollow::ended_at(index::NodeId node, uint64_t off) const {
+    return std::find(ends_.begin(), ends_.end(), std::pair{node, off}) != ends_.end();
+}
+
 bool RangeFollow::continues(index::NodeId node, uint64_t off, uint64_t size) {
     std::lock_guard lk(last_mu_);
-    bool found = std::find(ends_.begin(), ends_.end(), std::pair{node, off}) != ends_.end();
+    bool found = ended_at(node, off);
     ends_[next_end_++ % ends_.size()] = {node, off + size};
     return found;
 }
@@ -76,8 +80,7 @@ uint64_t RangeFollow::fit(const track::Tracker& tracker, index::NodeId node, uin
                           uint64_t size, uint32_t pid, uint32_t ppid) {
     {
         std::lock_guard lk(last_mu_);
-        if (std::find(ends_.begin(), ends_.end(), std::pair{node, off}) != ends_.end())
-            return UINT64_MAX;
+        if (ended_at(node, off)) return UINT64_MAX;
     }
     if (off < page) return UINT64_MAX;
     uint32_t cand[max_candidates];

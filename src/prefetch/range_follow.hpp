@@ -25,8 +25,8 @@
 
 #include <array>
 #include <atomic>
-#include <memory>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
@@ -41,7 +41,6 @@ public:
     // Whether some sample lies in file `node`.
     bool covers(index::NodeId node) const { return by_file_.contains(node); }
     const layout::ByteRange& range(uint32_t sample) const { return dataset_.ranges[sample]; }
-    size_t samples() const { return dataset_.ranges.size(); }
 
     // Whether `sample` was pushed into the kernel's page cache for epoch
     // `tag` - 1 (Engine::push_ranges, Engine::follow_read); marks it. Any
@@ -56,7 +55,7 @@ public:
     // Scheduler thread only: per rank slot and worker stream
     // (slot * streams + worker), the epoch and the cursor up to which the
     // samples read were dropped from the kernel's page cache
-    // (Engine::drop_behind).
+    // (Engine::drop_read_ranges).
     struct Behind {
         uint64_t epoch = UINT64_MAX;
         uint64_t cursor = 0;
@@ -106,6 +105,7 @@ private:
     // Whether a READ begins where a recent READ of the file ended; notes
     // where this one ends.
     bool continues(index::NodeId node, uint64_t off, uint64_t size);
+    bool ended_at(index::NodeId node, uint64_t off) const; // under last_mu_
     // The samples that begin in the READ's first page (at most
     // max_candidates, 64); how many.
     size_t starts(index::NodeId node, uint64_t off, uint64_t size, uint32_t* out) const;

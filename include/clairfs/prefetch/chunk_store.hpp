@@ -111,6 +111,10 @@ private:
     FetchResult read_backing(ChunkId id);
     void admit(ChunkId id, const FetchResult& r);
     cache::BlobRef chunk(ChunkId id, int& error); // RAM, else a demand fetch; null and -errno
+    // Copies [off, off + size) of `node` out of the chunks get(id, error)
+    // hands out, in order: size, or the error of the first it does not.
+    template <class Get>
+    ssize_t gather(index::NodeId node, uint64_t off, size_t size, char* out, Get&& get);
     void touch(ChunkId id);           // most recently used now
     void read_done(ChunkId first, ChunkId last, uint64_t off, size_t size); // read-ahead
     void read_ahead(ChunkId from); // the window after `from`, as far as the budget allows
