@@ -76,18 +76,8 @@ void init_core(Filesystem& fs, fuse_conn_info* conn) {
     fs.passthrough.start(passthrough_refusal(fs, conn));
 
     fuse_session* se = fs.session;
-    if (fs.options.push_ahead || fs.options.open_push || fs.open_watch) {
-        fs.engine->set_pusher([se](index::NodeId id, const cache::Blob& b) {
-            fuse_bufvec bv{};
-            bv.count = 1;
-            bv.buf[0].size = b.size;
-            bv.buf[0].mem = b.bytes.get();
-            bv.buf[0].fd = -1;
-            return fuse_lowlevel_notify_store(se, ino_of(id), 0, &bv, FUSE_BUF_NO_SPLICE);
-        });
-    }
-    // A ranges job's samples due next (Engine::push_ranges).
-    fs.engine->set_range_pusher([se](index::NodeId id, uint64_t off, const char* bytes, size_t size) {
+    // Bytes of a file into the kernel's page cache at an offset.
+    auto store = [se](index::NodeId id, uint64_t off, const char* bytes, size_t size) {
         fuse_bufvec bv{};
         bv.count = 1;
         bv.buf[0].size = size;
@@ -95,7 +85,14 @@ void init_core(Filesystem& fs, fuse_conn_info* conn) {
         bv.buf[0].fd = -1;
         return fuse_lowlevel_notify_store(se, ino_of(id), static_cast<off_t>(off), &bv,
                                           FUSE_BUF_NO_SPLICE);
-    });
+    };
+    if (fs.options.push_ahead || fs.options.open_push || fs.open_watch) {
+        fs.engine->set_pusher([store](index::NodeId id, const cache::Blob& b) {
+            return store(id, 0, b.bytes.get(), b.size);
+        });
+    }
+    // A ranges job's samples due next (Engine::push_ranges).
+    fs.engine->set_range_pusher(store);
     fs.engine->set_range_dropper([se](index::NodeId id, uint64_t off, uint64_t size) {
         return fuse_lowlevel_notify_inval_inode(se, ino_of(id), static_cast<off_t>(off),
                                                 static_cast<off_t>(size));

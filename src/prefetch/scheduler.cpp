@@ -287,7 +287,7 @@ void Engine::schedule_round(const Jobs& jobs) {
         lead_.store(0, std::memory_order_relaxed);
         return;
     }
-    if (chunks_) prefetch_shard_heads(views);
+    prefetch_shard_heads(views);
     Timeline future(views);
     uint32_t round = ++round_;
     if (round == 0) { // wrapped: stale stamps could alias the new round

@@ -372,10 +372,11 @@ private:
     // (src/prefetch/range_reads.cpp).
     void prefetch_ranges(const Jobs& jobs, const std::vector<std::vector<track::Snapshot>>& snaps);
     // Every scheduler wake-up while a ranges job is registered: snapshots
-    // its loaders, then prefetch_ranges() and push_ranges().
+    // its loaders, then prefetch_ranges(), push_ranges() and
+    // drop_read_ranges().
     void ranges_round(const Jobs& jobs);
-    // The samples each worker reads next, up to a batch, whose chunks RAM
-    // holds, into the kernel's page cache (each once an epoch).
+    // The samples each worker reads in its next three batches whose chunks
+    // RAM holds, into the kernel's page cache (each once an epoch).
     void push_ranges(const Jobs& jobs, const std::vector<std::vector<track::Snapshot>>& snaps);
     // Pushes `sample`'s pages from offset `from` on, for epoch `tag` - 1.
     void push_rest(RangeFollow& rf, uint32_t sample, uint64_t from, uint32_t tag);
