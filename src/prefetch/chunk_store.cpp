@@ -98,6 +98,12 @@ void ChunkStore::admit(ChunkId id, const FetchResult& r) {
         return;
     }
     uint64_t size = r.blob->size;
+    // One admission at a time: room made here is this chunk's. Two fetch
+    // threads that both saw room for one chunk put both, and the second
+    // put was refused: a chunk read ahead, fetched, and dropped unread
+    // (read twice from the backing store; test_chunk_store.cpp caught it
+    // under load). Memory work only under it: no I/O, no log line.
+    std::unique_lock admitting(admit_mu_);
     for (;;) {
         cache::TierStats t = ram_.stats();
         if (t.bytes + size <= t.capacity || ram_.contains(id)) break;
@@ -123,6 +129,7 @@ void ChunkStore::admit(ChunkId id, const FetchResult& r) {
         touch(id);
     else
         unread_gone(id, true);
+    admitting.unlock();
     if (writer_ && r.from == Source::backing && !ssd_->contains(id)) writer_->enqueue(id, r.blob);
 }
 
@@ -330,7 +337,8 @@ void ChunkStore::status(nlohmann::json& out) const {
             {{"bytes", r.bytes},
              {"capacity", r.capacity},
              {"chunks", r.entries},
-             {"evictions", evictions_.load(std::memory_order_relaxed)}}}};
+             {"evictions", evictions_.load(std::memory_order_relaxed)},
+             {"rejected", r.rejected}}}};
     out["ssd"] = ssd_ ? ssd_tier_status(*ssd_, "chunks") : nlohmann::json(nullptr);
 }
 

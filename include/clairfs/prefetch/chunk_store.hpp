@@ -132,6 +132,9 @@ private:
     std::unique_ptr<SsdWriter> writer_; // after ssd_: drains into it when destroyed
     std::unique_ptr<FetchPool> pool_;   // after the tiers: its threads admit into them
 
+    // Held while a fetched chunk is admitted into RAM (admit): making room
+    // and taking it are one step. lru_mu_ is taken under it.
+    std::mutex admit_mu_;
     // RAM's chunks, least recently used first. Leaf lock: no tier call,
     // no I/O and no log line under it.
     mutable std::mutex lru_mu_;
