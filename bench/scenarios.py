@@ -181,7 +181,8 @@ ALL = ["local-warm", "local-budget", "direct", "copy-first", "rclone",
        "clairfs-registered-fanotify", "clairfs-ssd-registered-fanotify",
        "clairfs-unregistered-no-one-copy", "clairfs-registered-trainval",
        "clairfs-ssd-unregistered", "clairfs-ssd-registered", "clairfs-ssd-registered-no-open-push",
-       "clairfs-ssd-staged"]
+       "clairfs-ssd-staged", "clairfs-ssd-unregistered-no-drop-behind",
+       "clairfs-ssd-registered-no-drop-behind"]
 NEEDS_VAL = ("clairfs-registered-train", "clairfs-registered-trainval")
 FRAMEWORKS = ("torch", "keras", "tfrecord", "lmdb")
 # The jobs run by the frameworks interpreter, and the modules each needs.
@@ -670,7 +671,7 @@ class Bench:
             shutil.rmtree(cache, ignore_errors=True)
 
     def sc_clairfs(self, r, register=None, ssd=False, stage=False, push=False, detect=False,
-                   handover=False, open_push=True, one_copy=True, opens=None):
+                   handover=False, open_push=True, one_copy=True, opens=None, drop_behind=True):
         """register: None (no registration), "job" (the job as configured:
         its train loader on a train/val dataset), "trainval" (a loaders
         list: train, then val, sequential). detect: leave job detection on
@@ -695,6 +696,8 @@ class Bench:
             cmd += ["--no-one-copy"]
         if opens:
             cmd += ["--opens", opens]
+        if not drop_behind:
+            cmd += ["--drop-behind", "never"]
         if not register and not detect and self.has_option("--no-detect"):
             cmd += ["--no-detect"]
         regs = self.registrations(register) if register else []
@@ -980,6 +983,10 @@ class Bench:
               "clairfs-ssd-unregistered": lambda r: self.sc_clairfs(r, ssd=True),
               "clairfs-ssd-registered": lambda r: self.sc_clairfs(r, "job", ssd=True),
               "clairfs-ssd-staged": lambda r: self.sc_clairfs(r, "job", ssd=True, stage=True),
+              "clairfs-ssd-unregistered-no-drop-behind":
+                  lambda r: self.sc_clairfs(r, ssd=True, drop_behind=False),
+              "clairfs-ssd-registered-no-drop-behind":
+                  lambda r: self.sc_clairfs(r, "job", ssd=True, drop_behind=False),
               }[sc]
         r.update(fn(r))
         r["run_s"] = round(time.perf_counter() - t0, 3)

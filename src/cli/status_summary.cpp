@@ -228,6 +228,11 @@ std::string status_summary(const json& s) {
             chunks += "; " + std::to_string(static_cast<uint64_t>(pushed)) + " samples pushed";
         if (double dropped = number(status_at(c, "dropped")); dropped > 0)
             chunks += ", " + std::to_string(static_cast<uint64_t>(dropped)) + " dropped once read";
+        // Shards read from start to end, their pages dropped once passed.
+        if (const json& on = status_at(c, "drop_behind"); on.is_boolean() && on.get<bool>())
+            chunks += "; drop-behind on (" +
+                      std::to_string(static_cast<uint64_t>(number(status_at(c, "dropped_behind")))) +
+                      " chunks)";
         if (const json& on = status_at(c, "ssd/enabled"); on.is_boolean() && on.get<bool>()) {
             snprintf(buf, sizeof buf, "; ssd %s of %s, %.0f hits",
                      bytes_text(number(status_at(c, "ssd/bytes"))).c_str(),

@@ -65,6 +65,12 @@ std::string set_one_copy(MountOptions& o, std::string_view v) {
     return "";
 }
 
+std::string set_drop_behind(MountOptions& o, std::string_view v) {
+    if (v != "auto" && v != "always" && v != "never") return "expected auto, always or never";
+    o.drop_behind = std::string(v);
+    return "";
+}
+
 std::string set_opens(MountOptions& o, std::string_view v) {
     if (v != "auto" && v != "fanotify" && v != "fuse") return "expected auto, fanotify or fuse";
     o.opens = std::string(v);
@@ -305,6 +311,11 @@ constexpr OptionSpec specs[] = {
     {"no_one_copy", 0, OptionType::flag, "", "false",
      "let the kernel's page cache keep files the RAM tier also holds (--one-copy never)",
      set_no_one_copy},
+    {"drop_behind", 0, OptionType::choice, "WHEN", "auto",
+     "drop the pages of a file held by chunk from the kernel's page cache once a sequential "
+     "reader is 1 MiB past them: always, never, or auto (while the files held by chunk would "
+     "take more than half the room the page cache has)",
+     set_drop_behind},
     {"cache_dir", 0, OptionType::text, "DIR", "",
      "local-disk directory for the SSD tier's cache file and journal (one pair per dataset); "
      "a later mount of the unchanged dataset with the same DIR reuses what it holds",

@@ -2,6 +2,7 @@
 #include "clairfs/prefetch/chunk_store.hpp"
 
 #include "clairfs/log.hpp"
+#include "drop_behind.hpp"
 #include "ssd_status.hpp"
 #include "ssd_writer.hpp"
 
@@ -43,8 +44,13 @@ void ChunkStore::attach_ssd(std::unique_ptr<cache::Tier> ssd) {
     if (ssd_) writer_ = std::make_unique<SsdWriter>(*ssd_, writer_bound(opt_));
 }
 
+void ChunkStore::set_dropper(Dropper drop) {
+    behind_ = drop ? std::make_unique<DropBehind>(std::move(drop)) : nullptr;
+}
+
 void ChunkStore::start() {
     if (writer_) writer_->start();
+    if (behind_) behind_->start();
     pool_ = std::make_unique<FetchPool>(
         [this](index::NodeId id, bool) { return fetch(id); }, std::max(opt_.threads, 1u),
         // Enough for two readers' windows; a full queue only delays read-ahead.
@@ -53,6 +59,8 @@ void ChunkStore::start() {
 }
 
 bool ChunkStore::stop(std::chrono::milliseconds bound) {
+    // First: FUSE threads queue drops until the session ends.
+    if (behind_) behind_->stop();
     if (pool_ && !pool_->stop(bound)) return false;
     pool_.reset();
     if (writer_ && !writer_->stop(bound)) return false;
@@ -236,7 +244,21 @@ void ChunkStore::read_done(ChunkId first, ChunkId last, uint64_t off, size_t siz
     std::atomic<uint64_t>& end = next_off_[map_.file_index(first)];
     uint64_t prev = end.exchange(off + size, std::memory_order_relaxed);
     bool sequential = prev == UINT64_MAX ? off == 0 : off + cs >= prev && off <= prev + cs;
-    if (sequential) read_ahead(last);
+    if (!sequential) return;
+    read_ahead(last);
+    // A stream (READs of the kernel's read-ahead size, not an mmap
+    // reader's page faults) that enters a chunk has passed the chunks some
+    // way behind: without room in the page cache those pages would be
+    // reclaimed anyway, by the reader's own allocations (bench/RESULTS.md,
+    // "Drop-behind"). At least one chunk and 1 MiB of slack: the kernel's
+    // READs run ahead of the reader, on several FUSE threads, not always
+    // in order.
+    if (size >= stream_read && behind_ && drop_on_.load(std::memory_order_relaxed) &&
+        prev != UINT64_MAX && prev > 0) {
+        const uint64_t c = off / cs, back = std::max<uint64_t>(2, (drop_slack + cs - 1) / cs);
+        if (c >= back && (prev - 1) / cs < c)
+            behind_->queue(map_.range(first).node, (c - back) * cs, cs);
+    }
 }
 
 void ChunkStore::read_ahead(ChunkId from) {
@@ -333,6 +355,8 @@ void ChunkStore::status(nlohmann::json& out) const {
            {"predicted", predicted_.load(std::memory_order_relaxed)},
            {"read_ahead_bytes", ahead_bytes_.load(std::memory_order_relaxed)},
            {"fetch_errors", errors_.load(std::memory_order_relaxed)},
+           {"drop_behind", drop_behind()},
+           {"dropped_behind", behind_ ? behind_->dropped() : 0},
            {"ram",
             {{"bytes", r.bytes},
              {"capacity", r.capacity},

@@ -376,7 +376,13 @@ void Engine::start() {
         queue_depth(opt_.fetch_threads),
         [this](index::NodeId id, const FetchResult& r, bool demanded) { admit(id, r, demanded); },
         opt_.io_timeout);
-    if (chunks_) chunks_->start();
+    if (chunks_) {
+        if (drop_range_ && opt_.drop_behind != EngineOptions::When::never) {
+            chunks_->set_dropper(drop_range_);
+            chunks_->set_drop_behind(opt_.drop_behind == EngineOptions::When::always);
+        }
+        chunks_->start();
+    }
     scheduler_ = std::thread([this] { schedule_loop(); });
     stager_ = std::thread([this] { stage_loop(); });
     if (peers_) peers_->start();
@@ -743,14 +749,21 @@ void Engine::drop_if_last(index::NodeId id) {
 // anonymous memory, so the room does not move with the choice, and the
 // gap keeps a budget near the line from switching at every look. Weighed
 // once a second, from files in /proc and /sys.
+// The same room decides whether a sequential reader's pages of chunked
+// files are dropped behind it (weigh_chunk_room).
 void Engine::weigh_room() {
-    if (!open_count_ || opt_.one_copy != EngineOptions::OneCopy::automatic) return;
+    const bool one_copy = open_count_ && opt_.one_copy == EngineOptions::OneCopy::automatic;
+    const bool chunked = chunks_ && chunks_->can_drop_behind() &&
+                         opt_.drop_behind == EngineOptions::When::automatic;
+    if (!one_copy && !chunked) return;
     auto now = std::chrono::steady_clock::now();
     if (now - room_at_ < std::chrono::seconds(1)) return;
     room_at_ = now;
     const uint64_t room = room_probe_ ? room_probe_() : config::page_cache_room();
     room_.store(room, std::memory_order_relaxed);
     if (room == UINT64_MAX) return; // unknown: as it was
+    if (chunked) weigh_chunk_room(room);
+    if (!one_copy) return;
     const uint64_t held = ram_.stats().bytes;
     const bool was = dropping_.load(std::memory_order_relaxed);
     const bool now_dropping = was ? held > room / 3 : held > room / 2;
@@ -761,6 +774,27 @@ void Engine::weigh_room() {
              now_dropping ? "on" : "off", held / 1048576.0, room / 1048576.0,
              now_dropping ? "; files leave the page cache at their last close"
                           : "; the page cache keeps a second copy");
+}
+
+// Drop-behind for chunked files: a file read from start to end (a shard)
+// leaves its pages in the page cache, and where the chunked files do not
+// fit in its room they only push out one another, and the job's memory,
+// before the next epoch reads them (the shards' order is new each epoch).
+// The kernel reclaims them then by the reader's own allocations, at a CPU
+// cost the job pays, which dropping them once passed saves (bench/RESULTS.md,
+// "Drop-behind"). Where they fit, they stay: the next epoch then reads
+// them from the page cache. On above half the room, off below a third, as
+// for one copy.
+void Engine::weigh_chunk_room(uint64_t room) {
+    const uint64_t bytes = chunks_->map().bytes();
+    const bool was = chunks_->drop_behind();
+    const bool now_on = was ? bytes > room / 3 : bytes > room / 2;
+    if (now_on == was) return;
+    chunks_->set_drop_behind(now_on);
+    LOG_INFO("drop-behind %s: files held by chunk take %.0f MiB, the page cache has room for "
+             "%.0f MiB%s",
+             now_on ? "on" : "off", bytes / 1048576.0, room / 1048576.0,
+             now_on ? "; a sequential reader's pages leave it once passed" : "");
 }
 
 // Pushes at open (Engine::push_on_open). A file's first open since the

@@ -61,6 +61,7 @@ struct MountOptions {
     bool open_push = true;       // at an open, put the RAM tier's copy into the page cache
     bool passthrough = true;     // the kernel reads files the tiers do not take itself
     std::string one_copy = "auto"; // auto, always, never: drop a RAM-tier file's pages at its last close
+    std::string drop_behind = "auto"; // auto, always, never: drop a chunked file's pages once read past
     std::vector<uint64_t> detect_seeds; // searched deep besides the usual ones (torch's form)
     double detect_cpu = 2;       // percent of one core job detection's searches may use
 

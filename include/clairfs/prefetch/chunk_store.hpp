@@ -23,6 +23,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -32,6 +33,7 @@
 namespace clairfs::prefetch {
 
 class SsdWriter;
+class DropBehind;
 
 struct ChunkOptions {
     uint64_t ram = 0;      // RAM budget for chunks, bytes (> 0)
@@ -51,6 +53,16 @@ public:
     ChunkStore& operator=(const ChunkStore&) = delete;
     // Before start(): the SSD tier for chunks, keyed by chunk number.
     void attach_ssd(std::unique_ptr<cache::Tier> ssd);
+    // Before start(): how pages a sequential reader has passed leave the
+    // kernel's page cache (FUSE_NOTIFY_INVAL_INODE over a range), once
+    // set_drop_behind(true) says the page cache lacks room for them.
+    using Dropper = std::function<int(index::NodeId id, uint64_t off, uint64_t size)>;
+    void set_dropper(Dropper drop);
+    // Whether to drop them: while the chunked files would not fit in the
+    // page cache's room (Engine::weigh_chunk_room). Off at first.
+    void set_drop_behind(bool on) { drop_on_.store(on, std::memory_order_relaxed); }
+    bool drop_behind() const { return drop_on_.load(std::memory_order_relaxed); }
+    bool can_drop_behind() const { return behind_ != nullptr; }
     void start();
     // As FetchPool::stop and SsdWriter::stop: false if a fetch or a write
     // is stuck after `bound`; the store must then never be destroyed.
@@ -116,7 +128,7 @@ private:
     template <class Get>
     ssize_t gather(index::NodeId node, uint64_t off, size_t size, char* out, Get&& get);
     void touch(ChunkId id);           // most recently used now
-    void read_done(ChunkId first, ChunkId last, uint64_t off, size_t size); // read-ahead
+    void read_done(ChunkId first, ChunkId last, uint64_t off, size_t size); // read-ahead, drop-behind
     void read_ahead(ChunkId from); // the window after `from`, as far as the budget allows
     enum class Ahead : uint8_t { held, queued, full };
     Ahead fetch_ahead(ChunkId id); // one chunk, marked unread, within the budget
@@ -131,6 +143,12 @@ private:
     std::unique_ptr<cache::Tier> ssd_;
     std::unique_ptr<SsdWriter> writer_; // after ssd_: drains into it when destroyed
     std::unique_ptr<FetchPool> pool_;   // after the tiers: its threads admit into them
+    std::unique_ptr<DropBehind> behind_; // null without a dropper
+    // The smallest READ that tells a stream: a page fault is one page.
+    static constexpr size_t stream_read = 64 << 10;
+    // How far behind a stream's READs its pages are dropped, at least.
+    static constexpr uint64_t drop_slack = 1 << 20;
+    std::atomic<bool> drop_on_{false};
 
     // Held while a fetched chunk is admitted into RAM (admit): making room
     // and taking it are one step. lru_mu_ is taken under it.

@@ -66,8 +66,15 @@ struct EngineOptions {
     // bytes once (Engine::drop_if_last): never, always, or (automatic)
     // while the tier's bytes would take more than half the page cache's
     // room (Engine::weigh_room).
-    enum class OneCopy : uint8_t { never, automatic, always };
+    enum class When : uint8_t { never, automatic, always };
+    using OneCopy = When;
     OneCopy one_copy = OneCopy::never;
+    // --drop-behind: a sequential reader's pages of files held by chunk
+    // leave the kernel's page cache once passed (ChunkStore::read_done):
+    // never, always, or (automatic) while those files would take more
+    // than half the page cache's room (Engine::weigh_chunk_room). Needs
+    // set_range_dropper.
+    When drop_behind = When::never;
     // --opens fanotify: opens and closes are told after the fact
     // (watched_open, watched_close), with no OPEN to pin or push at; the
     // files due next are pushed ahead (push_ahead must be on), and a drop
@@ -570,6 +577,7 @@ private:
     std::atomic<uint64_t> close_drops_{0}, close_drop_errors_{0}, one_copy_switches_{0};
     void drop_if_last(index::NodeId id);
     void weigh_room(); // scheduler thread
+    void weigh_chunk_room(uint64_t room); // from weigh_room
     RoomProbe room_probe_;
     // Hand-over (EngineOptions::handover): on until the kernel is seen to
     // drop what it was handed (note_kernel_miss()).

@@ -17,6 +17,7 @@
 #include <thread>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <mutex>
 #include <random>
 #include <unistd.h>
 #include <vector>
@@ -59,11 +60,12 @@ struct Store {
     ChunkStore store;
     // `ssd`: a RAM tier standing in for the chunks' SSD tier (stage-in).
     Store(const Dataset& d, uint64_t above, uint32_t chunk, uint64_t ram, uint64_t ssd = 0,
-          unsigned threads = 2)
+          unsigned threads = 2, ChunkStore::Dropper dropper = {})
         : idx(d.tree.scan()), fd(::open(d.tree.root.c_str(), O_RDONLY | O_DIRECTORY)),
           backing(idx, fd),
           store(ChunkMap(idx, above, chunk), backing, idx, options(ram, threads)) {
         if (ssd) store.attach_ssd(std::make_unique<cache::RamTier>(ssd, store.map().chunks()));
+        if (dropper) store.set_dropper(std::move(dropper));
         store.start();
     }
     ~Store() {
@@ -253,6 +255,68 @@ TEST_CASE("chunk store: fetch threads admitting at once never refuse a chunk rea
         // Not "each byte once": readers at different speeds may evict one
         // another's half-read chunks, as least recently used.
     }
+}
+
+// Drop-behind (ChunkStore::set_drop_behind): a stream of READs of 64 KiB
+// or more that enters a chunk drops the one 1 MiB behind (16 chunks of 64
+// KiB) from the page cache, on the store's own thread; page faults (4 KiB
+// READs), jumps, and any READ while it is off drop nothing.
+TEST_CASE("chunk store: a stream's pages are dropped 1 MiB behind, and only a stream's") {
+    Dataset d;
+    d.put("f", 2 << 20, 11);  // 32 chunks of 64 KiB
+    d.put("g", 2 << 20, 12);
+    std::mutex mu;
+    std::vector<std::pair<uint64_t, uint64_t>> dropped; // (offset, size), file f or g
+    std::vector<index::NodeId> nodes;
+    Store s(d, 100'000, 64 << 10, 8 << 20, 0, 2,
+            [&](index::NodeId id, uint64_t off, uint64_t size) {
+                std::lock_guard lk(mu);
+                dropped.emplace_back(off, size);
+                nodes.push_back(id);
+                return 0;
+            });
+    auto count = [&] {
+        std::lock_guard lk(mu);
+        return dropped.size();
+    };
+    auto settle = [&](size_t want) {
+        for (int i = 0; i < 500 && count() < want; ++i)
+            std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        std::this_thread::sleep_for(std::chrono::milliseconds(20)); // and no more than that
+    };
+    CHECK_FALSE(s.store.drop_behind()); // off until the room is weighed
+    // Off: a whole stream drops nothing.
+    for (uint64_t off = 0; off < (2 << 20); off += 64 << 10)
+        REQUIRE(s.read("g", off, 64 << 10) == d.bytes["g"].substr(off, 64 << 10));
+    settle(0);
+    CHECK(count() == 0);
+
+    s.store.set_drop_behind(true);
+    // Page faults, one page at a time through chunks 0-19: nothing.
+    for (uint64_t off = 0; off < (1280 << 10); off += 4096)
+        REQUIRE(s.read("f", off, 4096) == d.bytes["f"].substr(off, 4096));
+    // Jumps of 64 KiB READs over the file: nothing.
+    for (uint64_t off : {29u << 16, 2u << 16, 24u << 16, 5u << 16})
+        REQUIRE(s.read("f", off, 64 << 10) == d.bytes["f"].substr(off, 64 << 10));
+    settle(0);
+    CHECK(count() == 0);
+    // A stream from the start: entering chunk c (16 .. 31) drops chunk c - 16.
+    index::NodeId f = id_of(s.idx, "f");
+    for (uint64_t off = 0; off < (2 << 20); off += 128 << 10) {
+        // Two READs per 128 KiB, as the kernel's read-ahead sends them.
+        REQUIRE(s.read("f", off, 64 << 10) == d.bytes["f"].substr(off, 64 << 10));
+        REQUIRE(s.read("f", off + (64 << 10), 64 << 10) ==
+                d.bytes["f"].substr(off + (64 << 10), 64 << 10));
+    }
+    settle(16);
+    std::lock_guard lk(mu);
+    REQUIRE(dropped.size() == 16);
+    for (size_t i = 0; i < dropped.size(); ++i) {
+        CHECK(nodes[i] == f);
+        CHECK(dropped[i].first == i * (64 << 10));
+        CHECK(dropped[i].second == 64u << 10);
+    }
+    CHECK(s.status()["dropped_behind"] == 16);
 }
 
 TEST_CASE("chunk store: a stage-in fetch that fails leaves the chunk free to be read ahead") {

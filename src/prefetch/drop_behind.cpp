@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: MIT
+#include "drop_behind.hpp"
+
+#include <cerrno>
+#include <pthread.h>
+
+namespace clairfs::prefetch {
+
+DropBehind::DropBehind(Dropper drop) : drop_(std::move(drop)) {}
+
+DropBehind::~DropBehind() {
+    stop();
+}
+
+void DropBehind::start() {
+    if (thread_.joinable()) return;
+    thread_ = std::thread([this] {
+        pthread_setname_np(pthread_self(), "clairfs-dropbh");
+        run();
+    });
+}
+
+void DropBehind::stop() {
+    {
+        std::lock_guard lk(mu_);
+        stopping_ = true;
+    }
+    cv_.notify_one();
+    if (thread_.joinable()) thread_.join();
+}
+
+void DropBehind::queue(index::NodeId id, uint64_t off, uint64_t size) {
+    {
+        std::lock_guard lk(mu_);
+        if (stopping_ || queue_.size() >= max_queued) {
+            skipped_.fetch_add(1, std::memory_order_relaxed);
+            return;
+        }
+        queue_.push_back({id, off, size});
+    }
+    cv_.notify_one();
+}
+
+void DropBehind::run() {
+    std::vector<Range> batch;
+    std::unique_lock lk(mu_);
+    for (;;) {
+        cv_.wait(lk, [this] { return stopping_ || !queue_.empty(); });
+        batch.swap(queue_);
+        const bool last = stopping_;
+        lk.unlock();
+        for (const Range& r : batch) {
+            int rv = drop_(r.id, r.off, r.size);
+            // ENOENT: the kernel has no inode for the file, so no pages.
+            (rv == 0 || rv == -ENOENT ? dropped_ : errors_).fetch_add(1, std::memory_order_relaxed);
+        }
+        batch.clear();
+        if (last) return;
+        lk.lock();
+    }
+}
+
+} // namespace clairfs::prefetch

@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: MIT
+// Pages a sequential reader of a chunked file (a TFRecord or tar shard)
+// has passed, dropped from the kernel's page cache (FUSE_NOTIFY_INVAL_INODE
+// over the range) while the page cache has no room for the chunked files:
+// there they would only be reclaimed later, by the reader's own
+// allocations, at a CPU cost the job pays (ChunkStore::read_done says when).
+// The drops run on a thread of their own, never a FUSE thread: a drop
+// waits for any page of its range a READ in flight has locked, and that
+// READ for a FUSE thread to answer it.
+#pragma once
+
+#include "clairfs/index/index.hpp"
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace clairfs::prefetch {
+
+class DropBehind {
+public:
+    // Drops bytes [off, off + size) of a file from the page cache; 0 or -errno.
+    using Dropper = std::function<int(index::NodeId id, uint64_t off, uint64_t size)>;
+
+    explicit DropBehind(Dropper drop);
+    ~DropBehind(); // stop()
+    DropBehind(const DropBehind&) = delete;
+    DropBehind& operator=(const DropBehind&) = delete;
+
+    void start();
+    // Drops what is queued, then joins the thread; idempotent.
+    void stop();
+    // On a FUSE thread: queues a range and wakes the thread. A full queue
+    // (the thread behind by max_queued ranges) skips it: the kernel
+    // reclaims those pages as it would have anyway.
+    void queue(index::NodeId id, uint64_t off, uint64_t size);
+
+    uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
+    uint64_t errors() const { return errors_.load(std::memory_order_relaxed); }
+    uint64_t skipped() const { return skipped_.load(std::memory_order_relaxed); }
+
+private:
+    struct Range {
+        index::NodeId id;
+        uint64_t off, size;
+    };
+    static constexpr size_t max_queued = 256;
+    void run();
+
+    Dropper drop_;
+    std::mutex mu_; // leaf: no drop under it
+    std::condition_variable cv_;
+    std::vector<Range> queue_;
+    bool stopping_ = false;
+    std::thread thread_;
+    std::atomic<uint64_t> dropped_{0}, errors_{0}, skipped_{0};
+};
+
+} // namespace clairfs::prefetch

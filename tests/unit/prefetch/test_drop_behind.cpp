@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: MIT
+// Drop-behind as the engine decides it (Engine::weigh_chunk_room): a
+// sequential reader's pages of files held by chunk leave the page cache
+// once passed, while those files would take more than half the room the
+// page cache has, and stay again once they fit in a third. The room is a
+// number the test sets; the kernel is the range dropper's log.
+#include "../disk_tree.hpp"
+#include "clairfs/prefetch/chunk_store.hpp"
+#include "clairfs/prefetch/engine.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <doctest/doctest.h>
+#include <fcntl.h>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+using namespace clairfs;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct Mount {
+    test::DiskTree tree;
+    index::Index idx;
+    int fd = -1;
+    std::atomic<uint64_t> room{UINT64_MAX - 1};
+    std::mutex mu;
+    std::vector<uint64_t> dropped; // offsets
+    std::unique_ptr<prefetch::Engine> engine;
+    index::NodeId shard = 0;
+
+    Mount() {
+        tree.write("shard", 2 << 20); // 32 chunks of 64 KiB
+        tree.write("small", 1000);
+        idx = tree.scan();
+        fd = ::open(tree.root.c_str(), O_RDONLY | O_DIRECTORY);
+        REQUIRE(fd >= 0);
+        prefetch::EngineOptions o;
+        o.mem = 8 << 20;
+        o.max_file = 100'000;
+        o.chunk_size = 64 << 10;
+        o.fetch_threads = 2;
+        o.drop_behind = prefetch::EngineOptions::When::automatic; // the mount's default
+        engine = std::make_unique<prefetch::Engine>(idx, fd, o);
+        for (index::NodeId id = 0; id < idx.size(); ++id)
+            if (idx.node(id).size == (2u << 20)) shard = id;
+        REQUIRE(engine->chunked(shard));
+        engine->set_range_dropper([this](index::NodeId, uint64_t off, uint64_t) {
+            std::lock_guard lk(mu);
+            dropped.push_back(off);
+            return 0;
+        });
+        engine->set_room_probe([this] { return room.load(); });
+        engine->start();
+    }
+    ~Mount() {
+        engine->stop();
+        engine.reset();
+        ::close(fd);
+    }
+    bool wait_on(bool want) {
+        auto until = std::chrono::steady_clock::now() + 10s;
+        while (engine->chunks()->drop_behind() != want)
+            if (std::chrono::steady_clock::now() > until) return false;
+            else std::this_thread::sleep_for(20ms);
+        return true;
+    }
+    // The whole shard in 64 KiB READs, as a sequential reader makes them.
+    void stream() {
+        std::string out(64 << 10, '\0');
+        for (uint64_t off = 0; off < (2 << 20); off += out.size())
+            REQUIRE(engine->chunks()->read(shard, off, out.size(), out.data()) ==
+                    static_cast<ssize_t>(out.size()));
+    }
+    size_t drops() {
+        std::this_thread::sleep_for(50ms); // the drop thread's turn
+        std::lock_guard lk(mu);
+        return dropped.size();
+    }
+};
+
+} // namespace
+
+TEST_CASE("drop-behind: on while the chunked files exceed half the page cache's room") {
+    Mount m;
+    // Room for the shard ten times over: its pages stay for the next epoch.
+    m.room = 20 << 20;
+    std::this_thread::sleep_for(1100ms); // weighed at least once with this room
+    CHECK_FALSE(m.engine->chunks()->drop_behind());
+    m.stream();
+    CHECK(m.drops() == 0);
+
+    // 2 MiB of chunked files, 3 MiB of room: over half, so on.
+    m.room = 3 << 20;
+    REQUIRE(m.wait_on(true));
+    m.stream();
+    CHECK(m.drops() == 16); // entering chunks 16 .. 31 dropped chunks 0 .. 15 (1 MiB behind)
+    nlohmann::json out;
+    m.engine->status(out);
+    CHECK(out["chunks"]["drop_behind"] == true);
+    CHECK(out["chunks"]["dropped_behind"] == 16);
+
+    // Between a third and a half: stays on (no switching at every look).
+    m.room = 5 << 20; // 5 MiB
+    std::this_thread::sleep_for(1100ms);
+    CHECK(m.engine->chunks()->drop_behind());
+    // Within a third: off again.
+    m.room = 8 << 20;
+    REQUIRE(m.wait_on(false));
+    m.stream();
+    CHECK(m.drops() == 16);
+}
