@@ -102,9 +102,10 @@ prefetch::EngineOptions engine_options(const config::MountOptions& o) {
                  : o.one_copy == "always"                     ? OneCopy::always
                  : o.one_copy == "never"                      ? OneCopy::never
                                                               : OneCopy::automatic;
-    e.drop_behind = o.drop_behind == "always"  ? OneCopy::always
-                    : o.drop_behind == "never" ? OneCopy::never
-                                               : OneCopy::automatic;
+    using When = prefetch::EngineOptions::When;
+    e.drop_behind = o.drop_behind == "always"  ? When::always
+                    : o.drop_behind == "never" ? When::never
+                                               : When::automatic;
     return e;
 }
 

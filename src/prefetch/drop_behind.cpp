@@ -32,10 +32,7 @@ void DropBehind::stop() {
 void DropBehind::queue(index::NodeId id, uint64_t off, uint64_t size) {
     {
         std::lock_guard lk(mu_);
-        if (stopping_ || queue_.size() >= max_queued) {
-            skipped_.fetch_add(1, std::memory_order_relaxed);
-            return;
-        }
+        if (stopping_ || queue_.size() >= max_queued) return;
         queue_.push_back({id, off, size});
     }
     cv_.notify_one();
@@ -46,16 +43,16 @@ void DropBehind::run() {
     std::unique_lock lk(mu_);
     for (;;) {
         cv_.wait(lk, [this] { return stopping_ || !queue_.empty(); });
+        if (stopping_) return;
         batch.swap(queue_);
-        const bool last = stopping_;
         lk.unlock();
         for (const Range& r : batch) {
             int rv = drop_(r.id, r.off, r.size);
             // ENOENT: the kernel has no inode for the file, so no pages.
-            (rv == 0 || rv == -ENOENT ? dropped_ : errors_).fetch_add(1, std::memory_order_relaxed);
+            // Another error leaves the pages to the kernel's reclaim.
+            if (rv == 0 || rv == -ENOENT) dropped_.fetch_add(1, std::memory_order_relaxed);
         }
         batch.clear();
-        if (last) return;
         lk.lock();
     }
 }

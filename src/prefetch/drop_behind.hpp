@@ -32,16 +32,16 @@ public:
     DropBehind& operator=(const DropBehind&) = delete;
 
     void start();
-    // Drops what is queued, then joins the thread; idempotent.
+    // Joins the thread once its drop in hand is done; what is still queued
+    // is left (the mount is going, and its pages with it). Idempotent.
     void stop();
     // On a FUSE thread: queues a range and wakes the thread. A full queue
     // (the thread behind by max_queued ranges) skips it: the kernel
     // reclaims those pages as it would have anyway.
     void queue(index::NodeId id, uint64_t off, uint64_t size);
 
+    // Ranges dropped (or of a file the kernel had no inode for).
     uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
-    uint64_t errors() const { return errors_.load(std::memory_order_relaxed); }
-    uint64_t skipped() const { return skipped_.load(std::memory_order_relaxed); }
 
 private:
     struct Range {
@@ -57,7 +57,7 @@ private:
     std::vector<Range> queue_;
     bool stopping_ = false;
     std::thread thread_;
-    std::atomic<uint64_t> dropped_{0}, errors_{0}, skipped_{0};
+    std::atomic<uint64_t> dropped_{0};
 };
 
 } // namespace clairfs::prefetch
