@@ -250,9 +250,9 @@ void ChunkStore::read_done(ChunkId first, ChunkId last, uint64_t off, size_t siz
     // reader's page faults) that enters a chunk has passed the chunks some
     // way behind: without room in the page cache those pages would be
     // reclaimed anyway, by the reader's own allocations (bench/RESULTS.md,
-    // 20261127-1204-tfrecord-drop-behind). At least one chunk and 1 MiB of slack: the kernel's
-    // READs run ahead of the reader, on several FUSE threads, not always
-    // in order.
+    // 20261127-1204-tfrecord-drop-behind). At least one chunk and 1 MiB
+    // of slack: the kernel's READs run ahead of the reader, on several
+    // FUSE threads, not always in order.
     if (size >= stream_read && behind_ && drop_on_.load(std::memory_order_relaxed) &&
         prev != UINT64_MAX && prev > 0) {
         const uint64_t c = off / cs, back = std::max<uint64_t>(2, (drop_slack + cs - 1) / cs);

@@ -781,10 +781,10 @@ void Engine::weigh_room() {
 // fit in its room they only push out one another, and the job's memory,
 // before the next epoch reads them (the shards' order is new each epoch).
 // The kernel reclaims them then by the reader's own allocations, at a CPU
-// cost the job pays, which dropping them once passed saves (bench/RESULTS.md,
-// 20261127-1204-tfrecord-drop-behind). Where they fit, they stay: the next epoch then reads
-// them from the page cache. On above half the room, off below a third, as
-// for one copy.
+// cost the job pays, which dropping them once passed saves
+// (bench/RESULTS.md, 20261127-1204-tfrecord-drop-behind). Where they fit,
+// they stay: the next epoch then reads them from the page cache. On above
+// half the room, off below a third, as for one copy.
 void Engine::weigh_chunk_room(uint64_t room) {
     const uint64_t bytes = chunks_->map().bytes();
     const bool was = chunks_->drop_behind();
