@@ -23,6 +23,13 @@ chunks, read ahead for a sequential reader, through a real mount.
   files afterwards reads nothing more from it;
 - stale: a large file changed on the backing store since the scan fails
   its READ with ESTALE and serves no byte; the mount keeps serving;
+- drop-behind: with --drop-behind always, a sequential reader's pages
+  leave the page cache once it is 1 MiB past them (fincore shows at most
+  the last 1.5 MiB resident, against the whole file with never), the
+  bytes are the same, a second read takes nothing from the backing store,
+  and status, the human summary and Prometheus count the drops; auto
+  keeps them where the files fit the page cache (always here); a bad
+  value is refused in one line;
 - off: --chunk-size 0 reads large files through, the same bytes, and
   status says chunks null; a bad --chunk-size is refused in one line.
 Exit 77 only without FUSE."""
@@ -30,6 +37,7 @@ import errno
 import mmap
 import os
 import random
+import time
 
 import mountlib as ml
 
@@ -226,6 +234,59 @@ def case_stale(tmp, data, expected):
                       random.Random(3), 10)
 
 
+def resident(path):
+    """Bytes of the file in the page cache (util-linux's fincore)."""
+    r = ml.run(["fincore", "--bytes", "--noheadings", "--output", "RES", path])
+    ml.check(r.returncode == 0, f"fincore {path}: {r.stderr.strip()}")
+    return int(r.stdout.split()[0])
+
+
+def case_drop_behind(tmp, data, expected):
+    rel = "shards/train-0.tfrecord"
+    size = len(expected[rel])
+    for when in ("never", "always", "auto"):
+        cache, mp = ml.make_dirs(tmp, f"cache-db-{when}", f"mnt-db-{when}")
+        with ml.mounted(data, mp, *options(cache, "--drop-behind", when)):
+            path = os.path.join(mp, rel)
+            before = ml.status(mp)["backing"]["bytes"]
+            read_sequential(mp, rel, expected[rel])
+            # The drops run on the daemon's own thread: give it a moment
+            # (a loaded machine may run it late).
+            held = resident(path)
+            for _ in range(250):
+                if when != "always" or held <= 6 * CHUNK:
+                    break
+                time.sleep(0.02)
+                held = resident(path)
+            c = chunks(mp)
+            ml.log(f"drop-behind {when}: {held} of {size} bytes resident, "
+                   f"{c['dropped_behind']} chunks dropped")
+            if when == "always":
+                # Chunks 0-16 of 21 (256 KiB each), 1 MiB behind the last READ.
+                ml.check(c["drop_behind"] is True and c["dropped_behind"] >= 10,
+                         f"drop-behind always: status {c}")
+                ml.check(held <= 6 * CHUNK, f"drop-behind always: {held} of {size} bytes "
+                         "still in the page cache")
+                human = ml.clairfs("status", mp).stdout
+                ml.check("drop-behind on (" in human, f"drop-behind: the summary: {human}")
+                prom = ml.clairfs("status", mp, "--prometheus").stdout
+                ml.check("clairfs_chunk_dropped_behind_total{" in prom,
+                         "drop-behind: no clairfs_chunk_dropped_behind_total series")
+                # Read again: from the tiers, byte for byte, nothing from the backing store.
+                read_sequential(mp, rel, expected[rel])
+                again = ml.status(mp)["backing"]["bytes"] - before
+                ml.check(again == size, f"drop-behind: {again} backing bytes for two reads")
+            else:
+                # never, and auto where 13 MiB of chunked files fit the page cache.
+                ml.check(c["drop_behind"] is False and c["dropped_behind"] == 0,
+                         f"drop-behind {when}: status {c}")
+                pages = (size + 4095) // 4096 * 4096
+                ml.check(held == pages, f"drop-behind {when}: {held} of {pages} bytes resident")
+    r = ml.clairfs("mount", data, os.path.join(tmp, "mnt-db-never"), "--drop-behind", "sometimes")
+    ml.check(r.returncode != 0 and "drop" in r.stderr and len(r.stderr.strip().splitlines()) == 1,
+             f"drop-behind sometimes gave rc {r.returncode}: {r.stderr!r}")
+
+
 def case_off(tmp, data, expected):
     mp = ml.make_dirs(tmp, "mnt-off")[0]
     with ml.mounted(data, mp, "--mem", "16M", "--chunk-size", "0", "--no-detect"):
@@ -246,7 +307,7 @@ def main():
             expected = make_dataset(data)
             ml.run_cases(*[(c.__name__[5:], (lambda c: lambda: c(tmp, data, expected))(c))
                            for c in (case_exact, case_sequential, case_restart, case_stage, case_stale,
-                                     case_off)])
+                                     case_drop_behind, case_off)])
     ml.run_test(cases)
 
 
