@@ -60,7 +60,7 @@ void ChunkStore::start() {
 
 bool ChunkStore::stop(std::chrono::milliseconds bound) {
     // First: FUSE threads queue drops until the session ends.
-    if (behind_) behind_->stop();
+    if (behind_ && !behind_->stop(bound)) return false;
     if (pool_ && !pool_->stop(bound)) return false;
     pool_.reset();
     if (writer_ && !writer_->stop(bound)) return false;

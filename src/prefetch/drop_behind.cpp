@@ -20,13 +20,21 @@ void DropBehind::start() {
     });
 }
 
-void DropBehind::stop() {
-    {
-        std::lock_guard lk(mu_);
-        stopping_ = true;
-    }
+bool DropBehind::stop(std::chrono::milliseconds bound) {
+    if (!thread_.joinable()) return true;
+    std::unique_lock lk(mu_);
+    stopping_ = true;
     cv_.notify_one();
-    if (thread_.joinable()) thread_.join();
+    auto done = [this] { return exited_; };
+    if (bound.count() == 0)
+        exited_cv_.wait(lk, done);
+    else if (!exited_cv_.wait_for(lk, bound, done)) {
+        thread_.detach();
+        return false;
+    }
+    lk.unlock();
+    thread_.join();
+    return true;
 }
 
 void DropBehind::queue(index::NodeId id, uint64_t off, uint64_t size) {
@@ -43,10 +51,15 @@ void DropBehind::run() {
     std::unique_lock lk(mu_);
     for (;;) {
         cv_.wait(lk, [this] { return stopping_ || !queue_.empty(); });
-        if (stopping_) return;
+        if (stopping_) {
+            exited_ = true;
+            exited_cv_.notify_all();
+            return;
+        }
         batch.swap(queue_);
         lk.unlock();
         for (const Range& r : batch) {
+            if (stopping_.load(std::memory_order_relaxed)) break; // the mount is going
             int rv = drop_(r.id, r.off, r.size);
             // ENOENT: the kernel has no inode for the file, so no pages.
             // Another error leaves the pages to the kernel's reclaim.

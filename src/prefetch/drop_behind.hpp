@@ -12,6 +12,7 @@
 #include "clairfs/index/index.hpp"
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -34,7 +35,11 @@ public:
     void start();
     // Joins the thread once its drop in hand is done; what is still queued
     // is left (the mount is going, and its pages with it). Idempotent.
-    void stop();
+    // False if that drop is still stuck after `bound` (0: no bound): it
+    // waits for a page a READ the ended session will not answer has
+    // locked, until the unmount aborts that READ. The thread is left
+    // then, and this object must never be destroyed (as FetchPool::stop).
+    bool stop(std::chrono::milliseconds bound = {});
     // On a FUSE thread: queues a range and wakes the thread. A full queue
     // (the thread behind by max_queued ranges) skips it: the kernel
     // reclaims those pages as it would have anyway.
@@ -55,7 +60,9 @@ private:
     std::mutex mu_; // leaf: no drop under it
     std::condition_variable cv_;
     std::vector<Range> queue_;
-    bool stopping_ = false;
+    std::atomic<bool> stopping_{false}; // set under mu_; read between drops without it
+    bool exited_ = false; // run() returned
+    std::condition_variable exited_cv_;
     std::thread thread_;
     std::atomic<uint64_t> dropped_{0};
 };

@@ -3,15 +3,18 @@
 // sequential reader's pages of files held by chunk leave the page cache
 // once passed, while those files would take more than half the room the
 // page cache has, and stay again once they fit in a third. The room is a
-// number the test sets; the kernel is the range dropper's log.
+// number the test sets; the kernel is the range dropper's log. And the
+// drop thread's stop, bounded when a drop hangs.
 #include "../disk_tree.hpp"
 #include "clairfs/prefetch/chunk_store.hpp"
 #include "clairfs/prefetch/engine.hpp"
+#include "prefetch/drop_behind.hpp"
 
 #include <atomic>
 #include <chrono>
 #include <doctest/doctest.h>
 #include <fcntl.h>
+#include <future>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -113,4 +116,46 @@ TEST_CASE("drop-behind: on while the chunked files exceed half the page cache's 
     REQUIRE(m.wait_on(false));
     m.stream();
     CHECK(m.drops() == 16);
+}
+
+// At unmount the session's loop has ended before the engine stops: a drop
+// waiting for a page a READ in flight has locked waits until the unmount
+// aborts that READ, which comes after the stop. So stop() gives up after
+// its bound, as the fetch pool's does, rather than hang the unmount.
+TEST_CASE("drop-behind: a drop stuck past the bound makes stop() false, not a hang") {
+    std::promise<void> release;
+    std::shared_future<void> released = release.get_future().share();
+    std::atomic<int> calls{0};
+    // Left undestroyed, as stop()'s contract asks once it returned false.
+    auto* d = new prefetch::DropBehind([&](index::NodeId, uint64_t, uint64_t) {
+        ++calls;
+        released.wait();
+        return 0;
+    });
+    d->start();
+    d->queue(1, 0, 1 << 20);
+    d->queue(1, 1 << 20, 1 << 20); // queued behind the stuck one: never dropped
+    for (int i = 0; i < 500 && calls == 0; ++i) std::this_thread::sleep_for(2ms);
+    REQUIRE(calls == 1);
+    auto t0 = std::chrono::steady_clock::now();
+    CHECK_FALSE(d->stop(100ms));
+    CHECK(std::chrono::steady_clock::now() - t0 < 5s);
+    release.set_value(); // the abort: the drop returns, and the thread ends
+    std::this_thread::sleep_for(50ms);
+    CHECK(calls == 1);
+    CHECK(d->dropped() == 1);
+
+    // Not stuck: stop() joins at once, and what is queued is left.
+    std::atomic<int> fast{0};
+    prefetch::DropBehind ok([&](index::NodeId, uint64_t, uint64_t) {
+        ++fast;
+        return 0;
+    });
+    ok.start();
+    ok.queue(2, 0, 4096);
+    for (int i = 0; i < 500 && ok.dropped() == 0; ++i) std::this_thread::sleep_for(2ms);
+    CHECK(ok.dropped() == 1);
+    CHECK(ok.stop(100ms));
+    ok.queue(2, 4096, 4096); // after stop: refused
+    CHECK(fast == 1);
 }
