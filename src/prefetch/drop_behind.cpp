@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "drop_behind.hpp"
 
+#include "clairfs/sys/join_within.hpp"
+
 #include <cerrno>
 #include <pthread.h>
 
@@ -21,20 +23,12 @@ void DropBehind::start() {
 }
 
 bool DropBehind::stop(std::chrono::milliseconds bound) {
-    if (!thread_.joinable()) return true;
-    std::unique_lock lk(mu_);
-    stopping_ = true;
-    cv_.notify_one();
-    auto done = [this] { return exited_; };
-    if (bound.count() == 0)
-        exited_cv_.wait(lk, done);
-    else if (!exited_cv_.wait_for(lk, bound, done)) {
-        thread_.detach();
-        return false;
+    {
+        std::lock_guard lk(mu_);
+        stopping_ = true;
     }
-    lk.unlock();
-    thread_.join();
-    return true;
+    cv_.notify_one();
+    return sys::join_within(thread_, exited_, bound);
 }
 
 void DropBehind::queue(index::NodeId id, uint64_t off, uint64_t size) {
@@ -52,8 +46,7 @@ void DropBehind::run() {
     for (;;) {
         cv_.wait(lk, [this] { return stopping_ || !queue_.empty(); });
         if (stopping_) {
-            exited_ = true;
-            exited_cv_.notify_all();
+            exited_.store(true, std::memory_order_release);
             return;
         }
         batch.swap(queue_);

@@ -61,8 +61,7 @@ private:
     std::condition_variable cv_;
     std::vector<Range> queue_;
     std::atomic<bool> stopping_{false}; // set under mu_; read between drops without it
-    bool exited_ = false; // run() returned
-    std::condition_variable exited_cv_;
+    std::atomic<bool> exited_{false}; // run() returned (sys::join_within)
     std::thread thread_;
     std::atomic<uint64_t> dropped_{0};
 };

@@ -10,6 +10,7 @@
 #include "clairfs/peer/peers.hpp"
 #include "clairfs/prefetch/cache_rules.hpp"
 #include "clairfs/sys/contained.hpp"
+#include "clairfs/sys/join_within.hpp"
 #include "group_uses.hpp"
 #include "ssd_writer.hpp"
 
@@ -383,7 +384,10 @@ void Engine::start() {
         }
         chunks_->start();
     }
-    scheduler_ = std::thread([this] { schedule_loop(); });
+    scheduler_ = std::thread([this] {
+        schedule_loop();
+        scheduler_done_.store(true, std::memory_order_release);
+    });
     stager_ = std::thread([this] { stage_loop(); });
     if (peers_) peers_->start();
     if (opt_.stage) stage();
@@ -409,7 +413,17 @@ bool Engine::stop_within(std::chrono::milliseconds bound) {
         stopping_ = true;
     }
     wake_cv_.notify_all();
-    if (scheduler_.joinable()) scheduler_.join();
+    // The scheduler pushes into and drops from the kernel's page cache. The
+    // session's loop has ended by now (the daemon stops the engine before
+    // it unmounts), so a push or a drop waiting for a page that a READ in
+    // flight has locked waits until the unmount aborts that READ: after
+    // this. Bounded like the fetches, then left behind.
+    if (!sys::join_within(scheduler_, scheduler_done_, bound)) {
+        LOG_WARN("a page-cache push or drop still waits after %.1f s (for a READ the ended "
+                 "session will not answer); exiting without it",
+                 static_cast<double>(bound.count()) / 1000);
+        return false;
+    }
     // Before the pool: a fetch waiting on a peer ends now (it reads the
     // backing store instead), and the peers stop asking this daemon.
     if (peers_) peers_->stop();
@@ -422,7 +436,8 @@ bool Engine::stop_within(std::chrono::milliseconds bound) {
     }
     pool_.reset();
     if (chunks_ && !chunks_->stop(bound)) {
-        LOG_WARN("chunk fetches or SSD writes still hang after %.1f s; exiting without them",
+        LOG_WARN("chunk fetches, SSD writes or page-cache drops still hang after %.1f s; "
+                 "exiting without them",
                  static_cast<double>(bound.count()) / 1000);
         return false;
     }

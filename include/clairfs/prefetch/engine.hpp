@@ -605,6 +605,7 @@ private:
     std::atomic<uint64_t> drops_{0}, drop_errors_{0};
     std::atomic<bool> read_any_{false}; // a file was read since the mount
     std::thread scheduler_;
+    std::atomic<bool> scheduler_done_{false}; // schedule_loop() returned (stop_within)
 
     // Guards the stage fields below. Leaf lock: nothing is called under it,
     // no tier (their counters are read before it is taken) and no log line.
