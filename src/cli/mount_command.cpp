@@ -95,17 +95,17 @@ prefetch::EngineOptions engine_options(const config::MountOptions& o) {
     // --kernel-opens sees no RELEASE to drop at and drops pages itself; a
     // file handed over has only the kernel's copy; --push-ahead pushes a
     // file before its open, which a drop at the last close would undo.
-    using OneCopy = prefetch::EngineOptions::OneCopy;
+    using When = prefetch::EngineOptions::When;
+    // auto, always or never, as the option registry checked it.
+    auto when = [](const std::string& v) {
+        return v == "always" ? When::always : v == "never" ? When::never : When::automatic;
+    };
     // Under --opens fanotify a drop comes at the close event, after which
     // the file is pushed again when next due.
-    e.one_copy = o.kernel_opens || (o.push_ahead && !e.watch_opens) || e.handover ? OneCopy::never
-                 : o.one_copy == "always"                     ? OneCopy::always
-                 : o.one_copy == "never"                      ? OneCopy::never
-                                                              : OneCopy::automatic;
-    using When = prefetch::EngineOptions::When;
-    e.drop_behind = o.drop_behind == "always"  ? When::always
-                    : o.drop_behind == "never" ? When::never
-                                               : When::automatic;
+    e.one_copy = o.kernel_opens || (o.push_ahead && !e.watch_opens) || e.handover
+                     ? When::never
+                     : when(o.one_copy);
+    e.drop_behind = when(o.drop_behind);
     return e;
 }
 

@@ -59,16 +59,19 @@ std::string set_peers(MountOptions& o, std::string_view v) {
     return "";
 }
 
-std::string set_one_copy(MountOptions& o, std::string_view v) {
+// --one-copy and --drop-behind: auto, always or never.
+std::string set_when(std::string& field, std::string_view v) {
     if (v != "auto" && v != "always" && v != "never") return "expected auto, always or never";
-    o.one_copy = std::string(v);
+    field = std::string(v);
     return "";
 }
 
+std::string set_one_copy(MountOptions& o, std::string_view v) {
+    return set_when(o.one_copy, v);
+}
+
 std::string set_drop_behind(MountOptions& o, std::string_view v) {
-    if (v != "auto" && v != "always" && v != "never") return "expected auto, always or never";
-    o.drop_behind = std::string(v);
-    return "";
+    return set_when(o.drop_behind, v);
 }
 
 std::string set_opens(MountOptions& o, std::string_view v) {
