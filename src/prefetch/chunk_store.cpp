@@ -363,7 +363,7 @@ void ChunkStore::status(nlohmann::json& out) const {
              {"chunks", r.entries},
              {"evictions", evictions_.load(std::memory_order_relaxed)},
              {"rejected", r.rejected}}}};
-    out["ssd"] = ssd_ ? ssd_tier_status(*ssd_, "chunks") : nlohmann::json(nullptr);
+    out["ssd"] = ssd_ ? ssd_tier_status(*ssd_, "chunks", writer_.get()) : nlohmann::json(nullptr);
 }
 
 } // namespace clairfs::prefetch

@@ -279,13 +279,8 @@ void Engine::status(nlohmann::json& out) const {
 }
 
 void Engine::ssd_status(nlohmann::json& out) const {
-    SsdWriterStats w = writer_ ? writer_->stats() : SsdWriterStats{};
-    out = ssd_tier_status(*ssd_, "files");
+    out = ssd_tier_status(*ssd_, "files", writer_.get());
     out["misses"] = ssd_->stats().misses;
-    out["written"] = w.written;
-    out["refused"] = w.refused;
-    out["skipped"] = w.skipped;
-    out["pending_bytes"] = w.pending_bytes;
 }
 
 } // namespace clairfs::prefetch

@@ -156,6 +156,11 @@ def case_restart(tmp, data, expected):
         ml.check(ml.wait_until(lambda: chunks(mp)["ssd"]["chunks"] == chunks(mp)["chunks"], 30),
                  f"restart: the SSD tier holds {chunks(mp)['ssd']} of {chunks(mp)['chunks']}")
         total = chunks(mp)["chunks"]
+        # The writer's counts: every chunk written once, none skipped or refused.
+        w = chunks(mp)["ssd"]
+        ml.check((w["written"], w["skipped"], w["refused"]) == (total, 0, 0),
+                 f"restart: the chunks' SSD writer wrote {w['written']} of {total}, skipped "
+                 f"{w['skipped']}, refused {w['refused']}")
     with ml.mounted(data, mp, *options(cache)):
         c = chunks(mp)
         ml.check(c["ssd"]["reused"] == total, f"restart: reused {c['ssd']['reused']} of {total}")
