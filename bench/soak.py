@@ -15,6 +15,13 @@ exits 1 if a check failed.
 
   sudo /usr/bin/python3 bench/soak.py [--reads 1000000] [--readers 16] [--seed 1]
       [--seconds S] [--mem-share 0.30] [--build build] [--json out.json]
+  sudo /usr/bin/python3 bench/soak.py --large --seconds 1800 [--readers 10] ...
+
+With --large it is the `stress` suite's large-file load instead
+(tests/stress/large_load.py): files held by chunk in RAM and an SSD tier,
+a registered job of layout "ranges" followed through a mapping, streamers
+with drop-behind, mappers and preaders, with the same checks and each
+path's counters.
 
 Needs root and /dev/fuse, and the Python standard library only.
 """
@@ -40,6 +47,8 @@ def parse_args():
                          "daemon's fixed overhead, with no RAM tier)")
     ap.add_argument("--build", default=os.path.join(ROOT, "build"), help="meson build directory")
     ap.add_argument("--json", help="also write the figures to this file")
+    ap.add_argument("--large", action="store_true",
+                    help="the large-file load (chunks, ranges, drop-behind) instead")
     return ap.parse_args()
 
 
@@ -54,13 +63,15 @@ def main():
     os.environ["CLAIRFS"] = os.path.join(os.path.abspath(a.build), "src", "clairfs")
     sys.path.insert(0, os.path.join(ROOT, "tests", "stress"))
     import loadlib  # noqa: E402  (after CLAIRFS is set: mountlib reads it)
+    import large_load  # noqa: E402
     loadlib.ml.skip_unless_fuse()
     cfg = loadlib.Config(seed=a.seed, readers=a.readers, reads=a.reads, seconds=a.seconds,
                           mem_share=a.mem_share)
     started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     head = commit()  # before the run, which may outlast a checkout
-    fig, failures = loadlib.run(cfg)
-    fig = {"date": started, "commit": head, "seed": a.seed, "readers": a.readers,
+    fig, failures = (large_load if a.large else loadlib).run(cfg)
+    fig = {"date": started, "commit": head, "load": "large" if a.large else "small",
+           "seed": a.seed, "readers": a.readers,
            "reads_asked": a.reads, "mem_share": a.mem_share, **fig, "failures": failures}
     loadlib.report({k: v for k, v in fig.items() if k != "failures"}, failures)
     if a.json:
