@@ -205,7 +205,8 @@ void Engine::status(nlohmann::json& out) const {
         // A ranges job's samples pushed into the kernel's page cache.
         out["chunks"]["pushed"] = {{"samples", range_pushes_.load(std::memory_order_relaxed)},
                                    {"bytes", range_push_bytes_.load(std::memory_order_relaxed)},
-                                   {"errors", range_push_errors_.load(std::memory_order_relaxed)}};
+                                   {"errors", range_push_errors_.load(std::memory_order_relaxed)},
+                                   {"busy", range_push_busy_.load(std::memory_order_relaxed)}};
         // ... and dropped from it once read (Engine::drop_read_ranges).
         out["chunks"]["dropped"] = range_drops_.load(std::memory_order_relaxed);
     } else {
