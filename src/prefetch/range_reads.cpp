@@ -161,6 +161,7 @@ void Engine::push_rest(RangeFollow& rf, uint32_t sample, uint64_t from, uint32_t
     const unsigned most = std::max(1u, opt_.fuse_threads / 2);
     if (pushing_.fetch_add(1, std::memory_order_relaxed) >= most) {
         pushing_.fetch_sub(1, std::memory_order_relaxed);
+        range_push_busy_.fetch_add(1, std::memory_order_relaxed);
         return;
     }
     struct Release {
