@@ -39,14 +39,12 @@ import json
 import mmap
 import os
 import random
-import shutil
-import tempfile
 import time
 
 import loadlib
 from loadlib import MIB, diff_report
 import mountlib as ml
-from side_load import SideLoad, proc_status_kib, write_control
+from side_load import SideLoad, write_control
 
 RECORD = 16 * 1024          # the packed file's records: 4 pages each
 RECORDS = 2048              # 32 MiB
@@ -330,14 +328,7 @@ class LargeSideLoad(SideLoad):
 
 def run(cfg):
     """One large-file load run: returns (figures, failure lines)."""
-    tmp = tempfile.mkdtemp(prefix="clairfs-stress-large-", dir=cfg.workdir)
-    try:
-        return run_in(cfg, tmp, cfg.log)
-    finally:
-        for mpt, *_ in reversed(ml.mounts()):
-            if mpt.startswith(tmp + "/"):
-                ml.cleanup(ml.Mount("", mpt))
-        shutil.rmtree(tmp, ignore_errors=True)
+    return loadlib.run(cfg, run_in, prefix="clairfs-stress-large-")
 
 
 def run_in(cfg, tmp, log):
@@ -354,40 +345,14 @@ def run_in(cfg, tmp, log):
     job = os.path.join(tmp, "job.json")
     with open(job, "w") as f:
         json.dump(registration(cfg.seed), f)
-    failures = []
+    follow = {}
     with ml.mounted(backing, mnt, "--mem", str(mem), "--chunk-size", CHUNK, "--cache-dir", cache,
                     "--drop-behind", "always", "--register", job) as m:
-        ml.check(len(m.pids) == 1, f"expected one daemon for {mnt}, found {m.pids}")
-        baseline = proc_status_kib(m.pids[0], "VmRSS") * 1024
-        procs, progress, stop, unmounting, out = start_readers(cfg, mnt, backing, sizes, order)
-        side = LargeSideLoad(cfg, m, unmounting)
-        try:
-            side.start()
-            done, t_load, broke = loadlib.wait_for_reads(cfg, progress, procs, log, side.stage,
-                                                         m.pids[0])
-            hwm = proc_status_kib(m.pids[0], "VmHWM") or 0
-            follow = job_status(mnt)
-            if broke:
-                failures.append(broke)
-                log(f"FAIL: {broke}; killing the daemon")
-                unmounting.set()
-                ml.cleanup(m)
-                t_cmd = t_exit = None
-            else:
-                log(f"load: {done} reads in {t_load:.1f} s; unmounting with the readers running")
-                t_cmd, t_exit = loadlib.unmount_under_load(m, unmounting, side)
-                log(f"daemon exited {t_exit} s after the unmount began")
-        finally:
-            stop.set()
-            got, reader_failures = loadlib.collect(procs, out)
-            side.finish()
-    failures += reader_failures + side.failures
-    for s in got.values():
-        failures += s["failures"]
-    fig = summarize(got, done, sizes, mem, t_load, t_cmd, t_exit, side, hwm * 1024, baseline,
-                    follow)
-    failures += judge(fig)
-    return fig, failures
+        d = loadlib.drive(cfg, m, lambda: start_readers(cfg, mnt, backing, sizes, order),
+                          lambda unmounting: LargeSideLoad(cfg, m, unmounting), log,
+                          before_unmount=lambda: follow.update(job=job_status(mnt)))
+    fig = summarize(d, sizes, mem, follow.get("job"))
+    return fig, d.failures + judge(fig)
 
 
 def job_status(mp):
@@ -398,20 +363,20 @@ def job_status(mp):
     return None
 
 
-def summarize(got, done, sizes, mem, t_load, t_cmd, t_exit, side, hwm, baseline, follow):
+def summarize(d, sizes, mem, follow):
     return {
-        "reads": sum(s["reads"] for s in got.values()), "reads_during_load": done,
-        "seconds": round(t_load, 1), "reads_per_second": round(done / t_load),
-        "bytes_read": sum(s["bytes"] for s in got.values()),
-        "wrong_bytes": sum(s["wrong_bytes"] for s in got.values()),
-        "read_errors": sum(s["errors"] for s in got.values()),
+        "reads": sum(s["reads"] for s in d.got.values()), "reads_during_load": d.done,
+        "seconds": round(d.t_load, 1), "reads_per_second": round(d.done / d.t_load),
+        "bytes_read": sum(s["bytes"] for s in d.got.values()),
+        "wrong_bytes": sum(s["wrong_bytes"] for s in d.got.values()),
+        "read_errors": sum(s["errors"] for s in d.got.values()),
         "files": len(sizes), "dataset_bytes": sum(sizes.values()), "mem": mem,
         "arena_headroom": max(mem // 8, 16 * MIB),
-        "rss_after_mount": baseline, "peak_rss": hwm, "rss_over_mem": hwm - mem,
-        "umount_command_s": round(t_cmd, 3) if t_cmd is not None else None,
-        "unmount_s": round(t_exit, 3) if t_exit is not None else None,
-        **side.counts, "stage_states_seen": sorted(str(x) for x in side.stage_states),
-        "exercised": dict(side.seen), "job": follow,
+        "rss_after_mount": d.baseline, "peak_rss": d.hwm, "rss_over_mem": d.hwm - mem,
+        "umount_command_s": round(d.t_cmd, 3) if d.t_cmd is not None else None,
+        "unmount_s": round(d.t_exit, 3) if d.t_exit is not None else None,
+        **d.side.counts, "stage_states_seen": sorted(str(x) for x in d.side.stage_states),
+        "exercised": dict(d.side.seen), "job": follow,
     }
 
 

@@ -290,17 +290,66 @@ def summarize(got, sizes, mem, t_load, t_cmd, t_exit, side, hwm, baseline):
     }
 
 
-def run(cfg):
-    """One load run: returns (figures, failure lines)."""
-    log = cfg.log
-    tmp = tempfile.mkdtemp(prefix="clairfs-stress-", dir=cfg.workdir)
+def run(cfg, body=None, prefix="clairfs-stress-"):
+    """One load run in a fresh directory: returns (figures, failure lines).
+    `body(cfg, tmp, log)` is the load (run_in, or large_load's)."""
+    tmp = tempfile.mkdtemp(prefix=prefix, dir=cfg.workdir)
     try:
-        return run_in(cfg, tmp, log)
+        return (body or run_in)(cfg, tmp, cfg.log)
     finally:
         for mpt, *_ in reversed(ml.mounts()):
             if mpt.startswith(tmp + "/"):
                 ml.cleanup(ml.Mount("", mpt))
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+class Driven:
+    """What drive() saw: reads done when the load ended, its seconds, the
+    daemon's RSS after the mount and at its peak (bytes), the unmount's
+    times (None if it broke first), each reader's stats, the failures."""
+    done = t_load = baseline = hwm = 0
+    t_cmd = t_exit = None
+    got, failures = {}, []
+
+
+def drive(cfg, m, start, side, log, before_unmount=None):
+    """Runs a load on mount m to its end: `start()` starts the readers
+    (returning start_readers()'s tuple), `side(unmounting)` makes the side
+    load; waits for the reads or the time, then unmounts lazily under load,
+    or, if the load broke (the daemon died or hung), kills the daemon.
+    `before_unmount()` runs just before either. Stops and collects the
+    readers and the side load however it ends."""
+    ml.check(len(m.pids) == 1, f"expected one daemon for {m.mp}, found {m.pids}")
+    d = Driven()
+    d.baseline = proc_status_kib(m.pids[0], "VmRSS") * 1024
+    procs, progress, stop, unmounting, out = start()
+    sl = side(unmounting)
+    failures = []
+    try:
+        sl.start()
+        d.done, d.t_load, broke = wait_for_reads(cfg, progress, procs, log, sl.stage, m.pids[0])
+        d.hwm = (proc_status_kib(m.pids[0], "VmHWM") or 0) * 1024
+        if before_unmount:
+            before_unmount()
+        if broke:
+            failures.append(broke)
+            log(f"FAIL: {broke}; killing the daemon")
+            unmounting.set()
+            ml.cleanup(m)  # kills a hung daemon, so readers blocked on it return
+        else:
+            log(f"load: {d.done} reads in {d.t_load:.1f} s; unmounting with the readers running")
+            d.t_cmd, d.t_exit = unmount_under_load(m, unmounting, sl)
+            log(f"daemon exited {d.t_exit} s after the unmount began")
+    finally:  # stops the readers and the side load however the run ends
+        stop.set()
+        d.got, reader_failures = collect(procs, out)
+        sl.finish()
+    failures += reader_failures + sl.failures
+    for st in d.got.values():
+        failures += st["failures"]
+    d.failures = failures
+    d.side = sl
+    return d
 
 
 def run_in(cfg, tmp, log):
@@ -313,37 +362,11 @@ def run_in(cfg, tmp, log):
     job = os.path.join(tmp, "job.json")
     with open(job, "w") as f:
         json.dump({"seed": cfg.seed, "batch_size": 16, "num_workers": 2}, f)
-    failures = []
     with ml.mounted(backing, mnt, "--mem", str(mem), "--register", job) as m:
-        ml.check(len(m.pids) == 1, f"expected one daemon for {mnt}, found {m.pids}")
-        baseline = proc_status_kib(m.pids[0], "VmRSS") * 1024
-        procs, progress, stop, unmounting, out = start_readers(cfg, mnt, backing, sizes)
-        side = SideLoad(cfg, m, unmounting)
-        try:
-            side.start()
-            done, t_load, broke = wait_for_reads(cfg, progress, procs, log, side.stage,
-                                                 m.pids[0])
-            hwm = proc_status_kib(m.pids[0], "VmHWM") or 0
-            if broke:
-                failures.append(broke)
-                log(f"FAIL: {broke}; killing the daemon")
-                unmounting.set()
-                ml.cleanup(m)  # kills a hung daemon, so readers blocked on it return
-                t_cmd = t_exit = None
-            else:
-                log(f"load: {done} reads in {t_load:.1f} s; unmounting with the readers running")
-                t_cmd, t_exit = unmount_under_load(m, unmounting, side)
-                log(f"daemon exited {t_exit} s after the unmount began")
-        finally:  # stops the readers and the side load however the run ends
-            stop.set()
-            got, reader_failures = collect(procs, out)
-            side.finish()
-    failures += reader_failures + side.failures
-    for s in got.values():
-        failures += s["failures"]
-    fig = summarize(got, sizes, mem, t_load, t_cmd, t_exit, side, hwm * 1024, baseline)
-    failures += judge(fig)
-    return fig, failures
+        d = drive(cfg, m, lambda: start_readers(cfg, mnt, backing, sizes),
+                  lambda unmounting: SideLoad(cfg, m, unmounting), log)
+    fig = summarize(d.got, sizes, mem, d.t_load, d.t_cmd, d.t_exit, d.side, d.hwm, d.baseline)
+    return fig, d.failures + judge(fig)
 
 
 def judge(fig):
