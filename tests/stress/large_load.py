@@ -317,11 +317,10 @@ class LargeSideLoad(SideLoad):
             st = self.last_status
             for path in self.seen:
                 self.seen[path] = max(self.seen[path], dig(st, path) or 0)
-            c = st.get("chunks") or {}
-            ram = c.get("ram") or {}
-            if (ram.get("bytes") or 0) > (ram.get("capacity") or 0):
-                self.failures.append(f"status: the chunks' RAM holds {ram.get('bytes')} bytes, "
-                                     f"over its capacity {ram.get('capacity')}")
+        ram = (st.get("chunks") or {}).get("ram") or {}
+        if (ram.get("bytes") or 0) > (ram.get("capacity") or 0):
+            self.fail(f"status: the chunks' RAM holds {ram.get('bytes')} bytes, over its "
+                      f"capacity {ram.get('capacity')}")
 
 
 # ---------------------------------------------------------------- one run
@@ -381,28 +380,10 @@ def summarize(d, sizes, mem, follow):
 
 
 def judge(fig):
-    """The run's promises, one failure line each."""
-    out = []
-    if fig["wrong_bytes"]:
-        out.append(f"{fig['wrong_bytes']} wrong bytes read through the mount")
-    if fig["read_errors"]:
-        out.append(f"{fig['read_errors']} reads failed before the unmount")
-    bound = fig["mem"] + fig["arena_headroom"] + loadlib.FIXED_OVERHEAD
-    if fig["peak_rss"] > bound:
-        out.append(f"peak RSS {fig['peak_rss'] / MIB:.1f} MiB is over --mem "
-                   f"{fig['mem'] / MIB:.1f} MiB + arena headroom "
-                   f"{fig['arena_headroom'] / MIB:.1f} MiB + {loadlib.FIXED_OVERHEAD // MIB} MiB")
-    if fig["umount_command_s"] is not None and (
-            fig["unmount_s"] is None or fig["unmount_s"] >= loadlib.UNMOUNT_BOUND_S):
-        out.append(f"the daemon took {fig['unmount_s'] or 'over 30'} s to exit after a lazy "
-                   f"unmount under load (bound {loadlib.UNMOUNT_BOUND_S} s)")
+    """The run's promises, one failure line each: loadlib's, and each path
+    loaded."""
+    out = loadlib.judge_common(fig)
     for path, what in EXERCISED:
         if not fig["exercised"][path]:
             out.append(f"status never showed {what} ({path} stayed 0): that path was not loaded")
-    if not fig["valid_registrations"] or not fig["invalid_registrations"]:
-        out.append(f"registrations: {fig['valid_registrations']} valid, "
-                   f"{fig['invalid_registrations']} invalid written; expected both")
-    if not fig["status_reads"] or not fig["status_commands"] or not fig["stages"]:
-        out.append(f"side load too thin: {fig['status_reads']} status reads, "
-                   f"{fig['status_commands']} status commands, {fig['stages']} stages")
     return out

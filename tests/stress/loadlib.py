@@ -371,6 +371,20 @@ def run_in(cfg, tmp, log):
 
 def judge(fig):
     """The run's promises, one failure line each."""
+    out = judge_common(fig)
+    ram = fig["last_status"]
+    if (ram["ram.bytes"] or 0) > (ram["ram.capacity"] or 0):
+        out.append(f"status: the RAM tier holds {ram['ram.bytes']} bytes, over its capacity "
+                   f"{ram['ram.capacity']}")
+    if fig["prefetched_max"] == 0 and fig["mem"] > 0:
+        out.append("status never showed a prefetched file: prefetch was not active")
+    return out
+
+
+def judge_common(fig):
+    """The promises every load makes: no wrong byte, no failed read, RSS
+    within its bound, a quick exit after a lazy unmount under load, and a
+    side load that ran."""
     out = []
     if fig["wrong_bytes"]:
         out.append(f"{fig['wrong_bytes']} wrong bytes read through the mount")
@@ -381,17 +395,11 @@ def judge(fig):
         out.append(f"peak RSS {fig['peak_rss'] / MIB:.1f} MiB is over --mem "
                    f"{fig['mem'] / MIB:.1f} MiB + arena headroom "
                    f"{fig['arena_headroom'] / MIB:.1f} MiB + {FIXED_OVERHEAD // MIB} MiB")
-    ram = fig["last_status"]
-    if (ram["ram.bytes"] or 0) > (ram["ram.capacity"] or 0):
-        out.append(f"status: the RAM tier holds {ram['ram.bytes']} bytes, over its capacity "
-                   f"{ram['ram.capacity']}")
     if fig["umount_command_s"] is None:
         pass  # never unmounted: the load broke first, and said how
     elif fig["unmount_s"] is None or fig["unmount_s"] >= UNMOUNT_BOUND_S:
         out.append(f"the daemon took {fig['unmount_s'] or 'over 30'} s to exit after a lazy "
                    f"unmount under load (bound {UNMOUNT_BOUND_S} s)")
-    if fig["prefetched_max"] == 0 and fig["mem"] > 0:
-        out.append("status never showed a prefetched file: prefetch was not active")
     if not fig["valid_registrations"] or not fig["invalid_registrations"]:
         out.append(f"registrations: {fig['valid_registrations']} valid, "
                    f"{fig['invalid_registrations']} invalid written; expected both")
