@@ -33,6 +33,7 @@ EINVAL). At the end it unmounts lazily with the readers still running.
 Everything random follows one seed (reader r uses seed * 1000 + r), and a
 failure names the reader, the read's number, the file, offset and length.
 """
+import array
 import contextlib
 import errno
 import json
@@ -52,7 +53,9 @@ SHARDS = 10                 # 2-8 MiB each
 SMALL = 200                 # whole files of up to 64 KiB beside them
 CHUNK = "256K"              # many chunks per file, and READs across them
 STREAM_READ = 256 * 1024    # what TFRecordDataset asks for
-ORDER_EPOCHS = 64           # the follower's epochs; after them it reads at random
+# The follower's epochs, as predicted up front: four a second of the run
+# (it reads two or three), at least 64; past them it reads at random.
+ORDER_EPOCHS_PER_S, ORDER_EPOCHS_MIN, ORDER_EPOCHS_MAX = 4, 64, 8000
 BATCH = 16
 PACKED = "packed.bin"
 MANIFEST = "ranges.txt"
@@ -96,13 +99,17 @@ def registration(seed):
             "layout": "ranges", "manifest": MANIFEST}
 
 
-def job_order(seed):
-    """The job's samples, epoch by epoch, as `clairfs order` predicts them."""
+def job_order(seed, seconds):
+    """The job's samples, epoch by epoch, as `clairfs order` predicts them
+    (arrays: thousands of epochs of Python ints would take ~70 bytes each)."""
+    epochs = int(min(ORDER_EPOCHS_MAX,
+                     max(ORDER_EPOCHS_MIN, ORDER_EPOCHS_PER_S * (seconds or 0))))
     reg = registration(seed)
     r = ml.clairfs("order", "--n", str(RECORDS), "--seed", str(seed), "--generator",
-                   reg["generator"], "--batch-size", str(BATCH), "--epochs", str(ORDER_EPOCHS))
+                   reg["generator"], "--batch-size", str(BATCH), "--epochs", str(epochs),
+                   timeout=600)
     ml.check(r.returncode == 0, f"clairfs order: exit {r.returncode}: {r.stderr.strip()}")
-    return [json.loads(line) for line in r.stdout.splitlines()]
+    return [array.array("I", json.loads(line)) for line in r.stdout.splitlines()]
 
 
 # ---------------------------------------------------------------- readers
@@ -336,7 +343,7 @@ def run_in(cfg, tmp, log):
     sizes = make_dataset(backing, cfg.seed)
     make_manifest(backing)
     sizes[MANIFEST] = os.path.getsize(os.path.join(backing, MANIFEST))
-    order = job_order(cfg.seed)
+    order = job_order(cfg.seed, cfg.seconds)
     mem = int(sum(sizes.values()) * cfg.mem_share)
     log(f"dataset: {len(sizes)} files, {sum(sizes.values()) / 1e6:.1f} MB in "
         f"{time.monotonic() - t0:.1f} s; --mem {mem} ({cfg.mem_share:.0%}), chunks of {CHUNK}, "
