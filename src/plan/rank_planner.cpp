@@ -9,16 +9,15 @@ RankPlanner::RankPlanner(const order::JobSpec& spec, const layout::Dataset& data
     : orders_(spec, static_cast<uint32_t>(dataset.samples.size())), left_(spec.epochs),
       index_size_(dataset.ranges.empty() ? idx.size() : dataset.samples.size()),
       pool_(std::make_shared<PlanPool>()), spec_(spec),
-      n_(static_cast<uint32_t>(dataset.samples.size())) {
-    sample_node_.reserve(dataset.samples.size());
+      n_(static_cast<uint32_t>(dataset.samples.size())),
+      keys_are_samples_(!dataset.ranges.empty()) {
     // Samples as byte ranges share their files: a position's key is its
-    // sample number, which the READ path finds from the read's offset.
-    if (!dataset.ranges.empty()) {
-        for (uint32_t s = 0; s < n_; ++s) sample_node_.push_back(s);
-        return;
-    }
+    // sample number, which the READ path finds from the read's offset. No
+    // map for that: four bytes a sample, 57 MB for ImageNet-22k's.
+    if (keys_are_samples_) return;
     // Symlinks are resolved once here, not per epoch: an epoch then maps
     // sample to node with one load per position.
+    sample_node_.reserve(dataset.samples.size());
     for (const layout::Sample& s : dataset.samples)
         sample_node_.push_back(layout::opened_node(idx, s));
 }
@@ -43,7 +42,10 @@ std::shared_ptr<const EpochPlan> RankPlanner::next() {
     plan->skipped_words = orders_.last_skipped_words();
 
     plan->nodes.resize(scratch_.size());
-    for (size_t p = 0; p < scratch_.size(); ++p) plan->nodes[p] = sample_node_[scratch_[p]];
+    if (keys_are_samples_)
+        std::copy(scratch_.begin(), scratch_.end(), plan->nodes.begin());
+    else
+        for (size_t p = 0; p < scratch_.size(); ++p) plan->nodes[p] = sample_node_[scratch_[p]];
 
     plan->first_position.assign(index_size_, no_position);
     bool repeats = false;

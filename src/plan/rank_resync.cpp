@@ -22,13 +22,18 @@ bool resyncable(const order::JobSpec& s, uint32_t n) {
 // Samples, not nodes: the search works on the sampler's indices. A file
 // two samples reach (a symlink) stands for the first of them.
 order::EpochEvidence RankPlanner::evidence(const ResyncRequest& req) {
+    order::EpochEvidence ev;
+    ev.window = req.window;
+    if (keys_are_samples_) {
+        for (index::NodeId key : req.opened)
+            if (key < n_) ev.samples.push_back(key);
+        return ev;
+    }
     if (node_sample_.empty()) {
         node_sample_.assign(index_size_, UINT32_MAX);
         for (uint32_t s = static_cast<uint32_t>(sample_node_.size()); s-- > 0;)
             if (sample_node_[s] != layout::no_node) node_sample_[sample_node_[s]] = s;
     }
-    order::EpochEvidence ev;
-    ev.window = req.window;
     for (index::NodeId node : req.opened)
         if (node < node_sample_.size() && node_sample_[node] != UINT32_MAX)
             ev.samples.push_back(node_sample_[node]);

@@ -148,6 +148,9 @@ private:
     std::shared_ptr<PlanPool> pool_; // plans released by their holders, to refill
     order::JobSpec spec_;
     uint32_t n_;
+    // Ranges: a position's key is its sample number (the READ path finds
+    // it from the offset), so neither map is built.
+    bool keys_are_samples_;
     std::vector<uint32_t> node_sample_; // node -> its sample, built by the first resync
 };
 

@@ -520,7 +520,8 @@ private:
     RangePusher push_range_;
     RangeDropper drop_range_;
     std::atomic<uint64_t> range_pushes_{0}, range_push_bytes_{0}, range_push_errors_{0};
-    std::atomic<uint64_t> range_push_busy_{0}; // push_rest() not made: half the FUSE threads were
+    // push_rest()s not made because half the FUSE threads were pushing
+    std::atomic<uint64_t> range_push_busy_{0};
     std::atomic<uint64_t> range_drops_{0}; // samples dropped from the page cache once read
     std::atomic<uint64_t> opens_{0}; // opens of files the tiers take
     std::atomic<uint64_t> open_bytes_{0}; // and the sizes of their files
