@@ -152,9 +152,11 @@ std::string parse_ranges(std::string_view text, Ranges& out) {
     return "";
 }
 
-std::string format_ranges(const Ranges& r, std::string_view comment) {
+bool format_ranges(const Ranges& r, std::string_view comment,
+                   const std::function<bool(std::string_view)>& write) {
+    constexpr size_t piece = 1 << 20;
     std::string out;
-    out.reserve(32 + r.entries.size() * 32);
+    out.reserve(piece + 4096);
     out += ranges_magic;
     out += '\n';
     size_t pos = 0;
@@ -169,12 +171,12 @@ std::string format_ranges(const Ranges& r, std::string_view comment) {
     }
     out += "samples " + std::to_string(r.entries.size()) + "\n";
     char num[24];
+    auto put = [&](uint64_t v) {
+        auto [p, ec] = std::to_chars(num, num + sizeof num, v);
+        out.append(num, p);
+    };
     for (size_t i = 0; i < r.entries.size(); ++i) {
         const Ranges::Entry& e = r.entries[i];
-        auto put = [&](uint64_t v) {
-            auto [p, ec] = std::to_chars(num, num + sizeof num, v);
-            out.append(num, p);
-        };
         put(i);
         out += '\t';
         out += r.files[e.file];
@@ -183,8 +185,21 @@ std::string format_ranges(const Ranges& r, std::string_view comment) {
         out += '\t';
         put(e.length);
         out += '\n';
+        if (out.size() >= piece) {
+            if (!write(out)) return false;
+            out.clear();
+        }
     }
-    return out;
+    return out.empty() || write(out);
+}
+
+std::string format_ranges(const Ranges& r, std::string_view comment) {
+    std::string text;
+    format_ranges(r, comment, [&text](std::string_view piece) {
+        text += piece;
+        return true;
+    });
+    return text;
 }
 
 } // namespace clairfs::layout

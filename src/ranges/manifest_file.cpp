@@ -26,15 +26,15 @@ Failure canonical(const std::string& path, std::string& out) {
     return {};
 }
 
-Failure write_all(int fd, const std::string& text, const std::string& tmp) {
+// 0 or the errno of the write that failed.
+int write_all(int fd, std::string_view text) {
     for (size_t done = 0; done < text.size();) {
         ssize_t n = ::write(fd, text.data() + done, text.size() - done);
         if (n < 0 && errno == EINTR) continue;
-        if (n < 0) return failure("cannot write " + tmp + ": " + strerror(errno));
+        if (n < 0) return errno;
         done += static_cast<size_t>(n);
     }
-    if (fsync(fd) != 0) return failure("cannot write " + tmp + ": " + strerror(errno));
-    return {};
+    return 0;
 }
 
 } // namespace
@@ -57,7 +57,8 @@ Failure manifest_path(const std::string& file, const std::string& root, std::str
     return {};
 }
 
-Failure write_manifest(const std::string& path, const std::string& text) {
+Failure write_manifest(const std::string& path,
+                       const std::function<bool(const WritePiece& write)>& produce) {
     auto [dir, name] = split(path);
     std::string tmp = dir + "/." + name + ".XXXXXX";
     int fd = mkostemp(tmp.data(), O_CLOEXEC);
@@ -66,7 +67,11 @@ Failure write_manifest(const std::string& path, const std::string& text) {
     // the user creates.
     mode_t mask = umask(0);
     umask(mask);
-    Failure f = write_all(fd, text, tmp);
+    int error = 0;
+    produce([&](std::string_view piece) { return (error = write_all(fd, piece)) == 0; });
+    if (error == 0 && fsync(fd) != 0) error = errno;
+    Failure f;
+    if (error != 0) f = failure("cannot write " + tmp + ": " + strerror(error));
     if (f.message.empty() && fchmod(fd, 0666 & ~mask) != 0)
         f = failure("cannot chmod " + tmp + ": " + strerror(errno));
     sys::close(fd);

@@ -4,7 +4,9 @@
 
 #include "extents.hpp"
 
+#include <functional>
 #include <string>
+#include <string_view>
 
 namespace clairfs::ranges {
 
@@ -15,9 +17,12 @@ namespace clairfs::ranges {
 // tab or a line break in it).
 Failure manifest_path(const std::string& file, const std::string& root, std::string& out);
 
-// Writes `text` to `path` as a temporary file in the same directory, synced
-// and then renamed over `path`: a reader sees the old manifest or the whole
-// new one, never half of it, even after a crash.
-Failure write_manifest(const std::string& path, const std::string& text);
+// Writes the text `produce` passes, piece by piece, to its `write` (false
+// once a write failed), to `path` as a temporary file in the same
+// directory, synced and then renamed over `path`: a reader sees the old
+// manifest or the whole new one, never half of it, even after a crash.
+using WritePiece = std::function<bool(std::string_view)>;
+Failure write_manifest(const std::string& path,
+                       const std::function<bool(const WritePiece& write)>& produce);
 
 } // namespace clairfs::ranges

@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -53,5 +54,11 @@ void add_range(Ranges& r, std::string_view path, uint64_t offset, uint32_t lengt
 // The manifest's text; `comment` (may be empty) goes in '#' lines after the
 // first, to say where the manifest came from.
 std::string format_ranges(const Ranges& r, std::string_view comment = {});
+
+// The same text in pieces of about 1 MiB, each passed to `write`, so that a
+// manifest of millions of samples is never held whole (515 MB for 14.2M).
+// False as soon as `write` returns false.
+bool format_ranges(const Ranges& r, std::string_view comment,
+                   const std::function<bool(std::string_view)>& write);
 
 } // namespace clairfs::layout

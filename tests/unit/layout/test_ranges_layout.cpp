@@ -54,6 +54,27 @@ TEST_CASE("format_ranges and parse_ranges round-trip, comments and CRLF allowed"
     CHECK(back.entries.size() == 1);
 }
 
+// clairfs ranges writes a manifest in pieces (14.2M samples are 515 MB of
+// text): the pieces are the whole text, in order, and a write that fails
+// ends the writing there.
+TEST_CASE("format_ranges in pieces gives the same text, and stops at a failed write") {
+    layout::Ranges r;
+    for (uint64_t i = 0; i < 200'000; ++i) layout::add_range(r, "train/data.bin", i * 4096, 4096);
+    const std::string whole = layout::format_ranges(r, "a test");
+    std::string joined;
+    size_t pieces = 0;
+    CHECK(layout::format_ranges(r, "a test", [&](std::string_view piece) {
+        ++pieces;
+        joined += piece;
+        return true;
+    }));
+    CHECK(pieces > 2); // ~6 MB in pieces of about 1 MiB
+    CHECK(joined == whole);
+    size_t calls = 0;
+    CHECK_FALSE(layout::format_ranges(r, "", [&](std::string_view) { return ++calls < 2; }));
+    CHECK(calls == 2);
+}
+
 TEST_CASE("parse_ranges names the line and the reason") {
     layout::Ranges r;
     auto why = [&](std::string_view text) { return layout::parse_ranges(text, r); };
