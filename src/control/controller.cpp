@@ -91,7 +91,7 @@ int Controller::register_job(JobRegistration job, bool stage, std::string& why,
         std::string manifest;
         plan::Job loader;
         if (layout::reads_manifest(reg.layout)) why = read_manifest(reg.manifest, manifest);
-        if (why.empty()) why = resolve_job(reg, index_, manifest, loader);
+        if (why.empty()) why = resolve_job(reg, index_, std::move(manifest), loader);
         if (!why.empty()) {
             if (job.loaders.size() > 1) why = "loader '" + reg.root + "': " + why;
             // A detected job's refusal is detection's to report, not the

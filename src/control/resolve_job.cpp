@@ -5,13 +5,16 @@
 
 namespace clairfs::control {
 
-std::string resolve_job(const Registration& reg, const index::Index& idx, std::string_view manifest,
+std::string resolve_job(const Registration& reg, const index::Index& idx, std::string manifest,
                         plan::Job& out) {
     layout::Dataset ds;
-    // A glob layout lists by the job's pattern, a list layout by its manifest.
-    std::string_view source = reg.layout == layout::LayoutKind::glob ? reg.spec.pattern : manifest;
-    if (auto why = layout::build_dataset(idx, reg.root, reg.layout, source, ds); !why.empty())
-        return why;
+    // A glob layout lists by the job's pattern, a list or ranges layout by
+    // its manifest, whose text goes once parsed (build_dataset_taking).
+    std::string why =
+        reg.layout == layout::LayoutKind::glob
+            ? layout::build_dataset(idx, reg.root, reg.layout, reg.spec.pattern, ds)
+            : layout::build_dataset_taking(idx, reg.root, reg.layout, std::move(manifest), ds);
+    if (!why.empty()) return why;
     uint64_t n = ds.samples.size();
     std::string shown = reg.root.empty() ? "the mount root" : "'" + reg.root + "'";
     // A different count means the job numbers its samples differently from

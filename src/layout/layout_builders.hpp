@@ -3,6 +3,7 @@
 #pragma once
 
 #include "clairfs/layout/dataset.hpp"
+#include "clairfs/layout/ranges_manifest.hpp"
 
 #include <cstdint>
 #include <span>
@@ -23,6 +24,12 @@ std::string build_list(const index::Index& idx, const index::Node& root, std::st
                        Dataset& out);
 std::string build_ranges(const index::Index& idx, const index::Node& root,
                          std::string_view manifest, Dataset& out);
+// The same from a manifest parsed already (parse_ranges_text), whose entries
+// it lets go once the dataset holds them.
+std::string build_ranges(const index::Index& idx, const index::Node& root, Ranges&& parsed,
+                         Dataset& out);
+// parse_ranges, its line errors named as the manifest's.
+std::string parse_ranges_text(std::string_view manifest, Ranges& parsed);
 
 std::string build_keras_directory(const index::Index& idx, const index::Node& root, Dataset& out);
 std::string build_glob(const index::Index& idx, const index::Node& root, std::string_view pattern,

@@ -50,11 +50,21 @@ std::string span_text(const ByteRange& r) {
 
 // Dataset::dirs gets one entry per file (its directory), so samples[i]
 // spells its file as the manifest does: clairfs order --paths prints it.
+std::string parse_ranges_text(std::string_view manifest, Ranges& parsed) {
+    if (auto why = parse_ranges(manifest, parsed); !why.empty())
+        return why.starts_with("line ") ? "manifest " + why : why;
+    return "";
+}
+
 std::string build_ranges(const index::Index& idx, const index::Node& root,
                          std::string_view manifest, Dataset& out) {
     Ranges parsed;
-    if (auto why = parse_ranges(manifest, parsed); !why.empty())
-        return why.starts_with("line ") ? "manifest " + why : why;
+    if (auto why = parse_ranges_text(manifest, parsed); !why.empty()) return why;
+    return build_ranges(idx, root, std::move(parsed), out);
+}
+
+std::string build_ranges(const index::Index& idx, const index::Node& root, Ranges&& parsed,
+                         Dataset& out) {
     std::vector<FileOf> files(parsed.files.size());
     for (size_t f = 0; f < parsed.files.size(); ++f) {
         if (auto why = resolve_file(idx, root, parsed.files[f], files[f]); !why.empty())
@@ -78,6 +88,8 @@ std::string build_ranges(const index::Index& idx, const index::Node& root,
         out.samples.push_back({e.file, files[e.file].name});
         out.ranges.push_back(r);
     }
+    // Sixteen bytes a sample, now in out.ranges: not held through the sort.
+    std::vector<Ranges::Entry>().swap(parsed.entries);
     // Sorted by (file, offset), each range must end where or before the next begins.
     std::vector<uint32_t> by_place(n);
     std::iota(by_place.begin(), by_place.end(), 0U);

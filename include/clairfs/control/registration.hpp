@@ -69,9 +69,10 @@ bool valid_job_id(std::string_view id);
 // Checks a parsed registration against the mount's index and builds the
 // dataset: the root must exist, the layout must yield samples (and n of
 // them if `n` was given), the sampler must accept that many for every rank.
-// `manifest` is the text of reg.manifest for layout list (the caller reads
-// it: resolving is pure). "" or the reason; `out` is only set on success.
-std::string resolve_job(const Registration& reg, const index::Index& idx, std::string_view manifest,
+// `manifest` is the text of reg.manifest for layouts list and ranges (the
+// caller reads it: resolving is pure), given up to be let go once parsed.
+// "" or the reason; `out` is only set on success.
+std::string resolve_job(const Registration& reg, const index::Index& idx, std::string manifest,
                         plan::Job& out);
 
 // The loaders of one job take turns in each epoch, in the order listed, and

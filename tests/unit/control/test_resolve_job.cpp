@@ -27,7 +27,7 @@ Registration parsed(std::string_view text) {
 
 std::string resolve(std::string_view text, plan::Job& job, std::string_view manifest = "") {
     static const index::Index idx = sample_index();
-    return control::resolve_job(parsed(text), idx, manifest, job);
+    return control::resolve_job(parsed(text), idx, std::string(manifest), job);
 }
 
 bool mentions(const std::string& why, std::string_view part) {
