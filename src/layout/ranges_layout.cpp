@@ -48,8 +48,6 @@ std::string span_text(const ByteRange& r) {
 
 } // namespace
 
-// Dataset::dirs gets one entry per file (its directory), so samples[i]
-// spells its file as the manifest does: clairfs order --paths prints it.
 std::string parse_ranges_text(std::string_view manifest, Ranges& parsed) {
     if (auto why = parse_ranges(manifest, parsed); !why.empty())
         return why.starts_with("line ") ? "manifest " + why : why;
@@ -63,6 +61,8 @@ std::string build_ranges(const index::Index& idx, const index::Node& root,
     return build_ranges(idx, root, std::move(parsed), out);
 }
 
+// Dataset::dirs gets one entry per file (its directory), so samples[i]
+// spells its file as the manifest does: clairfs order --paths prints it.
 std::string build_ranges(const index::Index& idx, const index::Node& root, Ranges&& parsed,
                          Dataset& out) {
     std::vector<FileOf> files(parsed.files.size());

@@ -2,6 +2,8 @@
 #include "clairfs/plan/epoch_plan.hpp"
 #include "plan_pool.hpp"
 
+#include <algorithm>
+
 namespace clairfs::plan {
 
 RankPlanner::RankPlanner(const order::JobSpec& spec, const layout::Dataset& dataset,

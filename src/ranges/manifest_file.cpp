@@ -68,7 +68,11 @@ Failure write_manifest(const std::string& path,
     mode_t mask = umask(0);
     umask(mask);
     int error = 0;
-    produce([&](std::string_view piece) { return (error = write_all(fd, piece)) == 0; });
+    // A producer that stops without a failed write still leaves the text
+    // short: never renamed over the manifest.
+    if (!produce([&](std::string_view piece) { return (error = write_all(fd, piece)) == 0; }) &&
+        error == 0)
+        error = EIO;
     if (error == 0 && fsync(fd) != 0) error = errno;
     Failure f;
     if (error != 0) f = failure("cannot write " + tmp + ": " + strerror(error));
