@@ -160,6 +160,20 @@ std::string detection_lines(const json& d) {
 
 } // namespace
 
+namespace {
+
+// SSD writes skipped because more waited than the writer's bound: each is
+// read from the backing store again when next wanted. Said only when some
+// were, with why.
+std::string skipped_writes(const json& ssd) {
+    double skipped = number(status_at(ssd, "skipped"));
+    if (skipped <= 0) return "";
+    return ", " + std::to_string(static_cast<uint64_t>(skipped)) +
+           " writes skipped (the backing store outran the SSD; those are read from it again)";
+}
+
+} // namespace
+
 std::string status_summary(const json& s) {
     std::string out;
     std::string mode = text_of(status_at(s, "mode"));
@@ -205,7 +219,7 @@ std::string status_summary(const json& s) {
                      bytes_text(number(status_at(s, "ssd/bytes"))).c_str(),
                      bytes_text(number(status_at(s, "ssd/capacity"))).c_str(),
                      number(status_at(s, "ssd/hits")), number(status_at(s, "ssd/errors")));
-            out += line("ssd:", buf);
+            out += line("ssd:", buf + skipped_writes(status_at(s, "ssd")));
         } else if (const json& err = status_at(s, "ssd/error"); err.is_string()) {
             out += line("ssd:", "off: " + err.get<std::string>());
         }
@@ -238,7 +252,7 @@ std::string status_summary(const json& s) {
                      bytes_text(number(status_at(c, "ssd/bytes"))).c_str(),
                      bytes_text(number(status_at(c, "ssd/capacity"))).c_str(),
                      number(status_at(c, "ssd/hits")));
-            chunks += buf;
+            chunks += buf + skipped_writes(status_at(c, "ssd"));
         } else if (const json& err = status_at(c, "ssd/error"); err.is_string()) {
             chunks += "; ssd off: " + err.get<std::string>();
         }
