@@ -158,10 +158,6 @@ std::string detection_lines(const json& d) {
     return out;
 }
 
-} // namespace
-
-namespace {
-
 // SSD writes skipped because more waited than the writer's bound: each is
 // read from the backing store again when next wanted. Said only when some
 // were, with why.
