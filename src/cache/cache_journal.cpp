@@ -37,17 +37,6 @@ uint64_t hash(const char* p, size_t n) {
     return XXH3_64bits(p, n);
 }
 
-int write_all(int fd, const char* p, size_t n) {
-    while (n > 0) {
-        ssize_t rv = ::write(fd, p, n);
-        if (rv < 0 && errno == EINTR) continue;
-        if (rv < 0) return -errno;
-        p += rv;
-        n -= static_cast<size_t>(rv);
-    }
-    return 0;
-}
-
 ssize_t read_some(int fd, char* p, size_t n) {
     for (;;) {
         ssize_t rv = ::read(fd, p, n);
@@ -205,11 +194,11 @@ int write_journal(int dirfd, const std::string& name, uint64_t dataset_tag,
     for (const auto& r : records) {
         encode(r, buf);
         if (buf.size() >= read_chunk) {
-            if ((rv = write_all(fd, buf.data(), buf.size())) < 0) break;
+            if ((rv = sys::write_full(fd, buf.data(), buf.size())) < 0) break;
             buf.clear();
         }
     }
-    if (rv == 0) rv = write_all(fd, buf.data(), buf.size());
+    if (rv == 0) rv = sys::write_full(fd, buf.data(), buf.size());
     if (rv == 0) rv = sys::neg_errno(::fchmod(fd, 0600));
     if (rv == 0) rv = sys::neg_errno(::fsync(fd));
     int crv = sys::close(fd);

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "watch_terminal.hpp"
 
+#include "clairfs/sys/syscalls.hpp"
+
 #include <poll.h>
 #include <pthread.h>
 #include <sys/ioctl.h>
@@ -52,14 +54,7 @@ void handle(int sig, struct sigaction* old) {
 // Everything, even after EINTR or a short write; false if the terminal is
 // gone (EIO after a hang-up).
 bool write_all(const std::string& s) {
-    size_t done = 0;
-    while (done < s.size()) {
-        ssize_t n = ::write(STDOUT_FILENO, s.data() + done, s.size() - done);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return false;
-        done += static_cast<size_t>(n);
-    }
-    return true;
+    return sys::write_full(STDOUT_FILENO, s.data(), s.size()) == 0;
 }
 
 // Alternate screen (the shell's screen comes back intact at exit), cursor

@@ -26,17 +26,6 @@ Failure canonical(const std::string& path, std::string& out) {
     return {};
 }
 
-// 0 or the errno of the write that failed.
-int write_all(int fd, std::string_view text) {
-    for (size_t done = 0; done < text.size();) {
-        ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) return errno;
-        done += static_cast<size_t>(n);
-    }
-    return 0;
-}
-
 } // namespace
 
 Failure manifest_path(const std::string& file, const std::string& root, std::string& out) {
@@ -70,7 +59,9 @@ Failure write_manifest(const std::string& path,
     int error = 0;
     // A producer that stops without a failed write still leaves the text
     // short: never renamed over the manifest.
-    if (!produce([&](std::string_view piece) { return (error = write_all(fd, piece)) == 0; }) &&
+    if (!produce([&](std::string_view piece) {
+            return (error = -sys::write_full(fd, piece.data(), piece.size())) == 0;
+        }) &&
         error == 0)
         error = EIO;
     if (error == 0 && fsync(fd) != 0) error = errno;

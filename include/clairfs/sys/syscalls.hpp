@@ -51,6 +51,21 @@ inline ssize_t pread_full(int fd, void* buf, size_t count, off_t offset) {
     return static_cast<ssize_t>(done);
 }
 
+// Writes all `count` bytes, after EINTR and short writes alike: 0 or -errno
+// (-EIO for a write that took nothing, which would otherwise loop for ever).
+inline int write_full(int fd, const void* buf, size_t count) {
+    const char* p = static_cast<const char*>(buf);
+    while (count > 0) {
+        ssize_t rv = ::write(fd, p, count);
+        if (rv < 0 && errno == EINTR) continue;
+        if (rv < 0) return -errno;
+        if (rv == 0) return -EIO;
+        p += rv;
+        count -= static_cast<size_t>(rv);
+    }
+    return 0;
+}
+
 // posix_fadvise returns the error instead of setting errno.
 inline int fadvise(int fd, off_t offset, off_t len, int advice) {
     return -::posix_fadvise(fd, offset, len, advice);
