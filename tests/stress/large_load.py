@@ -35,7 +35,6 @@ failure names the reader, the read's number, the file, offset and length.
 """
 import array
 import contextlib
-import errno
 import json
 import mmap
 import os
@@ -45,7 +44,7 @@ import time
 import loadlib
 from loadlib import MIB, diff_report
 import mountlib as ml
-from side_load import SideLoad, write_control
+from side_load import SideLoad
 
 RECORD = 16 * 1024          # the packed file's records: 4 pages each
 RECORDS = 2048              # 32 MiB
@@ -291,32 +290,21 @@ class LargeSideLoad(SideLoad):
     """loadlib's side load, with registrations that fit this dataset: the
     job's own (accepted again, changing nothing) and bad ones, EINVAL."""
 
-    BAD = [json.dumps({**registration(1), "manifest": "no-such-manifest.txt"}),
-           json.dumps({**registration(1), "n": RECORDS + 1}),
-           json.dumps({**registration(1), "layout": "bogus"}),
-           '{"layout": "ranges"}', "not json", '{"seed": 1e999}']
+    # The job's own registration again (accepted, changing nothing) 30% of
+    # the time; else one of these, each refused with EINVAL.
+    valid_share = 0.3
+    invalid_documents = [json.dumps({**registration(1), "manifest": "no-such-manifest.txt"}),
+                         json.dumps({**registration(1), "n": RECORDS + 1}),
+                         json.dumps({**registration(1), "layout": "bogus"}),
+                         '{"layout": "ranges"}', "not json", '{"seed": 1e999}']
+    rng_offset = 998
 
     def __init__(self, cfg, m, unmounting):
         super().__init__(cfg, m, unmounting)
         self.seen = {path: 0 for path, _ in EXERCISED}
 
-    def register_loop(self):
-        rng = random.Random(self.cfg.seed * 1000 + 998)
-        same = json.dumps(registration(self.cfg.seed))
-        while not self.stop.wait(self.cfg.register_every):
-            if rng.random() < 0.3:
-                err = write_control(self.mp, same)
-                self.count("valid_registrations")
-                if err is not None:
-                    self.fail(f"the job's registration again refused: "
-                              f"{errno.errorcode.get(err, err)}")
-            else:
-                doc = rng.choice(self.BAD)
-                err = write_control(self.mp, doc)
-                self.count("invalid_registrations")
-                if err != errno.EINVAL:
-                    self.fail(f"bad registration {doc!r}: expected EINVAL, got "
-                              f"{'success' if err is None else errno.errorcode.get(err, err)}")
+    def valid_document(self, rng):
+        return json.dumps(registration(self.cfg.seed))
 
     def read_status_file(self):
         super().read_status_file()

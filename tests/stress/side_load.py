@@ -91,17 +91,27 @@ class SideLoad:
             if t.is_alive():
                 self.fail(f"side-load thread {t.name} did not stop within 60 s")
 
+    # The registrations written: this share valid (each must be accepted),
+    # the rest from the invalid list (each must fail with EINVAL), drawn
+    # from a generator of its own (seed * 1000 + rng_offset).
+    valid_share = 0.6
+    invalid_documents = INVALID_REGISTRATIONS
+    rng_offset = 999
+
+    def valid_document(self, rng):
+        return json.dumps(valid_registration(rng))
+
     def register_loop(self):
-        rng = random.Random(self.cfg.seed * 1000 + 999)
+        rng = random.Random(self.cfg.seed * 1000 + self.rng_offset)
         while not self.stop.wait(self.cfg.register_every):
-            if rng.random() < 0.6:
-                doc = json.dumps(valid_registration(rng))
+            if rng.random() < self.valid_share:
+                doc = self.valid_document(rng)
                 err = write_control(self.mp, doc)
                 self.count("valid_registrations")
                 if err is not None:
                     self.fail(f"valid registration {doc} refused: {errno.errorcode.get(err, err)}")
             else:
-                doc = rng.choice(INVALID_REGISTRATIONS)
+                doc = rng.choice(self.invalid_documents)
                 err = write_control(self.mp, doc)
                 self.count("invalid_registrations")
                 if err != errno.EINVAL:
