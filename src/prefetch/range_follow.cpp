@@ -2,6 +2,8 @@
 #include "range_follow.hpp"
 
 #include <algorithm>
+#include <type_traits>
+#include <xxhash.h>
 
 namespace clairfs::prefetch {
 namespace {
@@ -17,6 +19,9 @@ RangeFollow::RangeFollow(const layout::Dataset& dataset)
     : dropped(dataset.ranges.size(), 0), dataset_(dataset),
       pushed_(std::make_unique<std::atomic<uint32_t>[]>(dataset.ranges.size())) {
     const auto n = static_cast<uint32_t>(dataset.ranges.size());
+    static_assert(std::has_unique_object_representations_v<layout::ByteRange>,
+                  "hashed as bytes: no padding");
+    ranges_hash_ = XXH3_64bits(dataset.ranges.data(), n * sizeof(layout::ByteRange));
     for (uint32_t s = 0; s < n; ++s) by_file_[dataset.ranges[s].node].push_back(s);
     for (auto& [node, samples] : by_file_) {
         std::sort(samples.begin(), samples.end(), [&](uint32_t a, uint32_t b) {
@@ -77,7 +82,7 @@ size_t RangeFollow::starts(index::NodeId node, uint64_t off, uint64_t size, uint
 }
 
 uint64_t RangeFollow::fit(const track::Tracker& tracker, index::NodeId node, uint64_t off,
-                          uint64_t size, uint32_t pid, uint32_t ppid) {
+                          uint64_t size, uint32_t pid, uint32_t ppid, Fit* where) {
     {
         std::lock_guard lk(last_mu_);
         if (ended_at(node, off)) return UINT64_MAX;
@@ -86,8 +91,13 @@ uint64_t RangeFollow::fit(const track::Tracker& tracker, index::NodeId node, uin
     uint32_t cand[max_candidates];
     size_t k = starts(node, off, size, cand);
     uint64_t nearest = UINT64_MAX;
-    for (size_t i = 0; i < k; ++i)
-        nearest = std::min(nearest, tracker.match_distance(cand[i], pid, ppid));
+    for (size_t i = 0; i < k; ++i) {
+        track::Tracker::Place at;
+        if (uint64_t d = tracker.match_distance(cand[i], pid, ppid, false, &at); d < nearest) {
+            nearest = d;
+            if (where) *where = {cand[i], at};
+        }
+    }
     return nearest;
 }
 
@@ -97,7 +107,7 @@ void RangeFollow::note(index::NodeId node, uint64_t off, uint64_t size) {
 
 track::Observation RangeFollow::observe(track::Tracker& tracker, index::NodeId node,
                                         uint64_t off, uint64_t size, uint32_t pid,
-                                        uint32_t ppid, uint32_t* told) {
+                                        uint32_t ppid, uint32_t* told, track::ObserveMode mode) {
     // The kernel's asynchronous readahead goes on where a READ of the file
     // ended, and so does a reader within its sample (an mmap's next page):
     // neither begins a sample that a reader wanted.
@@ -117,7 +127,9 @@ track::Observation RangeFollow::observe(track::Tracker& tracker, index::NodeId n
     uint32_t pick = UINT32_MAX;
     uint64_t nearest = UINT64_MAX;
     for (size_t i = 0; i < k; ++i)
-        if (uint64_t d = tracker.match_distance(cand[i], pid, ppid); d < nearest) {
+        if (uint64_t d = tracker.match_distance(cand[i], pid, ppid,
+                                                mode != track::ObserveMode::this_epoch);
+            d < nearest) {
             nearest = d;
             pick = cand[i];
         }
@@ -139,7 +151,7 @@ track::Observation RangeFollow::observe(track::Tracker& tracker, index::NodeId n
     }
     if (told) *told = pick;
     (size <= page ? page_reads_ : other_reads_).fetch_add(1, std::memory_order_relaxed);
-    return tracker.observe(pick, track::Clock::now(), pid, ppid);
+    return tracker.observe(pick, track::Clock::now(), pid, ppid, mode);
 }
 
 } // namespace clairfs::prefetch

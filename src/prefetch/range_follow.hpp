@@ -41,6 +41,9 @@ public:
     // Whether some sample lies in file `node`.
     bool covers(index::NodeId node) const { return by_file_.contains(node); }
     const layout::ByteRange& range(uint32_t sample) const { return dataset_.ranges[sample]; }
+    // A hash of every sample's range: two loaders whose specs are equal and
+    // whose hashes are equal read one order (Engine::follow_read).
+    uint64_t ranges_hash() const { return ranges_hash_; }
 
     // Whether `sample` was pushed into the kernel's page cache for epoch
     // `tag` - 1 (Engine::push_ranges, Engine::follow_read); marks it. Any
@@ -77,16 +80,25 @@ public:
 
     // A READ of [off, off + size) of `node` by `pid` (whose parent is
     // `ppid`): tells `tracker` of the sample it stands for, if any, and
-    // puts that sample in `*told` (unchanged if none).
+    // puts that sample in `*told` (unchanged if none). `mode` this_epoch:
+    // the READ of a process no job has claimed (track::ObserveMode).
     track::Observation observe(track::Tracker& tracker, index::NodeId node, uint64_t off,
                                uint64_t size, uint32_t pid, uint32_t ppid,
-                               uint32_t* told = nullptr);
+                               uint32_t* told = nullptr,
+                               track::ObserveMode mode = track::ObserveMode::normal);
 
     // For a READ of a process no job has claimed yet, with several jobs:
     // how far from its worker's cursor `tracker` would match the sample the
-    // READ stands for (UINT64_MAX: it fits nothing), changing nothing.
+    // READ stands for in the current epoch (UINT64_MAX: it fits nothing
+    // there; track::ObserveMode::this_epoch), changing nothing; `where`,
+    // if it fits: which sample, and where in the order.
+    struct Fit {
+        uint32_t sample = 0;
+        track::Tracker::Place at;
+        bool operator==(const Fit&) const = default;
+    };
     uint64_t fit(const track::Tracker& tracker, index::NodeId node, uint64_t off, uint64_t size,
-                 uint32_t pid, uint32_t ppid);
+                 uint32_t pid, uint32_t ppid, Fit* where = nullptr);
     // Notes where a READ told to another loader ended (its continuation
     // stands for nothing here either).
     void note(index::NodeId node, uint64_t off, uint64_t size);
@@ -98,6 +110,7 @@ public:
 
 private:
     const layout::Dataset& dataset_;
+    uint64_t ranges_hash_ = 0;
     // Per sample, 1 + the epoch it was last pushed for, 0 if never.
     std::unique_ptr<std::atomic<uint32_t>[]> pushed_;
     // Per file, its samples sorted by offset.

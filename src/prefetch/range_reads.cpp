@@ -51,6 +51,12 @@ thread_local PushBuffer push_buffer;
 
 // Calls fn(loader, its snapshot) for every loader over byte ranges whose
 // prediction holds, until fn returns false.
+// Whether two loaders over byte ranges read one order: a sweep of one seed.
+bool same_order(const LoaderRun& a, const LoaderRun& b) {
+    return a.job->spec == b.job->spec && a.job->ranks == b.job->ranks &&
+           a.ranges->ranges_hash() == b.ranges->ranges_hash();
+}
+
 template <class Fn>
 void each_ranges_loader(const Engine::Jobs& jobs,
                         const std::vector<std::vector<track::Snapshot>>& snaps,
@@ -84,45 +90,59 @@ void Engine::follow_read(index::NodeId id, uint64_t off, uint64_t size, uint32_t
         };
         // Several jobs (a sweep): a process a job claimed tells that job
         // alone, as its opens would (Engine::route_open). An unclaimed
-        // one's READ goes to the loader whose order it fits nearest its
-        // cursor; fitting one job alone three times in a row claims the
-        // process (Engine::claim). Else a READ of one job's worker that
-        // happened to fit another job's window moved that job's cursors.
+        // one's READ is told only to a loader whose current epoch it fits
+        // (track::ObserveMode::this_epoch), and only if it fits one job's
+        // order alone, or several of one order (one seed's sweep: equal
+        // specs and manifests, and the sample at the same position of the
+        // same epoch; the nearest takes it). Both jobs read every sample, so a READ that fits jobs whose
+        // orders differ says nothing of whose it is: told to one of them,
+        // it moved that job's cursors with another job's reader, and on a
+        // loaded host took a position from the job whose it was, or began
+        // a job's next epoch, and that job fell back. Fitting one job alone
+        // three times in a row claims the process (Engine::claim), and its
+        // READs are that job's from then on.
         std::shared_ptr<Active> owner = jobs->size() > 1 ? bound_job(pid, ppid) : nullptr;
         const LoaderRun* only = nullptr;
         bool claimable = false;
         if (jobs->size() > 1 && !owner) {
-            uint64_t nearest = UINT64_MAX;
             size_t fits = 0;
+            uint64_t nearest = UINT64_MAX;
+            RangeFollow::Fit first;
+            const LoaderRun* first_loader = nullptr;
+            bool one_order = true;
             for (const auto& j : *jobs)
                 for (LoaderRun& l : j->loaders) {
                     if (!following(l)) continue;
-                    if (!only) {
-                        only = &l;
-                        owner = j;
-                    }
-                    uint64_t d = l.ranges->fit(*l.tracker, id, off, size, pid, ppid);
+                    RangeFollow::Fit f;
+                    uint64_t d = l.ranges->fit(*l.tracker, id, off, size, pid, ppid, &f);
                     if (d == UINT64_MAX) continue;
-                    ++fits;
+                    if (fits++ == 0) {
+                        first = f;
+                        first_loader = &l;
+                    } else {
+                        one_order = one_order && f == first && same_order(l, *first_loader);
+                    }
                     if (d < nearest) {
                         nearest = d;
                         only = &l;
                         owner = j;
                     }
                 }
-            if (!only) return;
-            claimable = fits == 1;
+            if (fits == 0 || !one_order) only = nullptr;
             for (const auto& j : *jobs)
                 for (LoaderRun& l : j->loaders)
                     if (&l != only && following(l)) l.ranges->note(id, off, size);
+            if (!only) return;
+            claimable = fits == 1;
         }
         for (const auto& j : *jobs) {
             if (owner && j != owner) continue;
             for (LoaderRun& l : j->loaders) {
                 if (!following(l) || (only && &l != only)) continue;
                 uint32_t sample = 0;
-                track::Observation o =
-                    l.ranges->observe(*l.tracker, id, off, size, pid, ppid, &sample);
+                track::Observation o = l.ranges->observe(
+                    *l.tracker, id, off, size, pid, ppid, &sample,
+                    only ? track::ObserveMode::this_epoch : track::ObserveMode::normal);
                 if (!o.matched) continue;
                 push_rest(*l.ranges, sample, off + size, static_cast<uint32_t>(o.epoch + 1));
                 if (!only || (claimable && claim(*j, pid)))

@@ -81,15 +81,19 @@ bool Tracker::would_match(index::NodeId node, uint32_t pid, uint32_t ppid) const
     return match_distance(node, pid, ppid) != UINT64_MAX;
 }
 
-uint64_t Tracker::match_distance(index::NodeId node, uint32_t pid, uint32_t ppid) const {
+uint64_t Tracker::match_distance(index::NodeId node, uint32_t pid, uint32_t ppid,
+                                 bool next_too, Place* at) const {
     std::lock_guard lk(mu_);
     if (mode_.load(std::memory_order_relaxed) != Mode::clairvoyant || !dataset_file(node))
         return UINT64_MAX;
     Match m{};
-    if (!find_match(node, pid, family_of(pid, ppid), m) || early_start(m)) return UINT64_MAX;
+    if (!find_match(node, pid, family_of(pid, ppid), m, next_too) || early_start(m))
+        return UINT64_MAX;
     const plan::WorkerLayout& l = opt_.layout;
+    const Rank& r = ranks_[m.slot];
+    if (at) *at = {(m.in_next ? r.next : r.current)->epoch, m.position};
     uint64_t s = l.stream_index(m.position);
-    return m.in_next ? s : distance(s, ranks_[m.slot].cursors[l.worker_of(m.position)]);
+    return m.in_next ? s : distance(s, r.cursors[l.worker_of(m.position)]);
 }
 
 // False, changing nothing, when the open matched nothing while some rank's
@@ -105,7 +109,8 @@ bool Tracker::observe_locked(index::NodeId node, Clock::time_point now, uint32_t
         return true;
     }
     Match m{};
-    if (!o.dataset_file || !find_match(node, pid, family, m) || early_start(m)) {
+    if (!o.dataset_file || !find_match(node, pid, family, m, mode != ObserveMode::this_epoch) ||
+        early_start(m)) {
         if (pending_ > 0 && may_be_sample(node)) return false;
         if (opt_.next_at_end && o.dataset_file && mode == ObserveMode::normal) {
             if (next_vote_.size() > 4096) next_vote_.clear();
@@ -115,7 +120,8 @@ bool Tracker::observe_locked(index::NodeId node, Clock::time_point now, uint32_t
             // sample, or a READ that stood for nothing.
             if (fits) return true;
         }
-        if (!o.dataset_file || mode == ObserveMode::match_only) return true;
+        if (!o.dataset_file || mode == ObserveMode::match_only || mode == ObserveMode::this_epoch)
+            return true;
         if (hold_as_evidence(node, pid, family, mode)) {
             o.deferred = true;
             return true;
@@ -185,11 +191,12 @@ bool Tracker::may_be_sample(index::NodeId node) const {
 // before any rank's next one (an open that one rank still expects must not
 // start another rank's next epoch), the closest to its worker's cursor
 // winning.
-bool Tracker::find_match(index::NodeId node, uint32_t pid, uint32_t family, Match& out) const {
+bool Tracker::find_match(index::NodeId node, uint32_t pid, uint32_t family, Match& out,
+                         bool next_too) const {
     for (uint32_t key : {pid, family}) {
         if (!key) continue;
         if (auto it = slot_of_pid_.find(key); it != slot_of_pid_.end())
-            if (match_slot(it->second, node, family, out)) return true;
+            if (match_slot(it->second, node, family, out, next_too)) return true;
     }
     const plan::WorkerLayout& l = opt_.layout;
     uint64_t best = UINT64_MAX;
@@ -204,7 +211,7 @@ bool Tracker::find_match(index::NodeId node, uint32_t pid, uint32_t family, Matc
             }
         }
     }
-    if (best != UINT64_MAX) return true;
+    if (best != UINT64_MAX || !next_too) return best != UINT64_MAX;
     for (size_t i = 0; i < ranks_.size(); ++i) {
         const Rank& r = ranks_[i];
         if (r.next && next_may_begin(r, family) &&
@@ -217,13 +224,14 @@ bool Tracker::find_match(index::NodeId node, uint32_t pid, uint32_t family, Matc
     return false;
 }
 
-bool Tracker::match_slot(size_t i, index::NodeId node, uint32_t family, Match& out) const {
+bool Tracker::match_slot(size_t i, index::NodeId node, uint32_t family, Match& out,
+                         bool next_too) const {
     const Rank& r = ranks_[i];
     out.slot = i;
     out.in_next = false;
     if (r.current && match_in(*r.current, r.cursors, &r.taken, node, out.position)) return true;
     out.in_next = true;
-    return r.next && next_may_begin(r, family) &&
+    return next_too && r.next && next_may_begin(r, family) &&
            match_in(*r.next, zeros_, nullptr, node, out.position);
 }
 

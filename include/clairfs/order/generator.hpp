@@ -35,6 +35,7 @@ private:
 struct Seed {
     uint64_t value; // as torch keeps it: two's complement for negatives
     bool negative;
+    bool operator==(const Seed&) const = default;
 };
 
 // Parses a Python int seed: decimal, optionally negative, in [-2^63, 2^64),

@@ -82,6 +82,8 @@ struct JobSpec {
     TfSubset subset = TfSubset::none;
     KerasVersion keras_version = KerasVersion::v3;
     std::string pattern; // list_files: a glob relative to the dataset root
+
+    bool operator==(const JobSpec&) const = default;
 };
 
 // Sets one key from its text ("true", "42", "distributed", "2.7", ...).

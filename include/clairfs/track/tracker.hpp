@@ -99,6 +99,11 @@ enum class ObserveMode {
     normal,     // the tracker's own job: unmatched opens count, may be evidence
     match_only, // one of several jobs asking: take the open only if it matches
     tentative,  // several jobs, none matched: evidence whose failed search is no failure
+    // A READ of a process no job has claimed, that fits this job alone
+    // (Engine::follow_read): taken only if it matches the current epoch. A
+    // job's next epoch is begun by its own processes; another job's reader
+    // whose READ happens to fit its first batches would begin it early.
+    this_epoch,
 };
 
 // Where one local rank stands. Copied out by snapshot(), so the prefetch
@@ -188,7 +193,15 @@ public:
     // How far from its worker's cursor that match would be, in opens of
     // the worker's stream (from the start of the next epoch for a match
     // there); UINT64_MAX if it would not match.
-    uint64_t match_distance(index::NodeId node, uint32_t pid, uint32_t ppid) const;
+    // `next_too` false: only a match in the current epoch counts
+    // (ObserveMode::this_epoch). `at`, if given and it would match: where.
+    struct Place {
+        uint64_t epoch = 0;
+        uint64_t position = 0;
+        bool operator==(const Place&) const = default;
+    };
+    uint64_t match_distance(index::NodeId node, uint32_t pid, uint32_t ppid,
+                            bool next_too = true, Place* at = nullptr) const;
 
     Snapshot snapshot(Clock::time_point now) const;
     Mode mode() const;
@@ -236,9 +249,11 @@ private:
     bool match_in(const plan::EpochPlan& e, const std::vector<uint64_t>& cursors,
                   const std::vector<bool>* taken, index::NodeId node, uint64_t& position) const;
     uint64_t distance(uint64_t stream_index, uint64_t cursor) const;
-    bool find_match(index::NodeId node, uint32_t pid, uint32_t family, Match& out) const;
+    bool find_match(index::NodeId node, uint32_t pid, uint32_t family, Match& out,
+                    bool next_too = true) const;
     bool early_start(const Match& m) const;
-    bool match_slot(size_t i, index::NodeId node, uint32_t family, Match& out) const;
+    bool match_slot(size_t i, index::NodeId node, uint32_t family, Match& out,
+                    bool next_too) const;
     // TrackerOptions::next_at_end: whether an open of `family` may begin r's next epoch.
     bool next_may_begin(const Rank& r, uint32_t family) const;
     // Whether the open would begin some rank's next epoch but for next_may_begin.
