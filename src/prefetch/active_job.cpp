@@ -98,10 +98,24 @@ bool Engine::Active::covering(index::NodeId node) const {
     return std::ranges::any_of(loaders, [node](const LoaderRun& l) { return l.covering(node); });
 }
 
-bool Engine::Active::would_match(index::NodeId node, uint32_t pid, uint32_t ppid) const {
+bool Engine::Active::fits_this_epoch(index::NodeId node, uint32_t pid, uint32_t ppid) const {
     return std::ranges::any_of(loaders, [&](const LoaderRun& l) {
-        return l.covering(node) && l.tracker->would_match(node, pid, ppid);
+        return l.covering(node) && l.tracker->would_match(node, pid, ppid, false);
     });
+}
+
+bool Engine::Active::reads_as(const Active& other) const {
+    if (loaders.size() != other.loaders.size()) return false;
+    for (size_t i = 0; i < loaders.size(); ++i)
+        if (!same_order(loaders[i], other.loaders[i])) return false;
+    return true;
+}
+
+bool same_order(const LoaderRun& a, const LoaderRun& b) {
+    if (!(a.job->spec == b.job->spec && a.job->ranks == b.job->ranks && a.job->root == b.job->root))
+        return false;
+    if (!a.ranges || !b.ranges) return !a.ranges && !b.ranges;
+    return a.ranges->ranges_hash() == b.ranges->ranges_hash();
 }
 
 bool Engine::Active::bind(uint32_t pid) {

@@ -30,6 +30,11 @@ struct LoaderRun {
     bool covering(index::NodeId id) const { return id < covers.size() && covers[id]; }
 };
 
+// Whether two loaders read one order: equal specs, local ranks, roots and
+// (over byte ranges) manifests. Two jobs of one seed's sweep do; an open or
+// READ that fits both is then either's (Engine::route_open, follow_read).
+bool same_order(const LoaderRun& a, const LoaderRun& b);
+
 struct Engine::Active {
     Active(std::string id, const std::vector<std::shared_ptr<const plan::Job>>& loaders,
            const index::Index& idx);
@@ -39,8 +44,10 @@ struct Engine::Active {
 
     // Whether any loader's samples open `id`.
     bool covering(index::NodeId id) const;
-    // Whether some loader would match this open now.
-    bool would_match(index::NodeId id, uint32_t pid, uint32_t ppid) const;
+    // Whether some loader would match this open now, in its current epoch.
+    bool fits_this_epoch(index::NodeId id, uint32_t pid, uint32_t ppid) const;
+    // Whether every loader reads as `other`'s does (same_order).
+    bool reads_as(const Active& other) const;
     // Records a process whose opens matched this job; false if known.
     bool bind(uint32_t pid);
     // The processes bound so far (for status, and to retire the job).

@@ -9,6 +9,7 @@
 #include "clairfs/config/json_keys.hpp"
 #include "clairfs/log.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <string>
 
@@ -153,19 +154,28 @@ track::Observation Engine::route_open(const Jobs& jobs, index::NodeId id, uint32
         return {};
     }
     if (covering.size() == 1) return run(covering.front(), track::ObserveMode::normal);
-    // An unclaimed process: the open goes to the one job it fits, and the
-    // process becomes that job's once its opens kept fitting it alone. An
-    // open that fits several is taken by the first, claiming nothing.
+    // An unclaimed process: the open goes to the one job whose current
+    // epoch it fits (track::ObserveMode::this_epoch: a job's next epoch is
+    // begun by its own processes), and the process becomes that job's once
+    // its opens kept fitting it alone. An open that fits several jobs of
+    // one order (one seed's sweep) is taken by the first, claiming nothing;
+    // one that fits jobs whose orders differ says nothing of whose it is,
+    // and is taken by none: told to one of them it would move that job's
+    // cursors with another job's reader (as READs did: follow_read).
     std::vector<std::shared_ptr<Active>> fits;
     for (const auto& j : covering)
-        if (j->would_match(id, pid, ppid)) fits.push_back(j);
+        if (j->fits_this_epoch(id, pid, ppid)) fits.push_back(j);
     if (fits.size() == 1) {
-        track::Observation o = observe_in(*fits[0], id, pid, ppid, track::ObserveMode::match_only);
+        track::Observation o = observe_in(*fits[0], id, pid, ppid, track::ObserveMode::this_epoch);
         if (o.matched && claim(*fits[0], pid)) bind(fits[0], pid, ppid, workers(*fits[0]));
         return o;
     }
-    if (fits.size() > 1)
-        return observe_in(*fits[0], id, pid, ppid, track::ObserveMode::match_only);
+    if (fits.size() > 1) {
+        if (std::ranges::all_of(fits, [&](const auto& j) { return j->reads_as(*fits[0]); }))
+            return observe_in(*fits[0], id, pid, ppid, track::ObserveMode::this_epoch);
+        unattributed_.fetch_add(1, std::memory_order_relaxed);
+        return {};
+    }
     // Several jobs want this file and none expected this process yet: each
     // may take the open as evidence for a search of its seed, and the one
     // whose search succeeds claims the process at its next open.

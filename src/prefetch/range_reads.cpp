@@ -51,12 +51,6 @@ thread_local PushBuffer push_buffer;
 
 // Calls fn(loader, its snapshot) for every loader over byte ranges whose
 // prediction holds, until fn returns false.
-// Whether two loaders over byte ranges read one order: a sweep of one seed.
-bool same_order(const LoaderRun& a, const LoaderRun& b) {
-    return a.job->spec == b.job->spec && a.job->ranks == b.job->ranks &&
-           a.ranges->ranges_hash() == b.ranges->ranges_hash();
-}
-
 template <class Fn>
 void each_ranges_loader(const Engine::Jobs& jobs,
                         const std::vector<std::vector<track::Snapshot>>& snaps,

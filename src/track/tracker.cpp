@@ -77,8 +77,8 @@ uint32_t Tracker::family_of(uint32_t pid, uint32_t ppid) const {
     return opt_.layout.workers > 0 && ppid > 1 ? ppid : pid;
 }
 
-bool Tracker::would_match(index::NodeId node, uint32_t pid, uint32_t ppid) const {
-    return match_distance(node, pid, ppid) != UINT64_MAX;
+bool Tracker::would_match(index::NodeId node, uint32_t pid, uint32_t ppid, bool next_too) const {
+    return match_distance(node, pid, ppid, next_too) != UINT64_MAX;
 }
 
 uint64_t Tracker::match_distance(index::NodeId node, uint32_t pid, uint32_t ppid,
@@ -109,8 +109,8 @@ bool Tracker::observe_locked(index::NodeId node, Clock::time_point now, uint32_t
         return true;
     }
     Match m{};
-    if (!o.dataset_file || !find_match(node, pid, family, m, mode != ObserveMode::this_epoch) ||
-        early_start(m)) {
+    const bool next_too = mode != ObserveMode::this_epoch && mode != ObserveMode::tentative;
+    if (!o.dataset_file || !find_match(node, pid, family, m, next_too) || early_start(m)) {
         if (pending_ > 0 && may_be_sample(node)) return false;
         if (opt_.next_at_end && o.dataset_file && mode == ObserveMode::normal) {
             if (next_vote_.size() > 4096) next_vote_.clear();

@@ -98,11 +98,14 @@ struct EpochNote {
 enum class ObserveMode {
     normal,     // the tracker's own job: unmatched opens count, may be evidence
     match_only, // one of several jobs asking: take the open only if it matches
-    tentative,  // several jobs, none matched: evidence whose failed search is no failure
-    // A READ of a process no job has claimed, that fits this job alone
-    // (Engine::follow_read): taken only if it matches the current epoch. A
+    // Several jobs, none matched the current epoch: evidence whose failed
+    // search is no failure; like this_epoch, it begins no next epoch.
+    tentative,
+    // An open or READ of a process no job has claimed, that fits this job
+    // alone (Engine::route_open, Engine::follow_read): taken only if it
+    // matches the current epoch. A
     // job's next epoch is begun by its own processes; another job's reader
-    // whose READ happens to fit its first batches would begin it early.
+    // whose open happens to fit its first batches would begin it early.
     this_epoch,
 };
 
@@ -188,8 +191,9 @@ public:
     // process, whose workers (respawned every epoch) then count as one.
     Observation observe(index::NodeId node, Clock::time_point now, uint32_t pid = 0,
                         uint32_t ppid = 0, ObserveMode mode = ObserveMode::normal);
-    // Whether observe() would match this open now; changes nothing.
-    bool would_match(index::NodeId node, uint32_t pid, uint32_t ppid) const;
+    // Whether observe() would match this open now (`next_too` false: in
+    // the current epoch); changes nothing.
+    bool would_match(index::NodeId node, uint32_t pid, uint32_t ppid, bool next_too = true) const;
     // How far from its worker's cursor that match would be, in opens of
     // the worker's stream (from the start of the next epoch for a match
     // there); UINT64_MAX if it would not match.
