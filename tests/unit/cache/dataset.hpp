@@ -8,6 +8,7 @@
 #include "clairfs/cache/blob.hpp"
 #include "clairfs/index/index.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -73,6 +74,19 @@ struct Dataset {
     index::NodeId id(size_t n) const { return ids.at(n); }
     const index::Node& node(size_t n) const { return idx.node(id(n)); }
 };
+
+// The files of directory `dir` (say "class0/"), in byte order of their
+// names: the order a sequential loader over a sorted listing opens them
+// (the fixture's .bin files are no ImageFolder's images).
+inline std::vector<index::NodeId> sorted_ids(const Dataset& d, std::string_view dir) {
+    std::vector<size_t> in;
+    for (size_t i = 0; i < d.ids.size(); ++i)
+        if (sample_name(i).starts_with(dir)) in.push_back(i);
+    std::sort(in.begin(), in.end(), [](size_t a, size_t b) { return sample_name(a) < sample_name(b); });
+    std::vector<index::NodeId> ids;
+    for (size_t i : in) ids.push_back(d.ids[i]);
+    return ids;
+}
 
 inline std::string_view view(const cache::BlobRef& b) {
     REQUIRE(b);

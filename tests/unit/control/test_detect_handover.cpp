@@ -23,20 +23,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// A sequential loader over one directory, class0 (a sorted listing: the
-// fixture's .bin files are no ImageFolder's images), opens its files in
-// byte order of their names.
-std::vector<index::NodeId> loader_order(const test::Dataset& d) {
-    std::vector<size_t> order;
-    for (size_t i = 0; i < d.ids.size(); ++i)
-        if (test::sample_name(i).starts_with("class0/")) order.push_back(i);
-    std::sort(order.begin(), order.end(),
-              [](size_t a, size_t b) { return test::sample_name(a) < test::sample_name(b); });
-    std::vector<index::NodeId> ids;
-    for (size_t i : order) ids.push_back(d.ids[i]);
-    return ids;
-}
-
 bool wait_for(const std::function<bool()>& done, std::chrono::seconds bound) {
     auto until = std::chrono::steady_clock::now() + bound;
     while (!done()) {
@@ -50,7 +36,7 @@ bool wait_for(const std::function<bool()>& done, std::chrono::seconds bound) {
 
 TEST_CASE("the opens made while a detected job is built reach its tracker") {
     test::Dataset d(3000); // 1000 in class0
-    const std::vector<index::NodeId> order = loader_order(d);
+    const std::vector<index::NodeId> order = test::sorted_ids(d, "class0/");
     prefetch::EngineOptions opt;
     opt.mem = 4 << 20;
     opt.fetch_threads = 2;

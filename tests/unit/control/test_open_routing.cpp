@@ -20,19 +20,6 @@ namespace {
 // process of its own, with no parent (Engine::process_of).
 constexpr uint32_t first_reader = 5'000'000;
 
-// A sequential loader over class0 opens its files in byte order of their
-// names (the fixture's .bin files are no ImageFolder's images).
-std::vector<index::NodeId> class0_order(const test::Dataset& d) {
-    std::vector<size_t> order;
-    for (size_t i = 0; i < d.ids.size(); ++i)
-        if (test::sample_name(i).starts_with("class0/")) order.push_back(i);
-    std::sort(order.begin(), order.end(),
-              [](size_t a, size_t b) { return test::sample_name(a) < test::sample_name(b); });
-    std::vector<index::NodeId> ids;
-    for (size_t i : order) ids.push_back(d.ids[i]);
-    return ids;
-}
-
 nlohmann::json loader_of(const nlohmann::json& st, const std::string& job) {
     for (const auto& j : st["jobs"])
         if (j["id"] == job) return j["loaders"][0];
@@ -68,7 +55,7 @@ ptrdiff_t position(const std::vector<order::Sample>& e, order::Sample sample) {
 // `seed`, for random).
 struct TwoJobs {
     test::Dataset d{192}; // 64 in class0
-    std::vector<index::NodeId> order = class0_order(d);
+    std::vector<index::NodeId> order = test::sorted_ids(d, "class0/");
     std::unique_ptr<prefetch::Engine> engine;
     std::unique_ptr<control::Controller> control;
 
