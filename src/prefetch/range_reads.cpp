@@ -88,13 +88,13 @@ void Engine::follow_read(index::NodeId id, uint64_t off, uint64_t size, uint32_t
         // (track::ObserveMode::this_epoch), and only if it fits one job's
         // order alone, or several of one order (one seed's sweep: equal
         // specs and manifests, and the sample at the same position of the
-        // same epoch; the nearest takes it). Both jobs read every sample, so a READ that fits jobs whose
-        // orders differ says nothing of whose it is: told to one of them,
-        // it moved that job's cursors with another job's reader, and on a
-        // loaded host took a position from the job whose it was, or began
-        // a job's next epoch, and that job fell back. Fitting one job alone
-        // three times in a row claims the process (Engine::claim), and its
-        // READs are that job's from then on.
+        // same epoch; the nearest takes it). Both jobs read every sample, so
+        // a READ that fits jobs whose orders differ says nothing of whose it
+        // is: told to one of them, it moved that job's cursors with another
+        // job's reader, and on a loaded host took a position from the job
+        // whose it was, or began a job's next epoch, and that job fell
+        // back. Fitting one job alone three times in a row claims the
+        // process (Engine::claim), and its READs are that job's from then on.
         std::shared_ptr<Active> owner = jobs->size() > 1 ? bound_job(pid, ppid) : nullptr;
         const LoaderRun* only = nullptr;
         bool claimable = false;

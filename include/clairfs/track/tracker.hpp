@@ -103,9 +103,9 @@ enum class ObserveMode {
     tentative,
     // An open or READ of a process no job has claimed, that fits this job
     // alone (Engine::route_open, Engine::follow_read): taken only if it
-    // matches the current epoch. A
-    // job's next epoch is begun by its own processes; another job's reader
-    // whose open happens to fit its first batches would begin it early.
+    // matches the current epoch. A job's next epoch is begun by its own
+    // processes; another job's reader whose open happens to fit its first
+    // batches would begin it early.
     this_epoch,
 };
 
