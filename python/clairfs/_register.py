@@ -66,11 +66,17 @@ def register(*loaders, root=None, layout=None, manifest=None, ranks=None, epochs
     ImageFolder-like (clairfs register --help); epochs= bounds the
     prediction; job= names the job beside others on the mount.
 
+    The registration says "from_loader": this process is the job's loader
+    process, so the mount credits its reads, and its workers', to this job
+    from the first (two jobs of one seed read one order: only their
+    processes tell their reads apart).
+
     Returns the registration written. Raises ClairfsError, with one line
     saying why, for what clairfs cannot follow (in_order=False, a custom
     sampler, a Subset) and for a registration the mount refuses."""
     mount, body = registration(*loaders, root=root, layout=layout, manifest=manifest,
                                ranks=ranks, epochs=epochs, job=job)
+    body["from_loader"] = True
     write_control(mount, body)
     return body
 

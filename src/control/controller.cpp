@@ -43,7 +43,7 @@ std::string Controller::read_manifest(const std::string& path, std::string& text
     return "";
 }
 
-int Controller::write_control(std::string_view text, std::string& why) {
+int Controller::write_control(std::string_view text, std::string& why, uint32_t writer) {
     // Parsing, reading manifests and building datasets (seconds for
     // millions of files) happen before the lock, so status stays readable.
     ControlRequest req;
@@ -56,7 +56,12 @@ int Controller::write_control(std::string_view text, std::string& why) {
     }
     if (!why.empty()) return refuse(why);
     if (req.unregister) return unregister(req.job.id, why);
-    return register_job(std::move(req.job), req.stage, why);
+    const std::string id = req.job.id;
+    int rv = register_job(std::move(req.job), req.stage, why);
+    // Bound after the registration took: each rank's process writes the
+    // same one, which leaves the job as it was but still names its loader.
+    if (rv >= 0 && req.from_loader && writer != 0) engine_.bind_loader(id, writer);
+    return rv;
 }
 
 int Controller::register_job(JobRegistration job, bool stage, std::string& why,

@@ -228,7 +228,7 @@ std::string parse_loader(const json& j, Registration& reg, std::string& job, boo
             job_given = true;
             continue;
         }
-        if (name == "stage" || name == "unregister" || name == "loaders")
+        if (name == "stage" || name == "unregister" || name == "loaders" || name == "from_loader")
             return name + " belongs to the whole registration, not to one loader";
         if (auto why = set_key(reg, name, value); !why.empty()) return why;
     }
@@ -329,6 +329,12 @@ std::string parse_control(std::string_view text, ControlRequest& out) {
                 out = std::move(req);
                 return "";
             }
+        }
+        if (auto f = j.find("from_loader"); f != j.end()) {
+            if (!f->is_boolean()) return "from_loader must be true or false";
+            req.from_loader = f->get<bool>();
+            j.erase(f);
+            if (j.empty()) return "from_loader goes with a registration, not on its own";
         }
         if (auto u = j.find("unregister"); u != j.end()) {
             if (!u->is_boolean()) return "unregister must be true or false";

@@ -41,11 +41,15 @@ int refused(int rv, const std::string& why) {
     return rv;
 }
 
-std::unique_ptr<control::PendingWrite> pending_write(control::Controller& ctl, bool append) {
+// `writer`: the thread that opened the control file for writing (or, with
+// no OPEN, made the write): a registration saying "from_loader" names its
+// process as the job's loader.
+std::unique_ptr<control::PendingWrite> pending_write(control::Controller& ctl, bool append,
+                                                     uint32_t writer) {
     return std::make_unique<control::PendingWrite>(
-        [&ctl](std::string_view text) {
+        [&ctl, writer](std::string_view text) {
             std::string why;
-            int rv = ctl.write_control(text, why);
+            int rv = ctl.write_control(text, why, writer);
             return rv < 0 ? refused(rv, why) : rv;
         },
         [&ctl](const std::string& why) { return refused(ctl.refuse(why), why); }, append);
@@ -82,7 +86,9 @@ bool control_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
 
     auto co = std::make_unique<ControlOpen>();
     if (access != O_WRONLY) co->snapshot = render(fs, ino);
-    if (access != O_RDONLY) co->writes = pending_write(*fs.control, fi->flags & O_APPEND);
+    if (access != O_RDONLY)
+        co->writes = pending_write(*fs.control, fi->flags & O_APPEND,
+                                   static_cast<uint32_t>(fuse_req_ctx(req)->pid));
     // Sizes say nothing about what a read returns, and nothing may be
     // cached: every read and write must reach us.
     fi->direct_io = 1;
@@ -130,7 +136,7 @@ bool control_write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size,
     }
     // Without an open of ours (--kernel-opens) each write is taken whole.
     std::unique_ptr<control::PendingWrite> once;
-    if (!co) once = pending_write(*fs.control, false);
+    if (!co) once = pending_write(*fs.control, false, static_cast<uint32_t>(fuse_req_ctx(req)->pid));
     control::PendingWrite& w = co ? *co->writes : *once;
     int rv = w.write({buf, size}, once ? 0 : static_cast<uint64_t>(off));
     if (rv == 0 && once) rv = w.flush();

@@ -56,6 +56,9 @@ struct Engine::Active {
     bool exited() const;
 
     std::atomic<bool> retired{false};
+    // Its registration named its loader process (Engine::bind_loader): its
+    // reads are told apart from another job's of one order by process.
+    std::atomic<bool> loader_named{false};
 
 private:
     mutable std::mutex pids_mu_; // leaf lock

@@ -64,11 +64,42 @@ std::shared_ptr<Engine::Active> Engine::bound_job(uint32_t pid, uint32_t ppid) {
     std::lock_guard lk(bind_mu_);
     for (uint32_t key : {pid, ppid}) {
         if (key <= 1) continue;
-        if (auto it = bound_.find(key); it != bound_.end()) {
-            if (auto j = it->second.lock(); j && !j->retired) return j;
-        }
+        for (const auto* map : {&loaders_, &bound_})
+            if (auto it = map->find(key); it != map->end()) {
+                if (auto j = it->second.lock(); j && !j->retired) return j;
+            }
     }
     return nullptr;
+}
+
+bool Engine::bind_loader(const std::string& id, uint32_t tid) {
+    const Process p = process_of(tid);
+    if (p.pid <= 1) return false;
+    auto jobs = this->jobs();
+    for (const auto& j : *jobs) {
+        if (j->id != id || j->retired) continue;
+        {
+            std::lock_guard lk(bind_mu_);
+            // One process that registers two live jobs (a sweep's driver)
+            // is the loader of neither: its children are told apart by
+            // their reads.
+            if (auto it = loaders_.find(p.pid); it != loaders_.end()) {
+                auto other = it->second.lock();
+                if (other && other != j && !other->retired) {
+                    loaders_.erase(it);
+                    return false;
+                }
+            }
+            // A loader process per rank and registration: this bound is
+            // never reached by a real node, only by a writer in a loop.
+            if (loaders_.size() >= max_remembered) loaders_.clear();
+            loaders_[p.pid] = j;
+        }
+        j->bind(p.pid); // its pids (status, retiring), never under bind_mu_
+        j->loader_named.store(true, std::memory_order_relaxed);
+        return true;
+    }
+    return false;
 }
 
 void Engine::bind(const std::shared_ptr<Active>& job, uint32_t pid, uint32_t ppid, bool workers) {

@@ -29,7 +29,9 @@ public:
     // unregisters; returns 0, or -EINVAL with the one-line reason in `why`,
     // which status also shows as `error` until the next good write. A
     // refused write leaves the previous mode running.
-    int write_control(std::string_view text, std::string& why);
+    // `writer`: the thread that wrote it (FUSE's pid of the request), 0 if
+    // unknown; a registration with "from_loader" binds its process to the job.
+    int write_control(std::string_view text, std::string& why, uint32_t writer = 0);
 
     // Job detection (--detect): watches opens while nothing is registered.
     // Before the fork; start_detection() in the process that serves,

@@ -53,6 +53,10 @@ struct ControlRequest {
     bool unregister = false; // {} or {"unregister": true}: every job; with "job": that one
     bool stage = false;      // "stage": true: begin a stage-in pass
     bool stage_only = false; // {"stage": true}: nothing else to do
+    // "from_loader": true: the process writing the registration is the
+    // job's loader process (clairfs.register() in the training script), so
+    // its opens and READs, and its workers', are this job's.
+    bool from_loader = false;
     JobRegistration job;     // job.id names the job to unregister, if any
     std::vector<Registration>& loaders() { return job.loaders; }
 };

@@ -298,6 +298,12 @@ public:
     size_t active_jobs() const;
     // Whether job `id` is registered and not retired.
     bool is_active(const std::string& id) const;
+    // Job `id`'s loader process is the one thread `tid` belongs to (its
+    // registration said "from_loader" and this thread wrote it): its opens
+    // and READs, and its workers', are that job's from the first, with no
+    // claim to earn. Two jobs of one seed read one order, and only their
+    // processes tell their reads apart. False if no active job has that id.
+    bool bind_loader(const std::string& id, uint32_t tid);
     // Tests: runs at the start of every prepare(), on the registering
     // thread, so a test can hold a registration's build where it likes.
     void set_prepare_hook(std::function<void()> hook) { prepare_hook_ = std::move(hook); }
@@ -467,6 +473,9 @@ private:
     // mount: a pid, or a loader process whose workers open files. Leaf lock.
     std::mutex bind_mu_;
     std::unordered_map<uint32_t, std::weak_ptr<Active>> bound_;
+    // Loader processes named by their jobs' registrations (bind_loader):
+    // kept apart from bound_, which is cleared when it grows large.
+    std::unordered_map<uint32_t, std::weak_ptr<Active>> loaders_;
     std::unordered_map<uint32_t, Process> processes_; // tid -> process, read once from /proc
     // An unclaimed process's run of opens that fit one job alone, and which.
     std::unordered_map<uint32_t, std::pair<const Active*, uint32_t>> streak_;

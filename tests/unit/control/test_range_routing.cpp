@@ -15,7 +15,10 @@
 #include "../cache/dataset.hpp"
 #include "clairfs/control/controller.hpp"
 
+#include <csignal>
 #include <nlohmann/json.hpp>
+#include <sys/wait.h>
+#include <unistd.h>
 
 using namespace clairfs;
 
@@ -56,14 +59,38 @@ Counts loader(const nlohmann::json& st, const std::string& job) {
     return {};
 }
 
+// A live process of its own (a training script's stand-in) until destroyed:
+// a job whose registration names its loader process is retired once that
+// process exits, so the writers of these registrations must live.
+struct Child {
+    pid_t pid = ::fork();
+    Child() {
+        if (pid == 0) {
+            ::pause();
+            ::_exit(0);
+        }
+        REQUIRE(pid > 0);
+    }
+    ~Child() {
+        ::kill(pid, SIGKILL);
+        ::waitpid(pid, nullptr, 0);
+    }
+};
+
 // Jobs a and b over one packed file, b's manifest rotated by `rotate_b`
-// (and its last two samples swapped with `swap_last_b`).
+// (and its last two samples swapped with `swap_last_b`). With
+// `from_loader`, each registration names its writer as the job's loader
+// process (clairfs.register() in each training script): this test process
+// wrote a's, a child of it b's.
 struct TwoJobs {
     test::Dataset d{1};
+    Child child;
+    const uint32_t writer_a = static_cast<uint32_t>(::getpid());
+    const uint32_t writer_b = static_cast<uint32_t>(child.pid);
     std::unique_ptr<prefetch::Engine> engine;
     std::unique_ptr<control::Controller> control;
 
-    explicit TwoJobs(size_t rotate_b, bool swap_last_b = false) {
+    explicit TwoJobs(size_t rotate_b, bool swap_last_b = false, bool from_loader = false) {
         std::string packed(record * records, '\0');
         for (size_t k = 0; k < packed.size(); ++k)
             packed[k] = static_cast<char>((k * 7 + k / 4093) & 0xff);
@@ -87,8 +114,10 @@ struct TwoJobs {
             std::string why;
             std::string reg = std::string(R"({"job": ")") + job +
                               R"(", "layout": "ranges", "manifest": "ranges-)" + job +
-                              R"(.txt", "sampler": "sequential", "batch_size": 1, "epochs": 2})";
-            REQUIRE_MESSAGE(control->write_control(reg, why) == 0, why);
+                              R"(.txt", "sampler": "sequential", "batch_size": 1, "epochs": 2)" +
+                              (from_loader ? R"(, "from_loader": true})" : "}");
+            const uint32_t writer = job[0] == 'a' ? writer_a : writer_b;
+            REQUIRE_MESSAGE(control->write_control(reg, why, writer) == 0, why);
         }
     }
     ~TwoJobs() { engine->stop(); }
@@ -97,8 +126,9 @@ struct TwoJobs {
         return loader(nlohmann::json::parse(control->status_text()), job);
     }
     // The first page of a record, as a mapping's fault asks for it.
-    void read(uint64_t rec, uint32_t reader) {
-        engine->read_range(d.id(0), rec * record, 4096, first_reader + reader);
+    void read(uint64_t rec, uint32_t reader) { read_by(rec, first_reader + reader); }
+    void read_by(uint64_t rec, uint32_t tid) {
+        engine->read_range(d.id(0), rec * record, 4096, tid);
     }
 };
 
@@ -174,4 +204,56 @@ TEST_CASE("a READ that fits two jobs of different manifests is told to neither")
     for (uint64_t rec : {1, 2, 3, 4}) t.read(rec, 0);
     CHECK(t.counts("a").opens == 0);
     CHECK(t.counts("b").opens == 0);
+}
+
+// The same sweep, each job registered from its own training script: its
+// loader process is known from its registration, so every READ of it is
+// its job's from the first, though each fits both jobs at the same place.
+// Only processes tell the two jobs' reads apart: credited to the nearest,
+// one job's reader moved the other's cursors, and on a loaded host one of
+// the two fell back (a same-seed lmdb_twice failed 3 of 12 runs).
+TEST_CASE("a READ of a job's registering process is that job's, whatever else it fits") {
+    TwoJobs t(0, false, true);
+    for (uint64_t rec : {1, 2, 3, 4}) t.read_by(rec, t.writer_b);
+    for (uint64_t rec : {1, 2}) t.read_by(rec, t.writer_a);
+    Counts a = t.counts("a"), b = t.counts("b");
+    CHECK(b.matched == 4);
+    CHECK(b.opens == 4);
+    CHECK(a.matched == 2);
+    CHECK(a.opens == 2);
+    // A process no registration named is routed as before: told to one.
+    for (uint64_t rec : {5, 6}) t.read(rec, 0);
+    a = t.counts("a");
+    b = t.counts("b");
+    CHECK(a.opens + b.opens == 8);
+}
+
+// A sweep's driver that registers both jobs from one process is the loader
+// of neither: its reads are routed by fit, as an unnamed process's are.
+TEST_CASE("a process that registers two jobs is neither's loader") {
+    TwoJobs t(0, false, true);
+    std::string why;
+    const std::string again =
+        R"({"job": "b", "layout": "ranges", "manifest": "ranges-b.txt", "sampler": "sequential",)"
+        R"( "batch_size": 1, "epochs": 2, "from_loader": true})";
+    // The writer of a's registration now writes b's too.
+    REQUIRE_MESSAGE(t.control->write_control(again, why, t.writer_a) == 0, why);
+    for (uint64_t rec : {1, 2, 3, 4}) t.read_by(rec, t.writer_a);
+    Counts a = t.counts("a"), b = t.counts("b");
+    // One order: each READ goes to one job, the nearest. Bound to b (the
+    // last registration it wrote), all four would have been b's.
+    CHECK(a.opens + b.opens == 4);
+    CHECK(b.opens < 4);
+}
+
+TEST_CASE("from_loader is a key of the whole registration") {
+    control::ControlRequest req;
+    CHECK(control::parse_control(R"({"seed": 1, "from_loader": true})", req).empty());
+    CHECK(req.from_loader);
+    CHECK(control::parse_control(R"({"from_loader": true})", req) ==
+          "from_loader goes with a registration, not on its own");
+    CHECK(control::parse_control(R"({"seed": 1, "from_loader": 1})", req) ==
+          "from_loader must be true or false");
+    CHECK(control::parse_control(R"({"loaders": [{"root": "a", "from_loader": true}]})", req) ==
+          "from_loader belongs to the whole registration, not to one loader");
 }
