@@ -214,9 +214,57 @@ void Engine::ranges_round(const Jobs& jobs) {
     for (size_t i = 0; i < jobs.size(); ++i)
         for (const LoaderRun& l : jobs[i]->loaders)
             snaps[i].push_back(l.ranges ? l.tracker->snapshot(now) : track::Snapshot{});
+    lend_reach(jobs, snaps);
     prefetch_ranges(jobs, snaps);
     if (push_range_) push_ranges(jobs, snaps);
     if (drop_range_) drop_read_ranges(jobs, snaps);
+}
+
+// Two jobs of one order (one seed's sweep over one file) share the page
+// cache: the one behind reads what the one ahead read and pushed, and
+// those pages stay there until dropped behind it (drop_batches), so its
+// reader passes over up to 13 batches of them with no READ: more than its
+// tracker's slack. Each round lends every loader the cursors of the others
+// of its order in the same epoch (Tracker::lend_reach), where they are
+// ahead by no more than that: further ahead, what they left is dropped
+// before this job's reader gets there, and a wider window would only let
+// a stray READ carry its cursor ahead of its reader. Only between jobs
+// whose loader processes their registrations named (clairfs.register()):
+// each READ is then its own job's. Lent to jobs routed by fit, the wider
+// window let a READ of the job behind fit both, it went to the nearest, the
+// job ahead, and one of a same-seed pair fell back in 10 of 11 loaded runs
+// (README, "Two jobs reading one ranges file at once").
+void Engine::lend_reach(const Jobs& jobs,
+                        const std::vector<std::vector<track::Snapshot>>& snaps) {
+    if (jobs.size() < 2) return;
+    for (size_t i = 0; i < jobs.size(); ++i)
+        for (size_t k = 0; k < jobs[i]->loaders.size(); ++k) {
+            const LoaderRun& from = jobs[i]->loaders[k];
+            const track::Snapshot& fs = snaps[i][k];
+            if (!jobs[i]->loader_named.load(std::memory_order_relaxed) || !from.ranges ||
+                fs.mode != track::Mode::clairvoyant)
+                continue;
+            for (size_t j = 0; j < jobs.size(); ++j)
+                for (size_t m = 0; m < jobs[j]->loaders.size(); ++m) {
+                    LoaderRun& to = jobs[j]->loaders[m];
+                    if (j == i || !jobs[j]->loader_named.load(std::memory_order_relaxed) ||
+                        !to.ranges || snaps[j][m].mode != track::Mode::clairvoyant ||
+                        !same_order(from, to))
+                        continue;
+                    const uint64_t band =
+                        (drop_batches + push_batches) * to.job->spec.batch_size;
+                    const auto& ts = snaps[j][m].ranks;
+                    for (size_t r = 0; r < fs.ranks.size() && r < ts.size(); ++r) {
+                        const auto& cur = fs.ranks[r].current;
+                        if (!cur || !ts[r].current || ts[r].current->epoch != cur->epoch) continue;
+                        std::vector<uint64_t> lent = ts[r].cursors;
+                        const auto& ahead = fs.ranks[r].cursors;
+                        for (size_t w = 0; w < lent.size() && w < ahead.size(); ++w)
+                            if (ahead[w] > lent[w] && ahead[w] - lent[w] <= band) lent[w] = ahead[w];
+                        to.tracker->lend_reach(r, cur->epoch, lent);
+                    }
+                }
+        }
 }
 
 // A dataset of byte ranges larger than the memory the job may use is read

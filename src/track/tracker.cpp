@@ -203,7 +203,7 @@ bool Tracker::find_match(index::NodeId node, uint32_t pid, uint32_t family, Matc
     for (size_t i = 0; i < ranks_.size(); ++i) {
         const Rank& r = ranks_[i];
         uint64_t p;
-        if (r.current && match_in(*r.current, r.cursors, &r.taken, node, p)) {
+        if (r.current && match_in(*r.current, r.cursors, &r.taken, node, p, reach_of(r))) {
             uint64_t d = distance(l.stream_index(p), r.cursors[l.worker_of(p)]);
             if (d < best) {
                 best = d;
@@ -229,7 +229,8 @@ bool Tracker::match_slot(size_t i, index::NodeId node, uint32_t family, Match& o
     const Rank& r = ranks_[i];
     out.slot = i;
     out.in_next = false;
-    if (r.current && match_in(*r.current, r.cursors, &r.taken, node, out.position)) return true;
+    if (r.current && match_in(*r.current, r.cursors, &r.taken, node, out.position, reach_of(r)))
+        return true;
     out.in_next = true;
     return next_too && r.next && next_may_begin(r, family) &&
            match_in(*r.next, zeros_, nullptr, node, out.position);
@@ -259,8 +260,8 @@ bool Tracker::fits_next(index::NodeId node) const {
 // from far ahead; behind the cursor it reaches only positions not yet
 // taken (`taken` is null for an epoch nobody has opened).
 bool Tracker::match_in(const plan::EpochPlan& e, const std::vector<uint64_t>& cursors,
-                       const std::vector<bool>* taken, index::NodeId node,
-                       uint64_t& position) const {
+                       const std::vector<bool>* taken, index::NodeId node, uint64_t& position,
+                       const std::vector<uint64_t>* reach) const {
     if (node >= e.first_position.size()) return false;
     const plan::WorkerLayout& l = opt_.layout;
     uint64_t best = UINT64_MAX;
@@ -269,7 +270,8 @@ bool Tracker::match_in(const plan::EpochPlan& e, const std::vector<uint64_t>& cu
         uint64_t s = l.stream_index(p), c = cursors[l.worker_of(p)];
         if (s < c && (c - s > opt_.behind || !taken || p >= taken->size() || (*taken)[p]))
             continue;
-        if (s >= c && s - c > slack_) continue;
+        if (s >= c && s - c > slack_ && !(reach && s <= (*reach)[l.worker_of(p)] + slack_))
+            continue;
         uint64_t d = distance(s, c);
         if (d >= best) continue;
         best = d;
@@ -277,6 +279,22 @@ bool Tracker::match_in(const plan::EpochPlan& e, const std::vector<uint64_t>& cu
         if (best == 0) break;
     }
     return best != UINT64_MAX;
+}
+
+const std::vector<uint64_t>* Tracker::reach_of(const Rank& r) {
+    return r.current && r.reach_epoch == r.current->epoch ? &r.reach : nullptr;
+}
+
+void Tracker::lend_reach(size_t slot, uint64_t epoch, const std::vector<uint64_t>& cursors) {
+    std::lock_guard lk(mu_);
+    if (slot >= ranks_.size()) return;
+    Rank& r = ranks_[slot];
+    if (!r.current || r.current->epoch != epoch || cursors.size() != r.cursors.size()) return;
+    if (r.reach_epoch != epoch) {
+        r.reach.assign(cursors.size(), 0);
+        r.reach_epoch = epoch;
+    }
+    for (size_t w = 0; w < cursors.size(); ++w) r.reach[w] = std::max(r.reach[w], cursors[w]);
 }
 
 // How far an open at stream index s lands from its worker's cursor c.

@@ -89,6 +89,15 @@ def read(cfg):
     loader = torch.utils.data.DataLoader(ds, batch_size=cfg["batch_size"], shuffle=True,
                                          generator=g, num_workers=cfg["num_workers"],
                                          collate_fn=lambda batch: batch)
+    if "register" in cfg:
+        # As a training script does: clairfs.register() from this process,
+        # which names it as the job's loader process.
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
+            os.path.dirname(os.path.abspath(__file__)))), "python"))
+        import clairfs
+        clairfs.register(loader, root=cfg["register"]["root"], layout="ranges",
+                         manifest=cfg["register"]["manifest"], epochs=cfg["epochs"],
+                         job=cfg["register"]["job"])
     big = os.path.join(cfg["read"], "data.mdb" if cfg["kind"] == "lmdb" else "data.h5")
     for epoch in range(cfg["epochs"]):
         if cfg.get("drop"):

@@ -28,6 +28,9 @@ the 3 epochs (RAM holds the chunks).
   take only one of the threads): both finish, every sample of every epoch
   byte-identical, no push error, and both jobs clairvoyant to the end (each
   worker claimed by its own job);
+- lmdb_same_seed: the same with one seed for both jobs, each registered by
+  clairfs.register() in its own process (one order: only the registering
+  processes tell the jobs' READs apart): both clairvoyant to the end;
 - refused: bad manifests (out-of-range offsets, a missing file, overlapping
   entries, unsorted entries, a declared sample count the entries do not
   fill, a registration whose n is not the manifest's count) fail the
@@ -155,40 +158,57 @@ def case_lmdb_twice(tmp):
     a mount with 2 FUSE threads: each sample is pushed, faulted and dropped
     by both jobs' followers at about the same time, and a push from a
     READ's handler may only take one of the two threads."""
-    data, mp = ml.make_dirs(tmp, "data-twice", "mnt-twice")
+    two_jobs(tmp, "twice", SEEDS_TWICE, self_registered=False)
+
+
+def case_lmdb_same_seed(tmp):
+    """A sweep of one seed: two jobs read one LMDB in one order, each
+    registered by clairfs.register() in its own process. Their READs fit
+    both jobs at the same places; the registering process is what tells
+    them apart (credited to the nearest job, one job's reader moved the
+    other's cursors, and one of the two fell back in 3 of 12 loaded runs)."""
+    two_jobs(tmp, "same-seed", {"a": SEED, "b": SEED}, self_registered=True)
+
+
+def two_jobs(tmp, name, seeds, self_registered):
+    data, mp = ml.make_dirs(tmp, "data-" + name, "mnt-" + name)
     cfg = {"write": os.path.join(data, "env"), "kind": "lmdb", "n": 300,
            "min": 20_000, "max": 60_000}
-    sums = job(cfg, "twice write")[0]["sha1"]
+    sums = job(cfg, f"{name} write")[0]["sha1"]
     make_manifest(data, "lmdb", "ranges.txt")
     read = {"read": os.path.join(mp, "env"), "kind": "lmdb", "n": len(sums), "seed": SEED,
             "batch_size": BATCH, "num_workers": WORKERS, "epochs": EPOCHS, "drop": True}
     with ml.mounted(data, mp, "--mem", "64M", "--no-detect", "-t", "2"):
-        for name, seed in SEEDS_TWICE.items():
-            ml.register(mp, **registration(job=name, seed=seed))
-        procs = [subprocess.Popen([PY, JOB, json.dumps({**read, "seed": seed})],
+        if not self_registered:
+            for j, seed in seeds.items():
+                ml.register(mp, **registration(job=j, seed=seed))
+        reg = {j: {"register": {"root": mp, "manifest": "ranges.txt", "job": j}}
+               if self_registered else {} for j in seeds}
+        procs = [subprocess.Popen([PY, JOB, json.dumps({**read, "seed": seed, **reg[j]})],
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-                 for seed in SEEDS_TWICE.values()]
+                 for j, seed in seeds.items()]
         for k, p in enumerate(procs):
             try:
                 out, err = p.communicate(timeout=600)
             except subprocess.TimeoutExpired:
                 for q in procs:
                     q.kill()
-                ml.check(False, f"twice: job {k} still running after 600 s (a hung mount?)")
-            ml.check(p.returncode == 0, f"twice: job {k} failed ({p.returncode}): {err[-3000:]}")
+                ml.check(False, f"{name}: job {k} still running after 600 s (a hung mount?)")
+            ml.check(p.returncode == 0, f"{name}: job {k} failed ({p.returncode}): {err[-3000:]}")
             epochs = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
-            check_epochs(epochs, sums, f"twice job {k}")
+            check_epochs(epochs, sums, f"{name} job {k}")
         st = ml.status(mp)
         c = st["chunks"]
-        ml.check(c["pushed"]["errors"] == 0, f"twice: push errors: {c['pushed']}")
-        # Each job's workers are claimed by their own job (three READs in a
-        # row that fit it alone), so neither job's READs move the other's
-        # cursors: both stay clairvoyant.
+        ml.check(c["pushed"]["errors"] == 0, f"{name}: push errors: {c['pushed']}")
+        # Each job's workers are its own: bound at registration to the
+        # process that registered it, or else claimed by three READs in a
+        # row that fit their job alone. Neither job's READs move the
+        # other's cursors: both stay clairvoyant.
         modes = {j["id"]: [(ld["mode"], ld.get("reason")) for ld in j["loaders"]]
                  for j in st["jobs"]}
         ml.check(all(m == "clairvoyant" for ls in modes.values() for m, _ in ls),
-                 f"twice: {modes}")
-        ml.log(f"twice: 2 jobs x {len(sums)} samples x {EPOCHS} epochs byte-identical with 2 "
+                 f"{name}: {modes}")
+        ml.log(f"{name}: 2 jobs x {len(sums)} samples x {EPOCHS} epochs byte-identical with 2 "
                f"FUSE threads; {c['pushed']['samples']} pushed, {c['dropped']} dropped, "
                f"modes {[ld['mode'] for j in st['jobs'] for ld in j['loaders']]}")
 
@@ -250,7 +270,8 @@ def main():
     def cases():
         with ml.temp_dir() as tmp:
             ml.run_cases(*[(c.__name__[5:], (lambda c: lambda: c(tmp))(c))
-                           for c in (case_refused, case_lmdb, case_hdf5, case_lmdb_twice)])
+                           for c in (case_refused, case_lmdb, case_hdf5, case_lmdb_twice,
+                                     case_lmdb_same_seed)])
     ml.run_test(cases)
 
 

@@ -385,7 +385,7 @@ private:
     // (src/prefetch/range_reads.cpp).
     void prefetch_ranges(const Jobs& jobs, const std::vector<std::vector<track::Snapshot>>& snaps);
     // Every scheduler wake-up while a ranges job is registered: snapshots
-    // its loaders, then prefetch_ranges(), push_ranges() and
+    // its loaders, then lend_reach(), prefetch_ranges(), push_ranges() and
     // drop_read_ranges().
     void ranges_round(const Jobs& jobs);
     // The samples each worker reads in its next three batches whose chunks
@@ -394,6 +394,8 @@ private:
     // Pushes `sample`'s pages from offset `from` on, for epoch `tag` - 1.
     void push_rest(RangeFollow& rf, uint32_t sample, uint64_t from, uint32_t tag);
     void drop_read_ranges(const Jobs& jobs, const std::vector<std::vector<track::Snapshot>>& snaps);
+    // Tells each ranges loader where the others of its order are (Tracker::lend_reach).
+    void lend_reach(const Jobs& jobs, const std::vector<std::vector<track::Snapshot>>& snaps);
     void count_push(int rc, uint64_t bytes);
     // Loaders over byte ranges among the jobs: while 0, a READ costs no lookup.
     std::atomic<uint32_t> range_loaders_{0};

@@ -209,6 +209,14 @@ public:
 
     Snapshot snapshot(Clock::time_point now) const;
     Mode mode() const;
+    // Another job reading the same order (one seed's sweep over one file:
+    // Engine::lend_reach) has its rank `slot`'s workers at `cursors` in
+    // epoch `epoch`. What it read and pushed stays in the page cache a
+    // while, so this job's reader, behind it, passes over those samples
+    // with no READ: its next READ may land up to the slack past the other
+    // job's cursors, not only past its own. For the current epoch only;
+    // the furthest lent so far counts.
+    void lend_reach(size_t slot, uint64_t epoch, const std::vector<uint64_t>& cursors);
     // Falls back for good with `reason`, as a failed prediction does: the
     // engine's way out when following the job failed inside clairfs.
     void abandon(std::string reason);
@@ -236,6 +244,10 @@ private:
         ResyncFn resync;                // empty: never searched
         bool next_confirmed = false;    // `next` came from a search: its opens may begin it early
         std::deque<EpochNote> history; // begin_epoch's notes, at most 64
+        // lend_reach: per worker, how far another job of the same order
+        // has read epoch `reach_epoch` (stale once `current` moves on).
+        std::vector<uint64_t> reach;
+        uint64_t reach_epoch = UINT64_MAX;
     };
     // Opens of one loader process (a family: a worker's parent, or the
     // process itself without workers) that fit nothing, held for a search.
@@ -250,8 +262,11 @@ private:
         bool in_next; // in the rank's next epoch: the open begins it
     };
 
+    // `reach` (lend_reach), if given: positions up to it plus the slack match too.
     bool match_in(const plan::EpochPlan& e, const std::vector<uint64_t>& cursors,
-                  const std::vector<bool>* taken, index::NodeId node, uint64_t& position) const;
+                  const std::vector<bool>* taken, index::NodeId node, uint64_t& position,
+                  const std::vector<uint64_t>* reach = nullptr) const;
+    static const std::vector<uint64_t>* reach_of(const Rank& r);
     uint64_t distance(uint64_t stream_index, uint64_t cursor) const;
     bool find_match(index::NodeId node, uint32_t pid, uint32_t family, Match& out,
                     bool next_too = true) const;

@@ -85,3 +85,39 @@ TEST_CASE("match_distance: how far from its worker's cursor an open would match"
     CHECK(t.would_match(3, 5, 1));
     CHECK_FALSE(t.would_match(6, 5, 1));
 }
+
+// Two jobs of one order (a sweep of one seed over one file): the job behind
+// reads what the job ahead read and pushed from the page cache, with no
+// READ, further than its slack. The engine lends it the other job's
+// cursors (Engine::lend_reach): its next READ matches up to the slack past
+// them. Another epoch's cursors lend nothing, and a lend never reaches
+// behind this job's own cursor.
+TEST_CASE("lend_reach: a READ past the slack matches up to the slack past the cursors lent") {
+    std::vector<index::NodeId> order;
+    for (index::NodeId k = 0; k < keys; ++k) order.push_back(k);
+    auto e0 = make_plan(0, order, keys);
+    auto e1 = make_plan(1, order, keys);
+    track::Tracker t({0}, {source_of({e0, e1})}, reads_options());
+    t.wait_for_plans();
+    const uint32_t pid = 100, loader = 10;
+    REQUIRE(t.observe(0, t0, pid, loader).matched);
+    // Key 9 is 8 past the cursor (1), beyond the slack of 2: no match.
+    CHECK(t.match_distance(9, pid, loader, false) == UINT64_MAX);
+    // Lent for another epoch: nothing changes.
+    t.lend_reach(0, 1, {7});
+    CHECK(t.match_distance(9, pid, loader, false) == UINT64_MAX);
+    // The other job is at 7 in this epoch: up to 7 + 2 matches.
+    t.lend_reach(0, 0, {7});
+    CHECK(t.match_distance(9, pid, loader, false) != UINT64_MAX);
+    CHECK(t.match_distance(10, pid, loader, false) == UINT64_MAX);
+    // A lend behind the furthest one is ignored.
+    t.lend_reach(0, 0, {3});
+    track::Observation o = t.observe(9, t0, pid, loader);
+    CHECK(o.matched);
+    CHECK(o.position == 9);
+    CHECK(settled(t, t0).ranks[0].cursors[0] == 10);
+    // The next epoch starts without what was lent in this one.
+    for (index::NodeId k = 10; k < keys; ++k) REQUIRE(t.observe(k, t0, pid, loader).matched);
+    REQUIRE(t.observe(0, t0, pid, loader).new_epoch);
+    CHECK(t.match_distance(9, pid, loader, false) == UINT64_MAX);
+}
