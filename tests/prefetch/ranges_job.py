@@ -91,9 +91,8 @@ def read(cfg):
                                          collate_fn=lambda batch: batch)
     if "register" in cfg:
         # As a training script does: clairfs.register() from this process,
-        # which names it as the job's loader process.
-        sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
-            os.path.dirname(os.path.abspath(__file__)))), "python"))
+        # which names it as the job's loader process (the package comes
+        # from the source tree, on PYTHONPATH: test_ranges.py).
         import clairfs
         clairfs.register(loader, root=cfg["register"]["root"], layout="ranges",
                          manifest=cfg["register"]["manifest"], epochs=cfg["epochs"],

@@ -184,8 +184,11 @@ def two_jobs(tmp, name, seeds, self_registered):
                 ml.register(mp, **registration(job=j, seed=seed))
         reg = {j: {"register": {"root": mp, "manifest": "ranges.txt", "job": j}}
                if self_registered else {} for j in seeds}
+        # The clairfs package of this source tree, as tests/python does.
+        env = dict(os.environ, PYTHONPATH=os.path.join(ml.SOURCE_ROOT, "python"))
         procs = [subprocess.Popen([PY, JOB, json.dumps({**read, "seed": seed, **reg[j]})],
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                  env=env)
                  for j, seed in seeds.items()]
         for k, p in enumerate(procs):
             try:
