@@ -32,7 +32,7 @@ EpochEvidence unrelated_evidence(uint32_t n) {
     CpuGenerator g(0xdeadbeef);
     std::vector<Sample> prefix;
     PermPrefix().compute(n, 64, g, prefix);
-    EpochEvidence ev{{}, 64};
+    EpochEvidence ev{{}, 64, {}};
     for (uint32_t i = 0; i < 64; i += 4) ev.samples.push_back(prefix[i]);
     return ev;
 }

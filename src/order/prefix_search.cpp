@@ -2,6 +2,7 @@
 #include "clairfs/order/prefix_search.hpp"
 
 #include "evidence_check.hpp"
+#include "sampler_prefix.hpp"
 
 #include <algorithm>
 #include <array>
@@ -56,25 +57,6 @@ void PermPrefix::reset(uint32_t entries) {
     shift_ = 32 - static_cast<uint32_t>(std::countr_zero(slots_.size()));
 }
 
-namespace {
-
-// RandomSampler(replacement=True): torch.randint(n) draws random() % n each,
-// or random64() % n (high word first) where randint_draws64.
-void replacement_prefix(uint32_t n, uint32_t k, bool draws64, LazyMt19937& g,
-                        std::vector<Sample>& out) {
-    out.resize(k);
-    if (draws64) {
-        for (auto& s : out) {
-            uint64_t hi = g();
-            s = static_cast<Sample>(((hi << 32) | g()) % n);
-        }
-    } else {
-        for (auto& s : out) s = g() % n;
-    }
-}
-
-} // namespace
-
 std::optional<uint64_t> find_chain_offset(CpuGenerator chain, uint64_t max_offset, uint32_t n,
                                           bool replacement, TorchVersion v,
                                           const EpochEvidence& ev) {
@@ -96,10 +78,7 @@ std::optional<uint64_t> find_chain_offset(CpuGenerator chain, uint64_t max_offse
         for (auto& s : seeds) s = chain.random();
         LazyMt19937::seed_each(gens, seeds, words);
         for (size_t l = 0; l < lanes; ++l) {
-            if (replacement)
-                replacement_prefix(n, window, draws64, gens[l], order);
-            else
-                perm.compute(n, window, gens[l], order);
+            sampler_prefix(n, window, replacement, draws64, gens[l], perm, order);
             if (check.all_in(order)) return first + l;
             if (first + l == max_offset) return std::nullopt;
         }

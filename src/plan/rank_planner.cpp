@@ -27,6 +27,8 @@ RankPlanner::RankPlanner(const order::JobSpec& spec, const layout::Dataset& data
 std::shared_ptr<const EpochPlan> RankPlanner::next() {
     if (left_ == 0) return nullptr;
     --left_;
+    rewound_.reset();
+    deep_.reset();
     std::shared_ptr<EpochPlan> plan = pool_->take();
     plan->next_same.clear();
     plan->epoch = orders_.epoch();

@@ -19,14 +19,24 @@ bool resyncable(const order::JobSpec& s, uint32_t n) {
            order::prefix_computable(n, s.torch_version);
 }
 
+bool deep_searchable(const order::JobSpec& s, uint32_t n) {
+    return s.framework == order::Framework::pytorch && s.sampler == order::SamplerKind::random &&
+           s.generator == order::GeneratorKind::global && resyncable(s, n);
+}
+
 // Samples, not nodes: the search works on the sampler's indices. A file
 // two samples reach (a symlink) stands for the first of them.
 order::EpochEvidence RankPlanner::evidence(const ResyncRequest& req) {
     order::EpochEvidence ev;
     ev.window = req.window;
+    bool openers = req.openers.size() == req.opened.size();
+    auto keep = [&](uint32_t sample, size_t i) {
+        ev.samples.push_back(sample);
+        if (openers) ev.streams.push_back(req.openers[i]);
+    };
     if (keys_are_samples_) {
-        for (index::NodeId key : req.opened)
-            if (key < n_) ev.samples.push_back(key);
+        for (size_t i = 0; i < req.opened.size(); ++i)
+            if (req.opened[i] < n_) keep(req.opened[i], i);
         return ev;
     }
     if (node_sample_.empty()) {
@@ -34,13 +44,16 @@ order::EpochEvidence RankPlanner::evidence(const ResyncRequest& req) {
         for (uint32_t s = static_cast<uint32_t>(sample_node_.size()); s-- > 0;)
             if (sample_node_[s] != layout::no_node) node_sample_[sample_node_[s]] = s;
     }
-    for (index::NodeId node : req.opened)
+    for (size_t i = 0; i < req.opened.size(); ++i) {
+        index::NodeId node = req.opened[i];
         if (node < node_sample_.size() && node_sample_[node] != UINT32_MAX)
-            ev.samples.push_back(node_sample_[node]);
+            keep(node_sample_[node], i);
+    }
     return ev;
 }
 
 ResyncResult RankPlanner::resync(const ResyncRequest& req, uint64_t max_offset) {
+    if (req.deep_slice > 0) return resync_deep(req, max_offset);
     ResyncResult r;
     if (!resyncable(spec_, n_)) {
         r.tried = "this sampler's order cannot be searched";
@@ -50,6 +63,8 @@ ResyncResult RankPlanner::resync(const ResyncRequest& req, uint64_t max_offset) 
         r.tried = "epoch " + std::to_string(req.epoch) + " is no longer the one being planned";
         return r;
     }
+    rewound_ = req.epoch;
+    deep_.reset();
     uint64_t produced = req.epoch - spec_.start_epoch;
     order::EpochEvidence ev = evidence(req);
     if (spec_.framework == order::Framework::tensorflow)
@@ -72,7 +87,44 @@ ResyncResult RankPlanner::resync_chain(const ResyncRequest& req, const order::Ep
               std::to_string(req.epoch) + "'s predicted one";
     std::optional<uint64_t> d = order::find_chain_offset(
         orders_.seed_chain(), max_offset, n_, spec_.replacement, spec_.torch_version, ev);
+    r.deep_possible = !d;
     if (!d) return r;
+    orders_.skip_words(*d);
+    r.found = true;
+    r.words = *d;
+    return r;
+}
+
+// The deep search goes on from the words the last search of the same epoch
+// tried; the planner stays rewound to that epoch's start meanwhile (no
+// next() comes between: the tracker holds the rank's opens).
+ResyncResult RankPlanner::resync_deep(const ResyncRequest& req, uint64_t max_offset) {
+    ResyncResult r;
+    if (rewound_ != req.epoch || !deep_searchable(spec_, n_) || req.deep_last <= max_offset) {
+        r.tried = "no deep search: epoch " + std::to_string(req.epoch) +
+                  " was not searched first, or its order is not on the global chain";
+        return r;
+    }
+    if (!deep_) {
+        order::CpuGenerator chain = orders_.seed_chain();
+        chain.discard(max_offset + 1);
+        deep_first_ = max_offset + 1;
+        deep_ = std::make_unique<order::ChainScan>(chain, deep_first_, req.deep_last, n_,
+                                                   spec_.replacement, spec_.torch_version,
+                                                   evidence(req));
+    }
+    std::optional<uint64_t> d = deep_->step(req.deep_slice);
+    r.range = req.deep_last - deep_first_ + 1;
+    r.scanned = deep_->next() - deep_first_;
+    r.tried = std::to_string(req.deep_last + 1) +
+              " words along the global generator's chain from epoch " +
+              std::to_string(req.epoch) + "'s predicted seed";
+    if (!d) {
+        r.more = !deep_->done();
+        if (!r.more) deep_.reset();
+        return r;
+    }
+    deep_.reset();
     orders_.skip_words(*d);
     r.found = true;
     r.words = *d;

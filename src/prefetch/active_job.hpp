@@ -26,6 +26,8 @@ struct LoaderRun {
     // Samples as byte ranges (layout "ranges"): followed by READs; null otherwise.
     std::unique_ptr<RangeFollow> ranges;
     std::unique_ptr<std::atomic<bool>> fallback_logged = std::make_unique<std::atomic<bool>>(false);
+    // The same for the deep chain search's start (it stops the loader's prefetches).
+    std::unique_ptr<std::atomic<bool>> deep_logged = std::make_unique<std::atomic<bool>>(false);
 
     bool covering(index::NodeId id) const { return id < covers.size() && covers[id]; }
 };

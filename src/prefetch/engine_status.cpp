@@ -72,6 +72,15 @@ const char* sampler_name(order::SamplerKind k) {
     return "random";
 }
 
+// The deep search along the global chain: null if none ran.
+nlohmann::json chain_search_json(const track::Snapshot& s) {
+    if (!s.deep_searching && s.deep_range == 0) return nullptr;
+    return {{"state", s.deep_searching ? "searching" : s.draw_offset ? "found" : "not found"},
+            {"scanned", s.deep_scanned},
+            {"words", s.deep_range},
+            {"cpu_seconds", s.deep_cpu_s}};
+}
+
 } // namespace
 
 void Engine::job_status(const Active& job, nlohmann::json& out) const {
@@ -103,6 +112,9 @@ void Engine::job_status(const Active& job, nlohmann::json& out) const {
                            {"run_matched", s.run_matched},
                            {"resyncs", s.resyncs},
                            {"held_for_search", s.searching},
+                           {"draw_offset", s.draw_offset ? nlohmann::json(*s.draw_offset)
+                                                         : nlohmann::json(nullptr)},
+                           {"chain_search", chain_search_json(s)},
                            {"epochs", epochs_json(s, l.job->spec.sampler == order::SamplerKind::random &&
                                                          l.job->spec.generator ==
                                                              order::GeneratorKind::global)},

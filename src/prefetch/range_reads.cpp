@@ -58,7 +58,8 @@ void each_ranges_loader(const Engine::Jobs& jobs,
     for (size_t i = 0; i < jobs.size(); ++i)
         for (size_t k = 0; k < jobs[i]->loaders.size(); ++k) {
             LoaderRun& l = jobs[i]->loaders[k];
-            if (l.ranges && snaps[i][k].mode == track::Mode::clairvoyant && !fn(l, snaps[i][k]))
+            if (l.ranges && snaps[i][k].mode == track::Mode::clairvoyant &&
+                !snaps[i][k].deep_searching && !fn(l, snaps[i][k]))
                 return;
         }
 }

@@ -225,7 +225,16 @@ void Engine::snapshot_jobs(const Jobs& jobs, std::vector<std::vector<track::Snap
         for (LoaderRun& l : j.loaders) {
             snaps[i].push_back(l.tracker->snapshot(now));
             const track::Snapshot& snap = snaps[i].back();
-            if (snap.mode == track::Mode::clairvoyant) {
+            if (snap.mode == track::Mode::clairvoyant && snap.deep_searching) {
+                // Its order is known to be wrong until the search ends:
+                // what was queued for it goes, and nothing more is asked.
+                if (!l.deep_logged->exchange(true)) {
+                    LOG_INFO("job %s, loader '%s': its opens fit no predicted order; searching "
+                             "the global generator's chain, not prefetching meanwhile",
+                             j.id.c_str(), l.job->root.c_str());
+                    pool_->drop_queued_prefetches();
+                }
+            } else if (snap.mode == track::Mode::clairvoyant) {
                 // Its positions are samples, not files: prefetch_ranges().
                 if (!l.ranges) view.push_back(&snap);
             } else if (!l.fallback_logged->exchange(true)) {

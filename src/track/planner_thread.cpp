@@ -17,11 +17,21 @@ void Tracker::plan_loop() {
         plan_cv_.wait(lk, [&] {
             for (Rank& r : ranks_)
                 if (r.next_wanted) wanted = &r;
-            return stopping_ || wanted || !resync_queue_.empty();
+            return stopping_ || wanted || !resync_queue_.empty() || deep_;
         });
         if (stopping_) return;
         // Epochs asked for first: a search corrects the first epoch a rank
-        // has not begun, which must exist by then.
+        // has not begun, which must exist by then. A deep search's slices
+        // last: each is a fraction of a second, so neither waits long.
+        if (!wanted && resync_queue_.empty()) {
+            std::string failed = sys::contained("searching the global generator's chain",
+                                                [&] { run_deep_slice(lk); });
+            if (!failed.empty()) {
+                fall_back("could not search for the job's seed: " + failed);
+                if (deep_) finish_deep({});
+            }
+            continue;
+        }
         if (!wanted) {
             uint32_t family = resync_queue_.front();
             resync_queue_.pop_front();
@@ -61,7 +71,7 @@ void Tracker::install_next(Rank& r, std::shared_ptr<const plan::EpochPlan> plan)
 
 void Tracker::wait_for_plans() const {
     std::unique_lock lk(mu_);
-    built_cv_.wait(lk, [this] { return pending_ == 0; });
+    built_cv_.wait(lk, [this] { return pending_ == 0 && !deep_; });
 }
 
 } // namespace clairfs::track

@@ -7,6 +7,8 @@
 #include "clairfs/sys/contained.hpp"
 #include "clairfs/track/tracker.hpp"
 
+#include <algorithm>
+
 #include <cmath>
 
 namespace clairfs::track {
@@ -30,17 +32,31 @@ uint32_t Tracker::evidence_window(size_t opens) const {
     return static_cast<uint32_t>(std::min<uint64_t>(w, UINT32_MAX));
 }
 
-// Enough opens that no wrong candidate among the resync_max searched is
-// likely to have all of them in its first `window` positions by chance:
-// each does with probability about window / n, independently.
+// Enough opens that no wrong candidate among those searched is likely to
+// have all of them in its first `window` positions by chance: each does
+// with probability about window / n, independently. The deep chain search
+// tries a million times more candidates, but also wants each opener's
+// samples in the order it opened them.
 size_t Tracker::evidence_needed() const {
+    size_t m = evidence_for(opt_.resync_max + 1, false);
+    if (opt_.deep_last > opt_.resync_max && !deep_tried_)
+        m = std::max(m, evidence_for(opt_.deep_last - opt_.resync_max, true));
+    return m;
+}
+
+size_t Tracker::evidence_for(uint64_t candidates, bool ordered) const {
     uint64_t n = 0;
     for (const Rank& r : ranks_)
         if (r.current) n = std::max<uint64_t>(n, r.current->size());
-    auto candidates = static_cast<double>(opt_.resync_max + 1);
+    n = std::max<uint64_t>(n, 1);
+    auto tries = static_cast<double>(candidates);
     for (size_t m = 4; m < 64; ++m) {
-        double p = static_cast<double>(evidence_window(m)) / static_cast<double>(std::max<uint64_t>(n, 1));
-        if (p < 1 && candidates * std::pow(p, static_cast<double>(m)) < false_accept) return m;
+        double p = static_cast<double>(evidence_window(m)) / static_cast<double>(n);
+        double chance = ordered ? order::chain_false_accept(static_cast<uint32_t>(std::min<uint64_t>(n, UINT32_MAX)),
+                                                           evidence_window(m), m,
+                                                           opt_.layout.streams())
+                                : std::pow(p, static_cast<double>(m));
+        if (p < 1 && tries * chance < false_accept) return m;
     }
     return 64;
 }
@@ -83,12 +99,18 @@ void Tracker::run_resync(std::unique_lock<std::mutex>& lk, uint32_t family) {
         if (ranks_[i].resync && (slots.empty() || slots.front() != i)) slots.push_back(i);
     plan::ResyncResult result;
     bool found = false;
-    for (size_t slot : slots)
+    std::optional<size_t> deep_slot;
+    for (size_t slot : slots) {
         if ((found = resync_slot(lk, slot, ev, result))) break;
+        if (result.deep_possible && !deep_slot) deep_slot = slot;
+    }
     --pending_;
     if (found) {
         ++resyncs_;
         replay(ev, family, Clock::now());
+    } else if (!ev.tentative && mode_.load(std::memory_order_relaxed) == Mode::clairvoyant &&
+               deep_slot && begin_deep(family, *deep_slot, std::move(ev))) {
+        // Held until the deep search ends: deep_search.cpp.
     } else if (!ev.tentative && mode_.load(std::memory_order_relaxed) == Mode::clairvoyant) {
         fall_back("the first " + std::to_string(ev.opens.size()) +
                   " opens of an epoch fit no seed clairfs searched (" + result.tried +
@@ -106,6 +128,18 @@ void Tracker::run_resync(std::unique_lock<std::mutex>& lk, uint32_t family) {
 // current one if fewer of its opens fit than did not (a wrong pre_draws
 // shows in epoch 0; an epoch begun by an open that fit by chance), else
 // the next one.
+plan::ResyncRequest Tracker::resync_request(const Rank& r, const Evidence& ev) const {
+    bool redo_current = r.opened < ev.opens.size();
+    plan::ResyncRequest req;
+    req.epoch = redo_current ? r.current->epoch : r.next->epoch;
+    for (const auto& [node, pid] : ev.opens) {
+        req.opened.push_back(node);
+        req.openers.push_back(pid);
+    }
+    req.window = evidence_window(ev.opens.size());
+    return req;
+}
+
 bool Tracker::resync_slot(std::unique_lock<std::mutex>& lk, size_t slot, const Evidence& ev,
                           plan::ResyncResult& result) {
     Rank& r = ranks_[slot];
@@ -115,10 +149,7 @@ bool Tracker::resync_slot(std::unique_lock<std::mutex>& lk, size_t slot, const E
         result.tried = "nothing: rank " + std::to_string(r.rank) + " has no epoch left to correct";
         return false;
     }
-    plan::ResyncRequest req;
-    req.epoch = redo_current ? r.current->epoch : r.next->epoch;
-    for (const auto& [node, pid] : ev.opens) req.opened.push_back(node);
-    req.window = evidence_window(ev.opens.size());
+    plan::ResyncRequest req = resync_request(r, ev);
     std::shared_ptr<const plan::EpochPlan> first, second;
     plan::ResyncResult res;
     lk.unlock();
@@ -143,9 +174,17 @@ bool Tracker::resync_slot(std::unique_lock<std::mutex>& lk, size_t slot, const E
         fall_back("could not plan epoch " + std::to_string(req.epoch) + " again");
         return true;
     }
+    install_found(r, redo_current, std::move(first), std::move(second), res);
+    return true;
+}
+
+// Under mu_: the epoch a search found, in place of the predicted one.
+void Tracker::install_found(Rank& r, bool redo_current, std::shared_ptr<const plan::EpochPlan> first,
+                            std::shared_ptr<const plan::EpochPlan> second,
+                            const plan::ResyncResult& res) {
     if (res.repeat && warning_.empty())
-        warning_ = "epoch " + std::to_string(req.epoch) + " of rank " + std::to_string(r.rank) +
-                   " repeats epoch " + std::to_string(req.epoch - 1) +
+        warning_ = "epoch " + std::to_string(first->epoch) + " of rank " + std::to_string(r.rank) +
+                   " repeats epoch " + std::to_string(first->epoch - 1) +
                    "'s order: the job does not call sampler.set_epoch(epoch), so every epoch "
                    "sees the same order (clairfs follows it)";
     if (redo_current) {
@@ -166,7 +205,6 @@ bool Tracker::resync_slot(std::unique_lock<std::mutex>& lk, size_t slot, const E
         r.next = std::move(first);
         r.next_confirmed = true;
     }
-    return true;
 }
 
 // The held opens, matched now against the corrected plans, in the order

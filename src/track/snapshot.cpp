@@ -39,6 +39,12 @@ Snapshot Tracker::snapshot(Clock::time_point now) const {
     s.last_match = last_match_;
     s.resyncs = resyncs_;
     for (const auto& [family, ev] : evidence_) s.searching += ev.opens.size();
+    s.deep_searching = deep_ != nullptr;
+    s.deep_scanned = deep_ ? deep_->scanned : deep_scanned_;
+    s.deep_range = deep_ ? deep_->range : deep_range_;
+    s.deep_cpu_s = deep_ ? deep_->cpu_s : deep_cpu_s_;
+    if (deep_) s.searching += deep_->held.opens.size();
+    s.draw_offset = draw_offset_;
     s.epoch = slowest_epoch();
     s.opens = opens_;
     s.matched = matched_;

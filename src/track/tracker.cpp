@@ -108,6 +108,11 @@ bool Tracker::observe_locked(index::NodeId node, Clock::time_point now, uint32_t
         if (o.dataset_file && mode == ObserveMode::normal) count_open(false);
         return true;
     }
+    // Its family's opens wait for the deep search, matched by neither plan.
+    if (o.dataset_file && mode == ObserveMode::normal && hold_for_deep(node, pid, family)) {
+        o.deferred = true;
+        return true;
+    }
     Match m{};
     const bool next_too = mode != ObserveMode::this_epoch && mode != ObserveMode::tentative;
     if (!o.dataset_file || !find_match(node, pid, family, m, next_too) || early_start(m)) {

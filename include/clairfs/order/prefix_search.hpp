@@ -65,6 +65,11 @@ private:
 struct EpochEvidence {
     std::vector<Sample> samples;
     uint32_t window = 0;
+    // Per sample, the process that opened it; empty if unknown. Only the
+    // deep chain search (chain_scan.hpp) uses it: a DataLoader worker opens
+    // its samples one after the other, so its samples must come in the
+    // order it opened them.
+    std::vector<uint32_t> streams;
 };
 
 // Sampler random, generator global. Candidate d (0 <= d <= max_offset) means

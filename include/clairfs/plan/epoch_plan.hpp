@@ -6,6 +6,7 @@
 
 #include "clairfs/index/index.hpp"
 #include "clairfs/layout/dataset.hpp"
+#include "clairfs/order/chain_scan.hpp"
 #include "clairfs/order/epoch_orders.hpp"
 #include "clairfs/order/prefix_search.hpp"
 
@@ -83,7 +84,15 @@ class PlanPool;
 struct ResyncRequest {
     uint64_t epoch = 0;                // the epoch that came out wrong
     std::vector<index::NodeId> opened; // distinct files the loader opened, in order
+    std::vector<uint32_t> openers;     // the process of each (0 if unknown); may be empty
     uint32_t window = 0;               // how far into the epoch those opens can lie
+    // 0: the search of resync(). Otherwise one slice of this many candidates
+    // of the deep chain search (order/chain_scan.hpp) past what that search
+    // tried, up to the deep range's end: the first slice must follow a
+    // failed search of the same epoch, and each slice goes on where the
+    // last one stopped.
+    uint64_t deep_slice = 0;
+    uint64_t deep_last = 0; // the deep search's last candidate word
 };
 
 struct ResyncResult {
@@ -92,6 +101,13 @@ struct ResyncResult {
     uint64_t words = 0;  // random, global: the extra 32-bit draws found
     bool repeat = false; // distributed: the epoch repeats the one before (no set_epoch)
     std::string tried;   // what was searched, for a reason a user can act on
+    // A failed search whose order a deep chain search can look further for.
+    bool deep_possible = false;
+    // A deep slice: candidates scanned so far of the deep range, and whether
+    // any are left.
+    uint64_t scanned = 0;
+    uint64_t range = 0;
+    bool more = false;
 };
 
 // Whether the order of `spec`'s epochs can be corrected from the opens:
@@ -105,6 +121,16 @@ bool resyncable(const order::JobSpec& spec, uint32_t n);
 // tries, whatever resync_draws says. Keras's fit uses two per epoch; a
 // script that makes more than 64 between two epochs is not followed.
 inline constexpr uint64_t tf_max_iterator_offset = 64;
+
+// How far down the global generator's chain the deep search looks for a
+// RandomSampler's seed (order/chain_scan.hpp): 2^30 words, a model of about
+// a billion parameters initialised on the CPU between manual_seed and the
+// loader. About 35 s of one core at its worst (bench/RESULTS.md).
+inline constexpr uint64_t deep_chain_words = uint64_t{1} << 30;
+
+// Whether spec's epochs can be searched for deeply: a RandomSampler on the
+// global generator of torch.
+bool deep_searchable(const order::JobSpec& spec, uint32_t n);
 
 // Produces one local rank's epochs in order, from spec.start_epoch on.
 class RankPlanner {
@@ -129,6 +155,7 @@ public:
 private:
     void link_repeats(EpochPlan& plan);
     order::EpochEvidence evidence(const ResyncRequest& req);
+    ResyncResult resync_deep(const ResyncRequest& req, uint64_t max_offset);
     ResyncResult resync_chain(const ResyncRequest& req, const order::EpochEvidence& ev,
                               uint64_t max_offset);
     ResyncResult resync_distributed(const ResyncRequest& req, const order::EpochEvidence& ev,
@@ -152,6 +179,11 @@ private:
     // it from the offset), so neither map is built.
     bool keys_are_samples_;
     std::vector<uint32_t> node_sample_; // node -> its sample, built by the first resync
+    // The epoch the last search rewound to, until next() moves on: a deep
+    // search continues from there without rewinding again.
+    std::optional<uint64_t> rewound_;
+    std::unique_ptr<order::ChainScan> deep_; // the deep search under way
+    uint64_t deep_first_ = 0;
 };
 
 } // namespace clairfs::plan

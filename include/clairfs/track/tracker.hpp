@@ -75,6 +75,13 @@ struct TrackerOptions {
     std::vector<uint8_t> sample_nodes;
     // How far a search for the seed goes (ResyncFn's max_offset); 0: never.
     uint64_t resync_max = 4096;
+    // Past it, the deep chain search (plan::ResyncRequest::deep_slice) goes
+    // on up to this word, for the first epoch whose search found nothing;
+    // 0: none. Only for ranks whose search says it is possible.
+    uint64_t deep_last = 0;
+    // Candidates per slice of it: the planner thread builds the epochs asked
+    // for between slices.
+    uint64_t deep_slice = uint64_t{1} << 22;
 };
 
 // A rank's epochs in order: the next one, or nullptr after the last. Called
@@ -137,6 +144,14 @@ struct Snapshot {
     std::string warning;     // a job bug clairfs works around (a forgotten set_epoch)
     uint64_t resyncs = 0;    // epochs whose seed was found by searching
     uint64_t searching = 0;  // opens held back as evidence, not yet judged
+    // The deep chain search: under way (the prediction is not acted on
+    // meanwhile), how far it got, and the words it found past the
+    // prediction (a model's initialisation, typically).
+    bool deep_searching = false;
+    uint64_t deep_scanned = 0;
+    uint64_t deep_range = 0;
+    double deep_cpu_s = 0;
+    std::optional<uint64_t> draw_offset;
     // When an open was last matched (Clock epoch if never): of a job's
     // loaders, the one opened last is the one running.
     Clock::time_point last_match{};
@@ -220,8 +235,8 @@ public:
     // Falls back for good with `reason`, as a failed prediction does: the
     // engine's way out when following the job failed inside clairfs.
     void abandon(std::string reason);
-    // Waits until no epoch is being built: the snapshot then shows every
-    // rank's next epoch. For tests; opens never need it.
+    // Waits until no epoch is being built and no search runs: the snapshot
+    // then shows every rank's next epoch. For tests; opens never need it.
     void wait_for_plans() const;
 
 private:
@@ -288,8 +303,17 @@ private:
     size_t evidence_needed() const;
     uint32_t evidence_window(size_t opens) const;
     void run_resync(std::unique_lock<std::mutex>& lk, uint32_t family);
+    plan::ResyncRequest resync_request(const Rank& r, const Evidence& ev) const;
+    bool begin_deep(uint32_t family, size_t slot, Evidence ev);
+    bool hold_for_deep(index::NodeId node, uint32_t pid, uint32_t family);
+    void run_deep_slice(std::unique_lock<std::mutex>& lk);
+    void finish_deep(const plan::ResyncResult& res);
+    size_t evidence_for(uint64_t candidates, bool ordered) const;
     bool resync_slot(std::unique_lock<std::mutex>& lk, size_t slot, const Evidence& ev,
                      plan::ResyncResult& result);
+    void install_found(Rank& r, bool redo_current, std::shared_ptr<const plan::EpochPlan> first,
+                       std::shared_ptr<const plan::EpochPlan> second,
+                       const plan::ResyncResult& res);
     void replay(const Evidence& ev, uint32_t family, Clock::time_point now);
     void note_epoch(Rank& r);
     void plan_loop();
@@ -323,6 +347,25 @@ private:
     // next_at_end: families whose last open fitted only a next epoch.
     std::unordered_map<uint32_t, bool> next_vote_;
     std::deque<uint32_t> resync_queue_;               // families whose evidence is complete
+    // The deep chain search under way (at most one per tracker, and only
+    // the first: a job whose chain moves by millions of words again later
+    // is not one this search can follow). Its family's opens are held, not
+    // judged, until it ends; then they are matched again in order.
+    struct DeepSearch {
+        uint32_t family = 0;
+        size_t slot = 0;
+        plan::ResyncRequest req;
+        Evidence held;
+        std::unordered_map<index::NodeId, bool> seen; // held nodes, for retries
+        bool redo_current = true;
+        uint64_t scanned = 0, range = 0;
+        double cpu_s = 0;
+    };
+    std::unique_ptr<DeepSearch> deep_;
+    bool deep_tried_ = false;
+    uint64_t deep_scanned_ = 0, deep_range_ = 0; // the last deep search's, for status
+    double deep_cpu_s_ = 0;
+    std::optional<uint64_t> draw_offset_;
     std::string warning_;
     uint64_t resyncs_ = 0;
     // Lock order: mu_, then what a dropped plan's deleter takes

@@ -20,7 +20,7 @@ constexpr uint32_t big_n = 100000;
 // `count` samples spread over the first `window` positions of `order`,
 // always including the last position inside the window.
 EpochEvidence evidence_from(const std::vector<Sample>& order, uint32_t window, uint32_t count) {
-    EpochEvidence ev{{}, window};
+    EpochEvidence ev{{}, window, {}};
     uint32_t step = window / count;
     for (uint32_t i = 0; i < count; ++i) ev.samples.push_back(order.at(window - 1 - i * step));
     return ev;
@@ -208,7 +208,7 @@ TEST_CASE("evidence from the first batch of each worker, within the prefetch win
     JobSpec real = s;
     real.pre_draws += 1; // an odd shift: one float draw
     auto epoch = first_epoch(real, big_n);
-    EpochEvidence ev{{}, s.prefetch_factor * s.num_workers * s.batch_size};
+    EpochEvidence ev{{}, s.prefetch_factor * s.num_workers * s.batch_size, {}};
     std::vector<Sample> stream;
     for (uint32_t w = 0; w < s.num_workers; ++w) {
         worker_stream(epoch, s.batch_size, s.num_workers, w, stream);
@@ -219,14 +219,14 @@ TEST_CASE("evidence from the first batch of each worker, within the prefetch win
 
 TEST_CASE("impossible evidence is refused without searching") {
     JobSpec s = random_job();
-    EpochEvidence none{{}, 64};
+    EpochEvidence none{{}, 64, {}};
     CHECK(find_chain_offset(predicted_chain(s), 10, big_n, false, s.torch_version, none) == 0);
-    EpochEvidence outside{{big_n}, 64};
+    EpochEvidence outside{{big_n}, 64, {}};
     CHECK_FALSE(find_chain_offset(predicted_chain(s), 10, big_n, false, s.torch_version, outside));
-    EpochEvidence crowded{{1, 2, 3}, 2};
+    EpochEvidence crowded{{1, 2, 3}, 2, {}};
     CHECK_FALSE(find_chain_offset(predicted_chain(s), 10, big_n, false, s.torch_version, crowded));
     CHECK_FALSE(find_chain_offset(predicted_chain(s), 10, 0, true, s.torch_version, none));
-    EpochEvidence some{{1}, 64};
+    EpochEvidence some{{1}, 64, {}};
     CHECK_FALSE(find_chain_offset(predicted_chain(s), 10, randperm64_threshold, false,
                                   TorchVersion::v2_7, some));
 }
@@ -281,7 +281,7 @@ TEST_CASE("find_distributed_epoch finds a repeated epoch and a resumed offset") 
 TEST_CASE("an unshuffled DistributedSampler fits whatever the epoch") {
     JobSpec s = distributed_job(3, 1, false);
     s.shuffle = false;
-    EpochEvidence ev{{1, 4, 7}, 3};
+    EpochEvidence ev{{1, 4, 7}, 3, {}};
     std::vector<uint64_t> candidates = {9, 2};
     CHECK(find_distributed_epoch(s, 10, candidates, ev) == 9);
     ev.samples.push_back(2); // rank 1's fourth sample is the padding's 0

@@ -186,14 +186,14 @@ TEST_CASE("find_tf_iterator: the first candidate whose prefix holds the evidence
     std::vector<uint64_t> candidates(12);
     std::iota(candidates.begin(), candidates.end(), uint64_t{0});
     for (uint64_t k : {0u, 1u, 5u, 11u}) {
-        EpochEvidence ev{{all[k].begin(), all[k].begin() + 12}, 12 + 24};
+        EpochEvidence ev{{all[k].begin(), all[k].begin() + 12}, 12 + 24, {}};
         CHECK(find_tf_iterator(*o.tf(), candidates, ev) == k);
     }
-    EpochEvidence late{{all[11].begin(), all[11].begin() + 12}, 36};
+    EpochEvidence late{{all[11].begin(), all[11].begin() + 12}, 36, {}};
     std::vector<uint64_t> early = {0, 1, 2, 3};
     CHECK_FALSE(find_tf_iterator(*o.tf(), early, late));
     // Opens from far into the epoch are no prefix of any iterator.
-    EpochEvidence tail{{all[3].end() - 12, all[3].end()}, 36};
+    EpochEvidence tail{{all[3].end() - 12, all[3].end()}, 36, {}};
     CHECK_FALSE(find_tf_iterator(*o.tf(), candidates, tail));
     // An order that does not depend on the iterator is nothing to search.
     EpochOrders legacy(tf_spec({{"seed", "7"}, {"keras_version", "2.15"}}), n);

@@ -22,12 +22,13 @@ struct Job {
     std::unique_ptr<plan::RankPlanner> planner;
     std::unique_ptr<track::Tracker> tracker;
 
-    explicit Job(order::JobSpec s, uint64_t resync_max = 4096) : spec(s) {
+    explicit Job(order::JobSpec s, uint64_t resync_max = 4096, uint64_t deep_last = 0) : spec(s) {
         planner = std::make_unique<plan::RankPlanner>(spec, ds, idx);
         plan::RankPlanner* p = planner.get();
         track::TrackerOptions o;
         o.layout = {spec.batch_size, spec.num_workers};
         o.resync_max = resync_max;
+        o.deep_last = deep_last;
         o.sample_nodes.assign(idx.size(), 0);
         for (const auto& smp : ds.samples) o.sample_nodes[layout::opened_node(idx, smp)] = 1;
         std::vector<track::ResyncFn> resyncs;
@@ -54,14 +55,20 @@ struct Job {
     }
 };
 
+// A shuffle=True loader of batch 8 with 2 workers.
+order::JobSpec two_workers(uint64_t seed, uint32_t epochs) {
+    order::JobSpec s;
+    s.seed = seed;
+    s.epochs = epochs;
+    s.batch_size = 8;
+    s.num_workers = 2;
+    return s;
+}
+
 } // namespace
 
 TEST_CASE("a validation pass between epochs: the shifted epochs are found and followed") {
-    order::JobSpec s;
-    s.seed = 5;
-    s.epochs = 3;
-    s.batch_size = 8;
-    s.num_workers = 2;
+    order::JobSpec s = two_workers(5, 3);
     Job job(s);
     order::EpochOrders real(s, 480);
     std::mt19937 rng(1);
@@ -84,11 +91,7 @@ TEST_CASE("a validation pass between epochs: the shifted epochs are found and fo
 }
 
 TEST_CASE("random draws in every training step are found while within reach") {
-    order::JobSpec s;
-    s.seed = 9;
-    s.epochs = 2;
-    s.batch_size = 8;
-    s.num_workers = 2;
+    order::JobSpec s = two_workers(9, 2);
     Job job(s);
     order::EpochOrders real(s, 480);
     std::mt19937 rng(2);
@@ -105,11 +108,7 @@ TEST_CASE("random draws in every training step are found while within reach") {
 }
 
 TEST_CASE("opens beyond the search's reach fall back, saying what was searched") {
-    order::JobSpec s;
-    s.seed = 9;
-    s.epochs = 2;
-    s.batch_size = 8;
-    s.num_workers = 2;
+    order::JobSpec s = two_workers(9, 2);
     Job job(s, 100);
     order::EpochOrders real(s, 480);
     std::mt19937 rng(3);
@@ -145,4 +144,47 @@ TEST_CASE("a DistributedSampler that forgets set_epoch is followed, with a warni
     CHECK(snap.warning.find("set_epoch") != std::string::npos);
     CHECK(snap.matched == snap.opens);
     for (const auto& n : snap.ranks[0].history) CHECK(n.seed_epoch == 0u);
+}
+
+TEST_CASE("a model initialised before the loader: the deep chain search finds the seed") {
+    order::JobSpec s = two_workers(42, 2);
+    Job job(s, 4096, plan::deep_chain_words - 1);
+    order::JobSpec real_spec = s;
+    real_spec.pre_draws = 300000; // a model's parameters, one draw each
+    order::EpochOrders real(real_spec, 480);
+    std::mt19937 rng(5);
+    std::vector<order::Sample> samples;
+    for (uint32_t e = 0; e < 2; ++e) {
+        real.next(samples);
+        job.run_epoch(samples, rng, 5000 + 10 * e);
+    }
+    track::Snapshot snap = settled(*job.tracker, t0);
+    CHECK(snap.mode == track::Mode::clairvoyant);
+    REQUIRE(snap.draw_offset.has_value());
+    CHECK(*snap.draw_offset == 300000);
+    CHECK(!snap.deep_searching);
+    CHECK(snap.deep_scanned == 300000 - 4096);
+    // The opens held while it searched are matched once the seed is known.
+    CHECK(snap.matched == snap.opens);
+    CHECK(snap.searching == 0);
+    CHECK(snap.ranks[0].finished);
+}
+
+TEST_CASE("a job whose opens fit nothing down the chain falls back, saying how far it searched") {
+    order::JobSpec s = two_workers(42, 2);
+    Job job(s, 4096, (uint64_t{1} << 20) - 1);
+    order::JobSpec other = s;
+    other.seed = 43;
+    order::EpochOrders real(other, 480);
+    std::mt19937 rng(6);
+    std::vector<order::Sample> samples;
+    real.next(samples);
+    job.run_epoch(samples, rng, 6000);
+    track::Snapshot snap = settled(*job.tracker, t0);
+    CHECK(snap.mode == track::Mode::fallback);
+    CHECK(snap.reason.find("1048576 words along the global generator's chain") !=
+          std::string::npos);
+    CHECK(snap.reason.find("pre_draws") != std::string::npos);
+    CHECK(!snap.draw_offset.has_value());
+    CHECK(snap.deep_scanned == snap.deep_range);
 }
