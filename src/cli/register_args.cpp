@@ -39,6 +39,9 @@ const ExtraKey extra_keys[] = {
      "the job's name: another job may register beside it on the same mount [default]"},
     {"resync_draws", Kind::number, "N",
      "how far to search for the seed when an epoch's opens do not fit (0: never) [4096]"},
+    {"pre_draws_max", Kind::number, "N",
+     "how far down the global generator's chain to search for the first epoch's seed when its "
+     "opens do not fit: the draws a model's initialisation may make [1073741824]"},
 };
 
 bool key_kind(const std::string& key, Kind& out) {

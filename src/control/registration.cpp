@@ -162,9 +162,23 @@ std::string set_resync_draws(Registration& reg, const json& v) {
     return "";
 }
 
+// 2^32 words: about 140 s of one core (bench/RESULTS.md, "Chain search").
+std::string set_pre_draws_max(Registration& reg, const json& v) {
+    std::string text;
+    if (auto why = value_text("pre_draws_max", v, config::JsonType::number, text); !why.empty())
+        return why;
+    uint64_t d;
+    if (!config::parse_count(text, d) || d > (uint64_t{1} << 32))
+        return "invalid value for pre_draws_max: " + text +
+               " (expected an integer from 0 to 4294967296)";
+    reg.pre_draws_max = d;
+    return "";
+}
+
 std::string set_key(Registration& reg, const std::string& key, const json& v) {
     if (key == "ranks") return set_ranks(reg, v);
     if (key == "resync_draws") return set_resync_draws(reg, v);
+    if (key == "pre_draws_max") return set_pre_draws_max(reg, v);
     if (key == "root") return set_root(reg, v);
     if (key == "layout") return set_layout(reg, v);
     if (key == "manifest") return set_manifest(reg, v);

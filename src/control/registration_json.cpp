@@ -141,6 +141,7 @@ nlohmann::ordered_json loader_json(const Registration& reg) {
     j["manifest"] = reg.manifest.empty() ? nullptr : nlohmann::ordered_json(reg.manifest);
     j["n"] = reg.n ? nlohmann::ordered_json(*reg.n) : nullptr;
     j["resync_draws"] = reg.resync_draws;
+    j["pre_draws_max"] = reg.pre_draws_max;
     return j;
 }
 

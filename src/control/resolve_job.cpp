@@ -28,7 +28,7 @@ std::string resolve_job(const Registration& reg, const index::Index& idx, std::s
         if (auto why = order::validate(spec, n); !why.empty()) return why;
     }
     spec.rank = reg.ranks.front();
-    out = plan::Job{spec, reg.ranks, reg.root, std::move(ds), reg.resync_draws};
+    out = plan::Job{spec, reg.ranks, reg.root, std::move(ds), reg.resync_draws, reg.pre_draws_max};
     return "";
 }
 

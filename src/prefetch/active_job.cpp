@@ -40,8 +40,8 @@ LoaderRun make_loader(std::shared_ptr<const plan::Job> job, const index::Index& 
     topt.resync_max = max_offset;
     // Past what resync_draws asks, the deep search covers a model's
     // initialisation between manual_seed and the loader.
-    if (max_offset > 0 && plan::deep_searchable(spec, n))
-        topt.deep_last = std::max(max_offset, plan::deep_chain_words - 1);
+    if (max_offset > 0 && l.job->pre_draws_max > max_offset + 1 && plan::deep_searchable(spec, n))
+        topt.deep_last = l.job->pre_draws_max - 1;
     if (spec.framework == order::Framework::tensorflow) {
         // tf.data's parallel map starts reads in order, several at once,
         // and they finish in any order: one read stuck behind a slow open

@@ -31,6 +31,11 @@ struct Registration {
     // no prediction (32-bit draws of the global generator, or seed + epoch
     // values of a DistributedSampler); 0: never search, fall back.
     uint64_t resync_draws = 4096;
+    // How far down the global generator's chain the first epoch whose
+    // opens fit nothing is searched (a model's initialisation between
+    // manual_seed and the loader: one draw per parameter); 0: only
+    // resync_draws. RandomSampler on the global generator only.
+    uint64_t pre_draws_max = plan::deep_chain_words;
 };
 
 // The job a registration without "job" names.

@@ -9,6 +9,7 @@
 #include "clairfs/order/chain_scan.hpp"
 #include "clairfs/order/epoch_orders.hpp"
 #include "clairfs/order/prefix_search.hpp"
+#include "clairfs/plan/job.hpp"
 
 #include <cstdint>
 #include <memory>
@@ -121,12 +122,6 @@ bool resyncable(const order::JobSpec& spec, uint32_t n);
 // tries, whatever resync_draws says. Keras's fit uses two per epoch; a
 // script that makes more than 64 between two epochs is not followed.
 inline constexpr uint64_t tf_max_iterator_offset = 64;
-
-// How far down the global generator's chain the deep search looks for a
-// RandomSampler's seed (order/chain_scan.hpp): 2^30 words, a model of about
-// a billion parameters initialised on the CPU between manual_seed and the
-// loader. About 35 s of one core at its worst (bench/RESULTS.md).
-inline constexpr uint64_t deep_chain_words = uint64_t{1} << 30;
 
 // Whether spec's epochs can be searched for deeply: a RandomSampler on the
 // global generator of torch.

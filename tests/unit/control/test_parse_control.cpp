@@ -229,3 +229,15 @@ TEST_CASE("subset both registers the two datasets image_dataset_from_directory r
     REQUIRE(order::set_job_key(s, "subset", "both") == "");
     CHECK(mentions(order::validate(s, 10), "validation_of_both"));
 }
+
+TEST_CASE("pre_draws_max: how far down the chain epoch 0's seed is searched") {
+    CHECK(parsed(R"({"seed": 1})").pre_draws_max == plan::deep_chain_words);
+    CHECK(parsed(R"({"pre_draws_max": 0})").pre_draws_max == 0);
+    CHECK(parsed(R"({"pre-draws-max": 4294967296})").pre_draws_max == (uint64_t{1} << 32));
+    ControlRequest req;
+    CHECK(parse_control(R"({"pre_draws_max": 4294967297})", req)
+              .starts_with("invalid value for pre_draws_max: 4294967297 (expected an integer "
+                           "from 0 to 4294967296)"));
+    CHECK(parse_control(R"({"pre_draws_max": "5"})", req).find("pre_draws_max") !=
+          std::string::npos);
+}

@@ -104,7 +104,8 @@ TEST_CASE("the JSON has every key, in documentation order, pretty-printed") {
                                            "layout",
                                            "manifest",
                                            "n",
-                                           "resync_draws"});
+                                           "resync_draws",
+                                           "pre_draws_max"});
     // Defaults without a number are null.
     CHECK(j["epochs"].is_null());
     CHECK(j["num_samples"].is_null());
