@@ -95,6 +95,38 @@ std::string jobs_lines(const json& jobs) {
     return out;
 }
 
+// The deep search along the global chain, per loader that ran one: under
+// way (and not prefetching), found (the draws before the loader), or not.
+std::string chain_search_lines(const json& jobs) {
+    std::string out;
+    for (const auto& j : jobs)
+        for (const auto& l : j["loaders"]) {
+            const json& c = l.contains("chain_search") ? l["chain_search"] : json();
+            if (!c.is_object()) continue;
+            char buf[256];
+            std::string state = text_of(c["state"]);
+            if (state == "searching")
+                snprintf(buf, sizeof buf,
+                         "loader '%s': searching, %.0f%% of %s words (%.1f s of CPU); not "
+                         "prefetching meanwhile",
+                         text_of(l["root"]).c_str(),
+                         100 * number(c["scanned"]) / std::max(1.0, number(c["words"])),
+                         text_of(c["words"]).c_str(), number(c["cpu_seconds"]));
+            else if (state == "found")
+                snprintf(buf, sizeof buf,
+                         "loader '%s': found: the job drew %s words before it (a model's "
+                         "initialisation?), %.1f s of CPU",
+                         text_of(l["root"]).c_str(), text_of(l["draw_offset"]).c_str(),
+                         number(c["cpu_seconds"]));
+            else
+                snprintf(buf, sizeof buf, "loader '%s': no seed in %s words (%.1f s of CPU)",
+                         text_of(l["root"]).c_str(), text_of(c["words"]).c_str(),
+                         number(c["cpu_seconds"]));
+            out += line("chain search:", buf);
+        }
+    return out;
+}
+
 } // namespace
 
 std::string bytes_text(double b) {
@@ -189,7 +221,10 @@ std::string status_summary(const json& s) {
                      : "-");
         out += line("epoch:", buf);
         out += ranks_lines(status_at(s, "ranks"));
-        if (status_at(s, "jobs").is_array()) out += jobs_lines(status_at(s, "jobs"));
+        if (status_at(s, "jobs").is_array()) {
+            out += jobs_lines(status_at(s, "jobs"));
+            out += chain_search_lines(status_at(s, "jobs"));
+        }
     }
     if (const json& w = status_at(s, "warning"); w.is_string()) out += line("warning:", w.get<std::string>());
     out += detection_lines(status_at(s, "detection"));

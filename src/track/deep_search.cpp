@@ -135,11 +135,10 @@ void Tracker::finish_deep(const plan::ResyncResult& res) {
     set_thread_nice(0);
     if (res.found || mode_.load(std::memory_order_relaxed) != Mode::clairvoyant) return;
     fall_back("the first opens of epoch " + std::to_string(epoch) + " (" + std::to_string(opens) +
-              " held) fit no seed clairfs searched (" + res.tried +
-              ", enough for a model's initialisation of about a billion parameters before the "
-              "loader): " +
-              opt_.keys_hint + ", or does the job draw more than that before its loader (set "
-              "pre_draws)?");
+              " held) fit no seed clairfs searched (" + res.tried + ", pre_draws_max): " +
+              opt_.keys_hint +
+              ", or does the job draw more than that before its loader (a model initialised on "
+              "the CPU draws one or two per parameter: raise pre_draws_max, or set pre_draws)?");
 }
 
 } // namespace clairfs::track

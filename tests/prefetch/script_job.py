@@ -5,6 +5,7 @@ Debian's torch 1.13 (/usr/bin/python3) or the torch 2.x venv:
 
     torch.manual_seed(seed)
     model = nn.Linear(10, 10)                         # "pre_model": 110 draws
+    model = torchvision.models.resnet18()             # "model": "resnet18", ~22 million
     tr = DataLoader(ImageFolder(root/train), batch_size, shuffle=True, num_workers)
     va = DataLoader(ImageFolder(root/val), batch_size, shuffle=False, num_workers)
     for epoch in range(epochs):
@@ -29,7 +30,9 @@ them, "val": [...]} plus, with "status": PATH, "status_train" and
 
 Config keys (JSON, argv[1]): root (the mount or a plain directory), train
 ("train"), val ("val", or null for no val loader), seed, batch_size,
-num_workers, epochs, persistent_workers, mixup, pre_model, sampler
+num_workers, epochs, persistent_workers, mixup, pre_model, model
+("resnet18": torchvision's, 8 classes, built after the seed and trained
+one SGD step per train batch on a zero input, which draws nothing), sampler
 ("random" or "distributed"), world_size, rank, set_epoch, register (a JSON
 value this process writes to ROOT/.clairfs/control before the first epoch,
 as a job that registers itself does), status (path), gates ({"E": path}:
@@ -122,6 +125,27 @@ def wait_gate(cfg, point):
         time.sleep(0.05)
 
 
+def train_step(name):
+    """A real model built now (its initialisation draws from the global
+    generator, one or two words per parameter), and a function that
+    trains it one step on a batch of that size. None without a model."""
+    if not name:
+        return None
+    import torchvision
+    model = getattr(torchvision.models, name)(num_classes=8)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+
+    def step(batch):
+        # A zero input and no dropout: the step draws nothing, as a CUDA
+        # model's would not from the CPU generator.
+        opt.zero_grad()
+        x = torch.zeros(batch, 3, 32, 32)
+        loss = torch.nn.functional.cross_entropy(model(x), torch.zeros(batch, dtype=torch.long))
+        loss.backward()
+        opt.step()
+    return step
+
+
 def read_status(cfg):
     with open(cfg["status"]) as f:
         return json.load(f)
@@ -150,6 +174,7 @@ def main():
     torch.manual_seed(cfg["seed"])
     if cfg.get("pre_model"):
         torch.nn.Linear(10, 10)  # initialised on the CPU from the global generator
+    step = train_step(cfg.get("model"))
     kw = dict(batch_size=cfg.get("batch_size", 8), num_workers=cfg.get("num_workers", 2),
               persistent_workers=cfg.get("persistent_workers", False))
     sampler = None
@@ -172,6 +197,8 @@ def main():
             line["train"].extend(zip(idx.tolist(), digests))
             if cfg.get("mixup"):
                 torch.randperm(len(idx))  # mixup's pairing: CPU draws every step
+            if step:
+                step(len(idx))
         if cfg.get("status"):
             line["status_train"] = read_status(cfg)
         if val is not None:

@@ -48,6 +48,14 @@ job's and each registered loader's mode "clairvoyant", match_rate >= 0.99.
   finds nothing, fallback with a reason that says what was searched
   ("searched" or "draws"), prefixed "job default, loader train: " at the
   top level; every byte of the job's and of a full re-read is right.
+- resnet18: the PyTorch examples' ImageNet script's shape: manual_seed,
+  then torchvision's resnet18 (about 22 million draws, counted here with
+  clairfs's helper), a shuffled train loader and a sequential val loader,
+  one SGD step per batch; registered with seed, batch size, workers,
+  epochs and the two roots only: the deep chain search finds the model's
+  draws in epoch 0 (draw_offset_words [draws, 0, 0], chain_search
+  "found"), every held open is matched, both loaders clairvoyant after
+  every pass, and epochs 1 and 2 read no file from the backing store;
 - detected [2.x]: a DistributedSampler script (world 2, rank 1) that
   registers nothing is recognised from its first opens (issue 16):
   registered "detected" with its sampler, world size, rank, seed + epoch,
@@ -689,7 +697,9 @@ def case_no_candidate(data, py, torch_want, what):
     c = Checks(what)
     epochs_run = 2
     with ml.mounted(data.backing, mp, "--mem", "256M"):
-        reg = registration(py != TORCH_1_13, seed=SEED + 1, epochs=epochs_run)
+        # The deep search ends at 2^20 words: a fallback within milliseconds.
+        reg = registration(py != TORCH_1_13, seed=SEED + 1, epochs=epochs_run,
+                           pre_draws_max=1 << 20)
         cfg = job_config(mp, epochs=epochs_run, register=reg)
         with jobs_killed_on_exit([Job(py, cfg, what)]) as jobs:
             header, epochs = jobs[0].finish()
@@ -708,6 +718,56 @@ def case_no_candidate(data, py, torch_want, what):
         files = sum(len(f) for _, _, f in os.walk(data.backing))
         c(read_all(mp, data.backing) == files, "the re-read missed files")
         ml.log(f"{what}: {reason!r}")
+    c.done()
+
+
+def model_draws(name):
+    """The global generator's 32-bit draws torch 1.13 makes building
+    torchvision's `name` (8 classes) after manual_seed(SEED), as clairfs's
+    Python helper reads them from the generator's state."""
+    code = ("import sys, torch, torchvision; torch.manual_seed(int(sys.argv[1])); "
+            "getattr(torchvision.models, sys.argv[2])(num_classes=8); "
+            "from clairfs._generator import draws_since_seed; print(draws_since_seed(torch)[1])")
+    env = dict(os.environ, PYTHONPATH=os.path.join(ml.SOURCE_ROOT, "python"))
+    out = subprocess.run([TORCH_1_13, "-c", code, str(SEED), name], env=env, text=True,
+                         capture_output=True, timeout=300)
+    ml.check(out.returncode == 0, f"counting {name}'s draws failed: {out.stderr[-400:]}")
+    return int(out.stdout)
+
+
+def case_real_model(data, py, torch_want, what):
+    """The PyTorch examples' ImageNet script's shape: seed, then a real
+    model (resnet18: millions of draws no user can know), then a shuffled
+    train loader and a sequential val loader, registered with only what
+    the script shows. The deep chain search finds the model's draws in
+    epoch 0; every epoch is followed, and the later ones read nothing
+    from the backing store."""
+    words = model_draws("resnet18")
+    mp = mountpoint(data, what)
+    c = Checks(what)
+    with ml.mounted(data.backing, mp, "--mem", "256M"):
+        reg = {"job": "imagenet", "seed": SEED, "batch_size": BATCH, "num_workers": WORKERS,
+               "epochs": EPOCHS,
+               "loaders": [{"root": "train"}, {"root": "val", "sampler": "sequential"}]}
+        cfg = job_config(mp, model="resnet18", register=reg)
+        with jobs_killed_on_exit([Job(py, cfg, what)]) as jobs:
+            header, epochs = jobs[0].finish()
+        check_run(c, header, epochs, data, torch_want, EPOCHS)
+        check_every_snapshot(c, epochs, "imagenet", roots=("train", "val"))
+        final = epochs[-1]["status_val"] if epochs else status_now(mp)
+        check_draw_offsets(c, final, [words] + [0] * (EPOCHS - 1), "imagenet")
+        lo = find_loader(final, "imagenet", "train") or {}
+        search = lo.get("chain_search") or {}
+        c(search.get("state") == "found" and lo.get("draw_offset") == words,
+          f"chain search {search}, draw_offset {lo.get('draw_offset')}, want {words} found")
+        # The opens held while it searched were matched once it found the seed.
+        c(lo.get("run_matched") == lo.get("run_opens"),
+          f"train loader matched {lo.get('run_matched')} of {lo.get('run_opens')} opens")
+        for prev, ep in zip(epochs, epochs[1:]):
+            read = ep["status_val"]["backing"]["files"] - prev["status_val"]["backing"]["files"]
+            c(read == 0, f"epoch {ep['epoch']} read {read} files from the backing store")
+        ml.log(f"{what}: {words} draws found in {search.get('cpu_seconds')} s of CPU "
+               f"({search.get('scanned')} words scanned), backing {final['backing']['files']} files")
     c.done()
 
 
@@ -754,6 +814,7 @@ def test():
         add(case_distributed_no_set_epoch, "distributed_no_set_epoch", old)
         add(case_no_candidate, "no_candidate", old)
         add(case_detected, "detected", old)
+        add(case_real_model, "resnet18", old)
         if py2 is not None and version.split("+")[0] != pin:
             cases.append(("torch2_venv", lambda: ml.check(False, (
                 f"{VENV} has torch {version}, {REQUIREMENTS} pins {pin}: "

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
-// The human status's SSD lines say when writes were skipped (the backing
+// The human status: its SSD lines say when writes were skipped (the backing
 // store outran the SSD, so those files or chunks come from it again), and
-// say nothing of it otherwise.
+// say nothing of it otherwise; its chain search line says how far the
+// search got and what it found.
 #include "cli/status_summary.hpp"
 
 #include <doctest/doctest.h>
@@ -29,4 +30,26 @@ TEST_CASE("the SSD lines name skipped writes only when there were some") {
     CHECK(told.find("ssd:         1.0 MiB of 4.0 MiB, 3 hits, 0 errors, 5 writes skipped (the "
                     "backing store outran the SSD") != std::string::npos);
     CHECK(told.find("3 hits, 352 writes skipped") != std::string::npos);
+}
+
+TEST_CASE("the chain search's line says what it is doing, and what it found") {
+    json loader = {{"root", "train"},        {"mode", "clairvoyant"}, {"epoch", 0},
+                   {"match_rate", 1.0},      {"epochs", json::array()},
+                   {"draw_offset", nullptr}, {"chain_search", nullptr}};
+    json s = {{"mode", "clairvoyant"}, {"registered", true}, {"epoch", 0}, {"match_rate", 1.0},
+              {"jobs", {{{"id", "default"}, {"state", "active"}, {"pids", json::array()},
+                         {"loaders", {loader}}}}}};
+    CHECK(cli::status_summary(s).find("chain search") == std::string::npos);
+    json& l = s["jobs"][0]["loaders"][0];
+    l["chain_search"] = {{"state", "searching"}, {"scanned", 268435456},
+                         {"words", 1073741824}, {"cpu_seconds", 8.25}};
+    CHECK(cli::status_summary(s).find("loader 'train': searching, 25% of 1073741824 words (8.2 "
+                                      "s of CPU); not prefetching meanwhile") != std::string::npos);
+    l["chain_search"]["state"] = "found";
+    l["draw_offset"] = 22337928;
+    CHECK(cli::status_summary(s).find("loader 'train': found: the job drew 22337928 words before "
+                                      "it") != std::string::npos);
+    l["chain_search"]["state"] = "not found";
+    CHECK(cli::status_summary(s).find("loader 'train': no seed in 1073741824 words") !=
+          std::string::npos);
 }
