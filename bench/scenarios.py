@@ -71,6 +71,11 @@ Scenarios:
                         --no-one-copy: the kernel's page cache keeps the
                         files the RAM tier holds too (two copies), as
                         before issue 19's step 3.
+  clairfs-registered-blksize-1m, clairfs-ssd-registered-blksize-1m
+                        clairfs-registered and clairfs-ssd-registered with
+                        --blksize 1M: st_blksize 1 MiB, so PIL's first
+                        read() takes a sample whole (the default before
+                        st_blksize became the backing's).
   clairfs-registered-trainval
                         train/val datasets: one job with a "loaders" list,
                         the train loader then {"root": "val", "sampler":
@@ -182,7 +187,8 @@ ALL = ["local-warm", "local-budget", "direct", "copy-first", "rclone",
        "clairfs-unregistered-no-one-copy", "clairfs-registered-trainval",
        "clairfs-ssd-unregistered", "clairfs-ssd-registered", "clairfs-ssd-registered-no-open-push",
        "clairfs-ssd-staged", "clairfs-ssd-unregistered-no-drop-behind",
-       "clairfs-ssd-registered-no-drop-behind"]
+       "clairfs-ssd-registered-no-drop-behind", "clairfs-registered-blksize-1m",
+       "clairfs-ssd-registered-blksize-1m"]
 NEEDS_VAL = ("clairfs-registered-train", "clairfs-registered-trainval")
 FRAMEWORKS = ("torch", "keras", "tfrecord", "lmdb")
 # The jobs run by the frameworks interpreter, and the modules each needs.
@@ -671,7 +677,8 @@ class Bench:
             shutil.rmtree(cache, ignore_errors=True)
 
     def sc_clairfs(self, r, register=None, ssd=False, stage=False, push=False, detect=False,
-                   handover=False, open_push=True, one_copy=True, opens=None, drop_behind=True):
+                   handover=False, open_push=True, one_copy=True, opens=None, drop_behind=True,
+                   blksize=None):
         """register: None (no registration), "job" (the job as configured:
         its train loader on a train/val dataset), "trainval" (a loaders
         list: train, then val, sequential). detect: leave job detection on
@@ -698,6 +705,8 @@ class Bench:
             cmd += ["--opens", opens]
         if not drop_behind:
             cmd += ["--drop-behind", "never"]
+        if blksize:
+            cmd += ["--blksize", blksize]
         if not register and not detect and self.has_option("--no-detect"):
             cmd += ["--no-detect"]
         regs = self.registrations(register) if register else []
@@ -982,6 +991,10 @@ class Bench:
               "clairfs-registered-trainval": lambda r: self.sc_clairfs(r, "trainval"),
               "clairfs-ssd-unregistered": lambda r: self.sc_clairfs(r, ssd=True),
               "clairfs-ssd-registered": lambda r: self.sc_clairfs(r, "job", ssd=True),
+              "clairfs-registered-blksize-1m":
+                  lambda r: self.sc_clairfs(r, "job", blksize="1M"),
+              "clairfs-ssd-registered-blksize-1m":
+                  lambda r: self.sc_clairfs(r, "job", ssd=True, blksize="1M"),
               "clairfs-ssd-staged": lambda r: self.sc_clairfs(r, "job", ssd=True, stage=True),
               "clairfs-ssd-unregistered-no-drop-behind":
                   lambda r: self.sc_clairfs(r, ssd=True, drop_behind=False),

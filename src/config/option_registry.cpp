@@ -228,8 +228,8 @@ constexpr OptionSpec specs[] = {
     {"max_read", 0, OptionType::size, "SIZE", "1M",
      "largest FUSE read request (4K..1M, multiple of 4K); also the kernel readahead", set_max_read},
     {"blksize", 0, OptionType::size, "SIZE", "0",
-     "st_blksize reported for files (0 = max_read), which sets the read() size of "
-     "buffered readers such as PIL",
+     "st_blksize reported for files (0 = what the backing file system reports), which sets "
+     "the read() and peek() size of buffered readers such as PIL",
      set_blksize},
     {"cache_timeout", 0, OptionType::seconds, "SECONDS", "86400",
      "how long the kernel may cache names and attributes", set_cache_timeout},

@@ -52,7 +52,17 @@ const Node* Index::find(std::string_view relative) const {
 
 size_t Index::memory_bytes() const {
     return nodes_.capacity() * sizeof(Node) + arena_.capacity() +
-           owners_.capacity() * sizeof(Owner);
+           attrs_.capacity() * sizeof(Attrs) +
+           odd_blocks_.size() * (sizeof(NodeId) + sizeof(uint64_t) + 2 * sizeof(void*));
+}
+
+uint64_t Index::blocks(const Node& n) const {
+    uint64_t unit = attrs_[n.attrs].block_unit;
+    if (unit == 0) {
+        auto it = odd_blocks_.find(id_of(n));
+        return it == odd_blocks_.end() ? 0 : it->second;
+    }
+    return (n.size + unit - 1) / unit * (unit / 512);
 }
 
 } // namespace clairfs::index

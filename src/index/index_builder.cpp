@@ -37,7 +37,13 @@ private:
 
     Index& out_;
     std::deque<Pending> pending_;
-    std::unordered_map<uint64_t, uint32_t> owner_ids_;
+    struct AttrsHash {
+        size_t operator()(const Attrs& a) const {
+            uint64_t x = (uint64_t{a.uid} << 32 | a.gid) * 0x9e3779b97f4a7c15ULL;
+            return static_cast<size_t>(x ^ (uint64_t{a.blksize} << 20) ^ a.block_unit);
+        }
+    };
+    std::unordered_map<Attrs, uint32_t, AttrsHash> attr_ids_;
     size_t node_count_ = 0;
     size_t arena_bytes_ = 0;
 
@@ -48,11 +54,25 @@ private:
             for (auto& c : e.dir->entries) count(c);
     }
 
-    uint32_t owner_of(const RawEntry& e) {
-        uint64_t key = (uint64_t{e.uid} << 32) | e.gid;
+    // The smallest allocation unit that explains st_blocks, trying the
+    // common ones first so that files of one file system share one Attrs;
+    // 0 if none does.
+    static uint32_t block_unit(const RawEntry& e, uint64_t size) {
+        for (uint64_t unit : {uint64_t{4096}, uint64_t{e.blksize}, uint64_t{512}, uint64_t{1024},
+                              uint64_t{2048}, uint64_t{8192}, uint64_t{16384}, uint64_t{65536}}) {
+            if (unit < 512 || unit % 512 != 0 || unit > UINT32_MAX) continue;
+            if ((size + unit - 1) / unit * (unit / 512) == e.blocks) return static_cast<uint32_t>(unit);
+        }
+        return 0;
+    }
+
+    uint32_t attrs_of(const RawEntry& e, uint64_t size) {
+        Attrs a{e.uid, e.gid, e.blksize, block_unit(e, size)};
         auto [it, inserted] =
-            owner_ids_.try_emplace(key, static_cast<uint32_t>(out_.owners_.size()));
-        if (inserted) out_.owners_.push_back({e.uid, e.gid});
+            attr_ids_.try_emplace(a, static_cast<uint32_t>(out_.attrs_.size()));
+        if (inserted) out_.attrs_.push_back(a);
+        if (a.block_unit == 0 && e.blocks != 0)
+            out_.odd_blocks_.emplace(static_cast<NodeId>(out_.nodes_.size()), e.blocks);
         return it->second;
     }
 
@@ -67,7 +87,7 @@ private:
         n.mtime_sec = e.mtime_sec;
         n.mtime_nsec = e.mtime_nsec;
         n.parent = parent;
-        n.owner = owner_of(e);
+        n.attrs = attrs_of(e, n.size);
         n.nlink = 1;
         n.name_off = out_.arena_.size();
         n.name_len = static_cast<uint16_t>(e.name.size());

@@ -37,6 +37,8 @@ void fill_attrs(RawEntry& e, const struct stat& st) {
     e.mtime_nsec = static_cast<uint32_t>(st.st_mtim.tv_nsec);
     e.uid = st.st_uid;
     e.gid = st.st_gid;
+    e.blksize = static_cast<uint32_t>(st.st_blksize);
+    e.blocks = static_cast<uint64_t>(st.st_blocks);
 }
 
 class Scanner {

@@ -133,14 +133,16 @@ def small_requests(backing, mp, data):
 
 
 def option_sources(backing, mp, tmp):
-    """st_blksize follows --blksize, else max_read, from the command line,
-    -o or a --config file; the command line overrides the file."""
+    """st_blksize follows --blksize from the command line, -o or a --config
+    file (the command line overrides the file); without it, or with 0, it
+    is the backing file's, whatever max_read is."""
     cfg = os.path.join(tmp, "clairfs.json")
     with open(cfg, "w") as f:
         json.dump({"max_read": "64K", "blksize": 8192, "cache_timeout": 1.5}, f)
-    cases = [(["--max-read", "64K"], 65536), (["-o", "max_read=128K"], 131072),
+    backing_blksize = os.stat(os.path.join(backing, "f-4097")).st_blksize
+    cases = [(["--max-read", "64K"], backing_blksize), (["-o", "max_read=128K"], backing_blksize),
              (["-o", "blksize=16K,max_read=64K"], 16384), (["--config", cfg], 8192),
-             (["--config", cfg, "--blksize", "2K"], 2048), (["--blksize", "0"], MIB)]
+             (["--config", cfg, "--blksize", "2K"], 2048), (["--blksize", "0"], backing_blksize)]
     for opts, want in cases:
         with mounted(backing, mp, *opts):
             got = os.stat(os.path.join(mp, "f-4097")).st_blksize
@@ -175,7 +177,9 @@ def many_readers(backing, mp, tmp, data):
     with mounted(backing, mp, "--log-file", logfile):
         for name in data:
             st = os.stat(os.path.join(mp, name))
-            check(st.st_blksize == MIB, f"{name}: default st_blksize {st.st_blksize}")
+            want = os.stat(os.path.join(backing, name)).st_blksize
+            check(st.st_blksize == want, f"{name}: default st_blksize {st.st_blksize}, the "
+                  f"backing's {want}")
         run_threads(mp, data)
         run_processes(mp, backing)
     # The daemon's closing line counts the reads it served: evidence that

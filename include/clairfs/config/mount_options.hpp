@@ -26,7 +26,7 @@ struct MountOptions {
     unsigned threads = 16;        // FUSE worker threads (latency-bound: more than cores)
     unsigned scan_threads = 16;   // directory readers during the mount-time scan
     uint64_t max_read = 1 << 20;  // bytes per FUSE read request
-    uint64_t blksize = 0;         // st_blksize reported; 0 = max_read
+    uint64_t blksize = 0;         // st_blksize reported; 0 = the backing file's
     double cache_timeout = 86400; // kernel entry/attr cache lifetime, seconds
     double io_timeout = 60;       // longest wait for one backing or SSD read; 0 = no bound
     bool allow_other = false;
@@ -65,7 +65,6 @@ struct MountOptions {
     std::vector<uint64_t> detect_seeds; // searched deep besides the usual ones (torch's form)
     double detect_cpu = 2;       // percent of one core job detection's searches may use
 
-    uint64_t effective_blksize() const { return blksize ? blksize : max_read; }
 };
 
 } // namespace clairfs::config

@@ -10,6 +10,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace clairfs::index {
@@ -49,14 +50,19 @@ public:
     // Node at a slash-separated relative path, not following symlinks.
     const Node* find(std::string_view relative) const;
 
-    const Owner& owner(const Node& n) const { return owners_[n.owner]; }
+    const Attrs& attrs(const Node& n) const { return attrs_[n.attrs]; }
+    // st_blocks as the backing reported it at the scan.
+    uint64_t blocks(const Node& n) const;
     const IndexTotals& totals() const { return totals_; }
     size_t memory_bytes() const;
 
 private:
     std::vector<Node> nodes_;
     std::vector<char> arena_;
-    std::vector<Owner> owners_;
+    std::vector<Attrs> attrs_;
+    // st_blocks of the nodes no allocation unit explains (sparse files,
+    // data stored inline in the inode): few on any real dataset.
+    std::unordered_map<NodeId, uint64_t> odd_blocks_;
     IndexTotals totals_;
 
     friend class IndexBuilder;

@@ -22,16 +22,23 @@ struct Node {
     NodeId first_child; // directories only
     uint32_t child_count;
     uint32_t nlink; // directories: 2 + subdirectories; others 1
-    uint32_t owner; // index into Index::owners()
+    uint32_t attrs; // index into the index's shared attributes (Attrs)
     uint16_t name_len;
     uint16_t scan_errno; // a directory the scan could not read answers with this
 };
 static_assert(sizeof(Node) == 56, "keep Node compact: one per file of the dataset");
 
-struct Owner {
+// What many nodes share, kept once: the owner, the block size the backing
+// file system reports, and the unit its allocation rounds a file's size up
+// to (st_blocks is then round_up(size, unit) / 512). A program must see
+// through the mount what it sees on the backing file system: Python's
+// buffered peek() and PIL's first read() take st_blksize bytes.
+struct Attrs {
     uint32_t uid;
     uint32_t gid;
-    bool operator==(const Owner&) const = default;
+    uint32_t blksize;
+    uint32_t block_unit; // 0: st_blocks of this node is in Index::blocks' exceptions
+    bool operator==(const Attrs&) const = default;
 };
 
 } // namespace clairfs::index

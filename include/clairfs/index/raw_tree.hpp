@@ -21,6 +21,8 @@ struct RawEntry {
     uint32_t mtime_nsec = 0;
     uint32_t uid = 0;
     uint32_t gid = 0;
+    uint32_t blksize = 4096; // st_blksize
+    uint64_t blocks = 0;     // st_blocks (512-byte units)
     std::string link_target;     // symlinks: what the index will show
     std::unique_ptr<RawDir> dir; // directories: their contents
 };

@@ -35,7 +35,7 @@ TEST_CASE("defaults come from MountOptions and positionals fill the paths") {
     CHECK(a.options.backing == "/data");
     CHECK(a.options.mountpoint == "/mnt");
     CHECK(a.options.max_read == 1u << 20);
-    CHECK(a.options.effective_blksize() == 1u << 20);
+    CHECK(a.options.blksize == 0); // st_blksize as the backing reports it
     CHECK_FALSE(a.options.foreground);
     CHECK(a.options.threads == 16);
     CHECK(a.options.chunk_size == 1u << 20);
@@ -61,7 +61,7 @@ TEST_CASE("long, short, -o and = forms all reach the same fields") {
     CHECK(a.options.foreground);
     CHECK(a.options.threads == 4);
     CHECK(a.options.max_read == 64 << 10);
-    CHECK(a.options.effective_blksize() == 4096);
+    CHECK(a.options.blksize == 4096);
     CHECK(a.options.allow_other);
     CHECK(a.options.cache_timeout == doctest::Approx(2.5));
     CHECK(a.options.log_level == clairfs::log::Level::debug);

@@ -130,9 +130,9 @@ TEST_CASE("owners are shared between nodes with the same uid and gid") {
     c.uid = 0;
     auto idx = index::Index::build(tree(entries(std::move(a), std::move(b), std::move(c))));
     const auto& root = idx.node(index::root_id);
-    CHECK(idx.lookup(root, "a")->owner == idx.lookup(root, "b")->owner);
-    CHECK(idx.owner(*idx.lookup(root, "b")).uid == 1000);
-    CHECK(idx.owner(*idx.lookup(root, "c")).uid == 0);
+    CHECK(idx.lookup(root, "a")->attrs == idx.lookup(root, "b")->attrs);
+    CHECK(idx.attrs(*idx.lookup(root, "b")).uid == 1000);
+    CHECK(idx.attrs(*idx.lookup(root, "c")).uid == 0);
 }
 
 TEST_CASE("an empty tree is just the root") {
