@@ -84,8 +84,13 @@ std::string jobs_lines(const json& jobs) {
         out += line("", head);
         for (const auto& l : j["loaders"]) {
             char buf[256];
-            snprintf(buf, sizeof buf, "  loader '%s': %s, epoch %s, match rate %d%%",
-                     text_of(l["root"]).c_str(), text_of(l["mode"]).c_str(),
+            std::string name = text_of(l["root"]);
+            if (l.contains("subset") && l["subset"].is_string())
+                name += "' (" + l["subset"].get<std::string>() + ")";
+            else
+                name += "'";
+            snprintf(buf, sizeof buf, "  loader '%s: %s, epoch %s, match rate %d%%",
+                     name.c_str(), text_of(l["mode"]).c_str(),
                      text_of(l["epoch"]).c_str(),
                      static_cast<int>(number(l["match_rate"]) * 100 + 0.5));
             std::string o = offsets(l["epochs"]);

@@ -72,6 +72,24 @@ const char* sampler_name(order::SamplerKind k) {
     return "random";
 }
 
+// Which of a Keras validation_split's datasets a loader reads: "training"
+// or "validation" (subset="both" registers one loader of each, over one
+// root); null without a split.
+nlohmann::json subset_json(const order::JobSpec& s) {
+    if (s.framework != order::Framework::tensorflow) return nullptr;
+    switch (s.subset) {
+    case order::TfSubset::training:
+    case order::TfSubset::both:
+        return "training";
+    case order::TfSubset::validation:
+    case order::TfSubset::validation_of_both:
+        return "validation";
+    case order::TfSubset::none:
+        break;
+    }
+    return nullptr;
+}
+
 // The deep search along the global chain: null if none ran.
 nlohmann::json chain_search_json(const track::Snapshot& s) {
     if (!s.deep_searching && s.deep_range == 0) return nullptr;
@@ -101,6 +119,7 @@ void Engine::job_status(const Active& job, nlohmann::json& out) const {
                            {"framework", order::framework_name(l.job->spec.framework)},
                            {"sampler", tf ? nlohmann::json(nullptr)
                                           : nlohmann::json(sampler_name(l.job->spec.sampler))},
+                           {"subset", subset_json(l.job->spec)},
                            {"mode", track::mode_name(s.mode)},
                            {"reason", text_or_null(s.reason)},
                            {"warning", text_or_null(s.warning)},

@@ -53,7 +53,7 @@ bool Tracker::begin_deep(uint32_t family, size_t slot, Evidence ev) {
     d->family = family;
     d->slot = slot;
     d->req = resync_request(ranks_[slot], ev);
-    d->redo_current = ranks_[slot].opened < ev.opens.size();
+    d->redo_current = redo_current(ranks_[slot], ev);
     d->req.deep_slice = opt_.deep_slice;
     d->req.deep_last = opt_.deep_last;
     for (const auto& [node, pid] : ev.opens) d->seen.emplace(node, true);
@@ -78,7 +78,7 @@ void Tracker::run_deep_slice(std::unique_lock<std::mutex>& lk) {
     DeepSearch& d = *deep_;
     Rank& r = ranks_[d.slot];
     const plan::ResyncRequest req = d.req;
-    const bool redo_current = d.redo_current;
+    const bool redo = d.redo_current;
     if (mode_.load(std::memory_order_relaxed) != Mode::clairvoyant) {
         plan::ResyncResult gave_up;
         gave_up.tried = "stopped: the prediction was given up meanwhile";
@@ -93,7 +93,7 @@ void Tracker::run_deep_slice(std::unique_lock<std::mutex>& lk) {
         res = r.resync(req);
         if (res.found) {
             first = r.source();
-            if (redo_current && first) second = r.source();
+            if (redo && first) second = r.source();
         }
     });
     double spent = thread_cpu_s() - start;
@@ -111,7 +111,7 @@ void Tracker::run_deep_slice(std::unique_lock<std::mutex>& lk) {
     }
     if (!res.found && res.more) return;
     if (res.found) {
-        install_found(r, redo_current, std::move(first), std::move(second), res);
+        install_found(r, redo, std::move(first), std::move(second), res);
         ++resyncs_;
         draw_offset_ = res.words;
         Evidence held = std::move(d.held);

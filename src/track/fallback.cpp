@@ -3,6 +3,7 @@
 // saying why in words a user can act on.
 #include "clairfs/track/tracker.hpp"
 
+#include <algorithm>
 #include <string>
 
 namespace clairfs::track {
@@ -44,8 +45,15 @@ void Tracker::judge_unmatched(index::NodeId node) {
             match_in(*r.current, zeros_, nullptr, node, unused))
             return fall_back(forgotten_set_epoch(r.rank, r.current->epoch));
     }
+    // A job past its last epoch opens a batch at once; a stray open or
+    // two (Keras's load_img of one file after fit, a script checking a
+    // sample) is not a new epoch.
     for (const Rank& r : ranks_)
-        if (finished(r)) return fall_back(past_last_epoch(r.produced));
+        if (finished(r)) {
+            if (++past_end_opens_ >= std::max(opt_.layout.batch_size, 2u))
+                fall_back(past_last_epoch(r.produced));
+            return;
+        }
     if (opens_ >= opt_.min_opens &&
         static_cast<double>(matched_) < opt_.fallback_below * static_cast<double>(opens_))
         fall_back(low_match_rate(matched_, opens_, counted_epoch_, opt_.keys_hint));

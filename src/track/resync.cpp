@@ -65,7 +65,9 @@ size_t Tracker::evidence_for(uint64_t candidates, bool ordered) const {
 bool Tracker::hold_as_evidence(index::NodeId node, uint32_t pid, uint32_t family,
                                ObserveMode mode) {
     bool searchable = false;
-    for (const Rank& r : ranks_) searchable |= static_cast<bool>(r.resync);
+    // A rank past its last epoch has none left to correct: what it opens
+    // now is judged at once (judge_unmatched), not held.
+    for (const Rank& r : ranks_) searchable |= r.resync && !finished(r);
     if (!searchable) return false;
     if (!evidence_.contains(family) && evidence_.size() >= max_families) evidence_.clear();
     Evidence& ev = evidence_[family];
@@ -128,10 +130,21 @@ void Tracker::run_resync(std::unique_lock<std::mutex>& lk, uint32_t family) {
 // current one if fewer of its opens fit than did not (a wrong pre_draws
 // shows in epoch 0; an epoch begun by an open that fit by chance), else
 // the next one.
+// Whether the search corrects the current epoch rather than the next: one
+// whose opens fit less than the evidence did (a wrong pre_draws shows in
+// epoch 0; an epoch begun by an open that fit by chance), or a tf.data
+// iterator abandoned early. A Keras script previews a batch or two
+// (`for x in train_ds.take(1)`) before fit: each preview is an iterator of
+// its own, read a batch deep; counted as an epoch it would use up one of
+// the registered (fit) epochs.
+bool Tracker::redo_current(const Rank& r, const Evidence& ev) const {
+    return r.opened < ev.opens.size() ||
+           (r.current->tf_iterator && 2 * r.opened < r.current->size());
+}
+
 plan::ResyncRequest Tracker::resync_request(const Rank& r, const Evidence& ev) const {
-    bool redo_current = r.opened < ev.opens.size();
     plan::ResyncRequest req;
-    req.epoch = redo_current ? r.current->epoch : r.next->epoch;
+    req.epoch = redo_current(r, ev) ? r.current->epoch : r.next->epoch;
     for (const auto& [node, pid] : ev.opens) {
         req.opened.push_back(node);
         req.openers.push_back(pid);
@@ -144,8 +157,8 @@ bool Tracker::resync_slot(std::unique_lock<std::mutex>& lk, size_t slot, const E
                           plan::ResyncResult& result) {
     Rank& r = ranks_[slot];
     if (!r.resync || !r.current) return false;
-    bool redo_current = r.opened < ev.opens.size();
-    if (!redo_current && !r.next) {
+    bool redo = redo_current(r, ev);
+    if (!redo && !r.next) {
         result.tried = "nothing: rank " + std::to_string(r.rank) + " has no epoch left to correct";
         return false;
     }
@@ -160,7 +173,7 @@ bool Tracker::resync_slot(std::unique_lock<std::mutex>& lk, size_t slot, const E
         res = r.resync(req);
         if (res.found) {
             first = r.source();
-            if (redo_current && first) second = r.source();
+            if (redo && first) second = r.source();
         }
     });
     lk.lock();
@@ -174,12 +187,12 @@ bool Tracker::resync_slot(std::unique_lock<std::mutex>& lk, size_t slot, const E
         fall_back("could not plan epoch " + std::to_string(req.epoch) + " again");
         return true;
     }
-    install_found(r, redo_current, std::move(first), std::move(second), res);
+    install_found(r, redo, std::move(first), std::move(second), res);
     return true;
 }
 
 // Under mu_: the epoch a search found, in place of the predicted one.
-void Tracker::install_found(Rank& r, bool redo_current, std::shared_ptr<const plan::EpochPlan> first,
+void Tracker::install_found(Rank& r, bool redo, std::shared_ptr<const plan::EpochPlan> first,
                             std::shared_ptr<const plan::EpochPlan> second,
                             const plan::ResyncResult& res) {
     if (res.repeat && warning_.empty())
@@ -187,7 +200,7 @@ void Tracker::install_found(Rank& r, bool redo_current, std::shared_ptr<const pl
                    " repeats epoch " + std::to_string(first->epoch - 1) +
                    "'s order: the job does not call sampler.set_epoch(epoch), so every epoch "
                    "sees the same order (clairfs follows it)";
-    if (redo_current) {
+    if (redo) {
         r.current = std::move(first);
         r.next = std::move(second);
         r.source_ended = !r.next;

@@ -6,7 +6,13 @@ plain loop over the dataset). Nothing in it knows about clairfs.
 argv[1] is a JSON object: root (the train directory), seed, batch_size,
 epochs, caller ("fit" or "loop"), optionally global_seed
 (keras.utils.set_random_seed), validation_split (then the validation
-subset is passed to fit as validation_data).
+subset is passed to fit as validation_data), and the shape of the keras-io
+"image classification from scratch" example: previews (that many
+`for images, labels in train.take(1)` before fit), augment (RandomFlip and
+RandomRotation layers in a map with num_parallel_calls=AUTOTUNE, then
+prefetch(AUTOTUNE) on both datasets), after (once fit is done, one
+training file read whole, as keras.utils.load_img would, and a predict on
+an array).
 
 Each image is one pixel whose value names its file (see make_tree in the
 test), so what the job decoded proves which file's bytes it got. Prints
@@ -57,6 +63,10 @@ def main():
     else:
         train, val = keras.utils.image_dataset_from_directory(cfg["root"], **common), None
 
+    for _ in range(cfg.get("previews", 0)):
+        for images, labels in train.take(1):  # the example looks at a batch
+            pass
+
     if cfg.get("caller", "fit") == "loop":
         for e in range(cfg["epochs"]):
             out = {"epoch": e, "train": [], "val": []}
@@ -87,6 +97,13 @@ def main():
     train = train.map(tap("train"))
     if val is not None:
         val = val.map(tap("val"))
+    if cfg.get("augment"):
+        flip, rotate = keras.layers.RandomFlip("horizontal"), keras.layers.RandomRotation(0.1)
+        train = train.map(lambda img, label: (rotate(flip(img)), label),
+                          num_parallel_calls=tf.data.AUTOTUNE)
+        train = train.prefetch(tf.data.AUTOTUNE)
+        if val is not None:
+            val = val.prefetch(tf.data.AUTOTUNE)
     classes = len(os.listdir(cfg["root"]))
     model = keras.Sequential([keras.Input((1, 1, 3)), keras.layers.Flatten(),
                               keras.layers.Dense(classes)])
@@ -94,6 +111,12 @@ def main():
         from_logits=True))
     model.fit(train, validation_data=val, epochs=cfg["epochs"], verbose=0,
               callbacks=[Seen(record)])
+    if cfg.get("after"):
+        first = sorted(os.listdir(cfg["root"]))[0]
+        name = sorted(os.listdir(os.path.join(cfg["root"], first)))[0]
+        with open(os.path.join(cfg["root"], first, name), "rb") as f:  # load_img's read
+            f.read()
+        model.predict(np.zeros((1, 1, 1, 3), dtype=np.float32), verbose=0)
 
 
 if __name__ == "__main__":

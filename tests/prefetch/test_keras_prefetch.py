@@ -24,6 +24,15 @@ Cases:
   loaders, training (tf.data-shuffled, iterators 0 2 4) and
   validation_of_both (Keras does not shuffle it: the numpy order every
   epoch), both clairvoyant through every epoch, each file read once;
+- example: the keras-io "image classification from scratch" example's
+  shape: validation_split=0.2, subset="both", two take(1) previews,
+  RandomFlip/RandomRotation in an AUTOTUNE map, prefetch, fit(epochs=3,
+  validation_data), then one training file read whole (load_img) and a
+  predict; registered with what the script shows, "epochs": 3. The
+  previews (iterators 0 and 1, a batch each) use up no epoch: fit's
+  iterators 2, 4, 6 are the training loader's epochs, both loaders
+  (named training and validation in status) clairvoyant to the end, the
+  stray open after fit ends in no fallback;
 - wrong_seed: registered with seed 124 for a job using 123: no iterator
   fits, fallback with a reason naming the tf.data iterators searched; the
   job still gets every file's right bytes.
@@ -60,16 +69,16 @@ def png(i, pad):
             chunk(b"prVt", pad) + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
 
 
-def make_tree(data):
+def make_tree(data, classes=CLASSES, per_class=PER_CLASS, pad=60_000):
     """train/classCC/imgIIII.png; returns how many files."""
     rng = random.Random(3)
     n = 0
-    for c in range(CLASSES):
+    for c in range(classes):
         d = os.path.join(data, "train", f"class{c}")
         os.makedirs(d)
-        for i in range(PER_CLASS):
+        for i in range(per_class):
             with open(os.path.join(d, f"img{i:03d}.png"), "wb") as f:
-                f.write(png(n, rng.randbytes(rng.randint(1, 60_000))))
+                f.write(png(n, rng.randbytes(rng.randint(1, pad))))
             n += 1
     return n
 
@@ -194,6 +203,32 @@ def case_fit_validation(tmp, data, n):
                ", ".join(f"{i}: {loader_iterators(x)}" for i, x in enumerate(loaders)))
 
 
+def case_example(tmp, _data, _n):
+    # A preview is a batch and a little more: it is told apart from fit's
+    # first epoch only if that is enough opens to name its iterator. With
+    # 1,600 files and batch 32 clairfs needs about 11 (the example: 23,410
+    # files, batch 128, about 7).
+    data = os.path.join(tmp, "data-example")
+    n = make_tree(data, classes=2, per_class=800, pad=4000)
+    mp = os.path.join(tmp, "mnt-example")
+    val = int(0.2 * n)
+    with mounted(data, mp):
+        ml.register(mp, **registration(validation_split=0.2, subset="both", batch_size=32))
+        check_epochs(run_job(mp, "example", validation_split=0.2, previews=2, augment=True,
+                             after=True, batch_size=32), n, "example", val_share=val)
+        st = check_followed(mp, n, "example")
+        loaders = st["jobs"][0]["loaders"]
+        ml.check([x.get("subset") for x in loaders] == ["training", "validation"],
+                 f"example: loaders named {[x.get('subset') for x in loaders]}")
+        ml.check(loader_iterators(loaders[0]) == [2, 4, 6],
+                 f"example: training iterators {loader_iterators(loaders[0])}, expected 2 4 6 "
+                 f"(two previews, then fit)")
+        human = ml.clairfs("status", mp).stdout
+        ml.check("loader 'train' (training)" in human, f"example: status names no subset: {human}")
+        ml.log(f"example: iterators {loader_iterators(loaders[0])}, "
+               f"{loaders[0]['run_matched']}/{loaders[0]['run_opens']} training opens matched")
+
+
 def case_wrong_seed(tmp, data, n):
     mp = os.path.join(tmp, "mnt-wrong")
     with mounted(data, mp):
@@ -216,7 +251,7 @@ def main():
             n = make_tree(data)
             ml.run_cases(*[(c.__name__[5:], (lambda c: lambda: c(tmp, data, n))(c))
                            for c in (case_fit, case_loop_global_seed, case_fit_validation,
-                                     case_wrong_seed)])
+                                     case_example, case_wrong_seed)])
     ml.run_test(cases)
 
 

@@ -304,6 +304,7 @@ private:
     uint32_t evidence_window(size_t opens) const;
     void run_resync(std::unique_lock<std::mutex>& lk, uint32_t family);
     plan::ResyncRequest resync_request(const Rank& r, const Evidence& ev) const;
+    bool redo_current(const Rank& r, const Evidence& ev) const;
     bool begin_deep(uint32_t family, size_t slot, Evidence ev);
     bool hold_for_deep(index::NodeId node, uint32_t pid, uint32_t family);
     void run_deep_slice(std::unique_lock<std::mutex>& lk);
@@ -311,7 +312,7 @@ private:
     size_t evidence_for(uint64_t candidates, bool ordered) const;
     bool resync_slot(std::unique_lock<std::mutex>& lk, size_t slot, const Evidence& ev,
                      plan::ResyncResult& result);
-    void install_found(Rank& r, bool redo_current, std::shared_ptr<const plan::EpochPlan> first,
+    void install_found(Rank& r, bool redo, std::shared_ptr<const plan::EpochPlan> first,
                        std::shared_ptr<const plan::EpochPlan> second,
                        const plan::ResyncResult& res);
     void replay(const Evidence& ev, uint32_t family, Clock::time_point now);
@@ -368,6 +369,7 @@ private:
     std::optional<uint64_t> draw_offset_;
     std::string warning_;
     uint64_t resyncs_ = 0;
+    uint32_t past_end_opens_ = 0; // unmatched opens once a rank finished its epochs
     // Lock order: mu_, then what a dropped plan's deleter takes
     // (plan::PlanPool's leaf lock); nothing else is called with it held, the
     // sources least of all: the planner thread calls them without it.

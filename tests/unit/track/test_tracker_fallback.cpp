@@ -185,7 +185,11 @@ TEST_CASE("a job that goes past the registered epochs falls back") {
     CHECK(snap.epoch == 6);
     CHECK(snap.ranks[0].finished);
     CHECK(snap.ranks[0].frontier == snap.ranks[0].current->size());
+    // One stray open (a script loading one sample after training) is not
+    // an epoch; a batch's worth is (options(5, 0): batch 5).
     CHECK(t.observe(plans[1]->nodes[0], t0).dataset_file);
+    CHECK(t.mode() == track::Mode::clairvoyant);
+    for (uint64_t p = 1; p < 5; ++p) t.observe(plans[1]->nodes[p], t0);
     CHECK(t.mode() == track::Mode::fallback);
     CHECK(settled(t, t0).reason == "the job went past the 2 registered epochs");
 }

@@ -114,8 +114,11 @@ TEST_CASE("the last epoch: the planner finds no more, and the rank is finished")
     CHECK(calls == 3); // two at construction, one that found nothing
     CHECK(snap.ranks[0].finished);
     CHECK(snap.epoch == 2);
-    // One more open of a sample: a job past its registered epochs.
+    // A batch more of opens (options(5): batch 5): a job past its
+    // registered epochs. One alone is a stray open, not an epoch.
     t.observe(plans[0]->nodes[0], t0);
+    CHECK(t.mode() == track::Mode::clairvoyant);
+    for (size_t p = 1; p < 5; ++p) t.observe(plans[0]->nodes[p], t0);
     CHECK(t.mode() == track::Mode::fallback);
 }
 

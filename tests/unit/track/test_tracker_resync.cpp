@@ -188,3 +188,40 @@ TEST_CASE("a job whose opens fit nothing down the chain falls back, saying how f
     CHECK(!snap.draw_offset.has_value());
     CHECK(snap.deep_scanned == snap.deep_range);
 }
+
+TEST_CASE("Keras previews use up no fit epoch, and a stray open after the last is no epoch") {
+    order::JobSpec s;
+    REQUIRE(order::set_job_key(s, "framework", "tensorflow") == "");
+    s.seed = 1337;
+    s.batch_size = 16;
+    s.epochs = 3; // fit's epochs
+    Job job(s);
+    auto iterator = [&](uint64_t k) {
+        order::EpochOrders o(s, 480);
+        o.follow_tf_iterator(k, 1);
+        std::vector<order::Sample> v;
+        o.next(v);
+        return v;
+    };
+    std::mt19937 rng(7);
+    // Two `for x in train_ds.take(1)` previews: a batch and a little more
+    // of iterators 0 and 1. Then Keras 3.15's fit reads iterators 2, 4, 6.
+    for (uint64_t k : {0, 1}) {
+        std::vector<order::Sample> preview = iterator(k);
+        preview.resize(18);
+        job.run_epoch(preview, rng, 7000);
+    }
+    for (uint64_t k : {2, 4, 6}) job.run_epoch(iterator(k), rng, 7000);
+    // keras.utils.load_img of one training file after fit.
+    index::NodeId one = layout::opened_node(job.idx, job.ds.samples[iterator(2)[5]]);
+    job.tracker->observe(one, t0, 7999, 1);
+    track::Snapshot snap = settled(*job.tracker, t0);
+    INFO(snap.reason);
+    CHECK(snap.mode == track::Mode::clairvoyant);
+    CHECK(snap.ranks[0].finished);
+    CHECK(snap.ranks[0].current->epoch == 2);
+    std::vector<uint64_t> last;
+    for (const auto& n : snap.ranks[0].history) last.push_back(n.tf_iterator.value_or(99));
+    // Each preview's epoch 0 was replaced by the next iterator's.
+    CHECK(last == std::vector<uint64_t>{2, 4, 6});
+}
