@@ -71,6 +71,11 @@ Scenarios:
                         --no-one-copy: the kernel's page cache keeps the
                         files the RAM tier holds too (two copies), as
                         before issue 19's step 3.
+  clairfs-registered-wrong-seed
+                        registered with the job's seed + 1: a prediction
+                        that fails (with job.generator "global", only after
+                        the chain search to pre_draws_max), to measure
+                        what a wrong registration costs against direct.
   clairfs-registered-blksize-1m, clairfs-ssd-registered-blksize-1m
                         clairfs-registered and clairfs-ssd-registered with
                         --blksize 1M: st_blksize 1 MiB, so PIL's first
@@ -188,6 +193,7 @@ ALL = ["local-warm", "local-budget", "direct", "copy-first", "rclone",
        "clairfs-ssd-unregistered", "clairfs-ssd-registered", "clairfs-ssd-registered-no-open-push",
        "clairfs-ssd-staged", "clairfs-ssd-unregistered-no-drop-behind",
        "clairfs-ssd-registered-no-drop-behind", "clairfs-registered-blksize-1m",
+       "clairfs-registered-wrong-seed",
        "clairfs-ssd-registered-blksize-1m"]
 NEEDS_VAL = ("clairfs-registered-train", "clairfs-registered-trainval")
 FRAMEWORKS = ("torch", "keras", "tfrecord", "lmdb")
@@ -680,7 +686,8 @@ class Bench:
                    handover=False, open_push=True, one_copy=True, opens=None, drop_behind=True,
                    blksize=None):
         """register: None (no registration), "job" (the job as configured:
-        its train loader on a train/val dataset), "trainval" (a loaders
+        its train loader on a train/val dataset), "wrong" (the same with
+        another seed), "trainval" (a loaders
         list: train, then val, sequential). detect: leave job detection on
         (without a registration, a plain unregistered mount turns it off)."""
         mnt = os.path.join(self.work, "clairfs-mnt")
@@ -856,7 +863,10 @@ class Bench:
         out = []
         multi = self.cfg.get("jobs") is not None
         for spec in self.job_specs():
-            reg = self.registration(spec["seed"], spec["id"] if multi else None)
+            # "wrong": another seed than the job's, a registration that no
+            # search can correct (what it costs against reading directly).
+            seed = spec["seed"] + (1 if kind == "wrong" else 0)
+            reg = self.registration(seed, spec["id"] if multi else None)
             if kind == "trainval":
                 # Keys the loaders share at the top, per iface24.md: the train
                 # loader, then the validation pass, in the order they run.
@@ -991,6 +1001,7 @@ class Bench:
               "clairfs-registered-trainval": lambda r: self.sc_clairfs(r, "trainval"),
               "clairfs-ssd-unregistered": lambda r: self.sc_clairfs(r, ssd=True),
               "clairfs-ssd-registered": lambda r: self.sc_clairfs(r, "job", ssd=True),
+              "clairfs-registered-wrong-seed": lambda r: self.sc_clairfs(r, "wrong"),
               "clairfs-registered-blksize-1m":
                   lambda r: self.sc_clairfs(r, "job", blksize="1M"),
               "clairfs-ssd-registered-blksize-1m":
