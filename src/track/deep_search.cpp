@@ -99,6 +99,11 @@ void Tracker::run_deep_slice(std::unique_lock<std::mutex>& lk) {
     double spent = thread_cpu_s() - start;
     lk.lock();
     d.cpu_s += spent;
+    // Past the burst the slice is paid back at deep_share before the next.
+    if (d.cpu_s > opt_.deep_burst_s && opt_.deep_share > 0 && opt_.deep_share < 1)
+        d.resume_at = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                         std::chrono::duration<double>(
+                                             spent * (1 / opt_.deep_share - 1)));
     d.scanned = res.scanned;
     d.range = res.range;
     if (!failed.empty()) {

@@ -14,11 +14,19 @@ void Tracker::plan_loop() {
     std::unique_lock lk(mu_);
     while (true) {
         Rank* wanted = nullptr;
-        plan_cv_.wait(lk, [&] {
+        auto ready = [&] {
             for (Rank& r : ranks_)
                 if (r.next_wanted) wanted = &r;
-            return stopping_ || wanted || !resync_queue_.empty() || deep_;
-        });
+            return stopping_ || wanted || !resync_queue_.empty() ||
+                   (deep_ && Clock::now() >= deep_->resume_at);
+        };
+        // A deep search paced past its burst waits its turn, woken early
+        // by an epoch to build.
+        if (deep_)
+            plan_cv_.wait_until(lk, deep_->resume_at, ready);
+        else
+            plan_cv_.wait(lk, ready);
+        if (!ready()) continue;
         if (stopping_) return;
         // Epochs asked for first: a search corrects the first epoch a rank
         // has not begun, which must exist by then. A deep search's slices

@@ -82,6 +82,15 @@ struct TrackerOptions {
     // Candidates per slice of it: the planner thread builds the epochs asked
     // for between slices.
     uint64_t deep_slice = uint64_t{1} << 22;
+    // Its CPU: the first deep_burst_s seconds at once (a model of a few
+    // hundred million parameters, a ViT-L, within them), then at most
+    // deep_share of one core, as job detection's searches (--detect-cpu's
+    // default): a wrong registration must not take a core from the job for
+    // the whole search. Nice 10 alone does not hold it back: the daemon is
+    // a session of its own, and autogroup scheduling shares the CPU among
+    // sessions, not threads.
+    double deep_burst_s = 20;
+    double deep_share = 0.02;
 };
 
 // A rank's epochs in order: the next one, or nullptr after the last. Called
@@ -361,6 +370,7 @@ private:
         bool redo_current = true;
         uint64_t scanned = 0, range = 0;
         double cpu_s = 0;
+        Clock::time_point resume_at{}; // past the burst, the next slice waits until then
     };
     std::unique_ptr<DeepSearch> deep_;
     bool deep_tried_ = false;

@@ -7,6 +7,8 @@
 #include "clairfs/order/epoch_orders.hpp"
 #include "plans.hpp"
 
+#include <thread>
+
 using namespace clairfs;
 using namespace clairfs::test;
 using namespace std::chrono_literals;
@@ -22,13 +24,17 @@ struct Job {
     std::unique_ptr<plan::RankPlanner> planner;
     std::unique_ptr<track::Tracker> tracker;
 
-    explicit Job(order::JobSpec s, uint64_t resync_max = 4096, uint64_t deep_last = 0) : spec(s) {
+    explicit Job(order::JobSpec s, uint64_t resync_max = 4096, uint64_t deep_last = 0,
+                 double deep_burst_s = 20)
+        : spec(s) {
         planner = std::make_unique<plan::RankPlanner>(spec, ds, idx);
         plan::RankPlanner* p = planner.get();
         track::TrackerOptions o;
         o.layout = {spec.batch_size, spec.num_workers};
         o.resync_max = resync_max;
         o.deep_last = deep_last;
+        o.deep_burst_s = deep_burst_s;
+        o.deep_slice = 1 << 20;
         o.sample_nodes.assign(idx.size(), 0);
         for (const auto& smp : ds.samples) o.sample_nodes[layout::opened_node(idx, smp)] = 1;
         std::vector<track::ResyncFn> resyncs;
@@ -224,4 +230,31 @@ TEST_CASE("Keras previews use up no fit epoch, and a stray open after the last i
     for (const auto& n : snap.ranks[0].history) last.push_back(n.tf_iterator.value_or(99));
     // Each preview's epoch 0 was replaced by the next iterator's.
     CHECK(last == std::vector<uint64_t>{2, 4, 6});
+}
+
+TEST_CASE("past its burst the deep search waits to pay each slice back; opens stay held") {
+    order::JobSpec s = two_workers(42, 2);
+    Job job(s, 4096, (uint64_t{1} << 26) - 1, 0); // no burst: paced from the first slice
+    order::JobSpec other = s;
+    other.seed = 43; // fits nowhere: the search would run to its end
+    order::EpochOrders real(other, 480);
+    std::mt19937 rng(8);
+    std::vector<order::Sample> samples;
+    real.next(samples);
+    samples.resize(40);
+    job.run_epoch(samples, rng, 8000);
+    track::Snapshot snap = job.tracker->snapshot(t0);
+    for (int i = 0; i < 1000 && snap.deep_scanned == 0; ++i) {
+        std::this_thread::sleep_for(10ms);
+        snap = job.tracker->snapshot(t0);
+    }
+    REQUIRE(snap.deep_searching);
+    // One slice of 2^20 costs ~0.05 s of CPU, paid back at 2% in ~2.5 s:
+    // half a second later the search has not gone on.
+    std::this_thread::sleep_for(500ms);
+    snap = job.tracker->snapshot(t0);
+    CHECK(snap.deep_searching);
+    CHECK(snap.deep_scanned == uint64_t{1} << 20);
+    CHECK(snap.mode == track::Mode::clairvoyant);
+    CHECK(snap.searching > 0); // the family's opens, held meanwhile
 }
