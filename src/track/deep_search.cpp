@@ -24,8 +24,9 @@ namespace {
 // rest of its family's opens are judged as misses.
 constexpr size_t max_held = size_t{1} << 20;
 
-// The search yields the CPU to the job's own loaders: on a node whose
-// cores they keep busy, it goes on in what they leave.
+// The search yields the CPU to the job's own loaders where the scheduler
+// compares threads; under autogroup (sessions share the CPU as groups) it
+// does not, and TrackerOptions::deep_share is what bounds it.
 constexpr int deep_nice = 10;
 
 double thread_cpu_s() {
