@@ -150,35 +150,27 @@ std::string set_job(Registration& reg, const std::string& key, const json& v) {
     return "";
 }
 
-std::string set_resync_draws(Registration& reg, const json& v) {
+// How far a search goes, in draws: an integer from 0 to `max`.
+std::string set_draws(const char* key, uint64_t max, uint64_t& field, const json& v) {
     std::string text;
-    if (auto why = value_text("resync_draws", v, config::JsonType::number, text); !why.empty())
-        return why;
+    if (auto why = value_text(key, v, config::JsonType::number, text); !why.empty()) return why;
     uint64_t d;
-    // A search of 2^24 candidates takes tens of seconds of one core.
-    if (!config::parse_count(text, d) || d > (uint64_t{1} << 24))
-        return "invalid value for resync_draws: " + text + " (expected an integer from 0 to 16777216)";
-    reg.resync_draws = d;
-    return "";
-}
-
-// 2^32 words: about 140 s of one core (bench/RESULTS.md, "Chain search").
-std::string set_pre_draws_max(Registration& reg, const json& v) {
-    std::string text;
-    if (auto why = value_text("pre_draws_max", v, config::JsonType::number, text); !why.empty())
-        return why;
-    uint64_t d;
-    if (!config::parse_count(text, d) || d > (uint64_t{1} << 32))
-        return "invalid value for pre_draws_max: " + text +
-               " (expected an integer from 0 to 4294967296)";
-    reg.pre_draws_max = d;
+    if (!config::parse_count(text, d) || d > max)
+        return std::string("invalid value for ") + key + ": " + text +
+               " (expected an integer from 0 to " + std::to_string(max) + ")";
+    field = d;
     return "";
 }
 
 std::string set_key(Registration& reg, const std::string& key, const json& v) {
     if (key == "ranks") return set_ranks(reg, v);
-    if (key == "resync_draws") return set_resync_draws(reg, v);
-    if (key == "pre_draws_max") return set_pre_draws_max(reg, v);
+    // resync_draws: a search of 2^24 candidates takes tens of seconds of
+    // one core. pre_draws_max: 2^32 words, about 140 s of one core
+    // (bench/RESULTS.md, "Chain search").
+    if (key == "resync_draws")
+        return set_draws("resync_draws", uint64_t{1} << 24, reg.resync_draws, v);
+    if (key == "pre_draws_max")
+        return set_draws("pre_draws_max", uint64_t{1} << 32, reg.pre_draws_max, v);
     if (key == "root") return set_root(reg, v);
     if (key == "layout") return set_layout(reg, v);
     if (key == "manifest") return set_manifest(reg, v);
