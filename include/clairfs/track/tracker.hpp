@@ -83,7 +83,8 @@ struct TrackerOptions {
     // for between slices.
     uint64_t deep_slice = uint64_t{1} << 22;
     // Its CPU: the first deep_burst_s seconds at once (a model of a few
-    // hundred million parameters, a ViT-L, within them), then at most
+    // hundred million parameters, a ViT-L, within them) while the epoch it
+    // would save lasts, then at most
     // deep_share of one core, as job detection's searches (--detect-cpu's
     // default): a wrong registration must not take a core from the job for
     // the whole search. Nice 10 alone does not hold it back: the daemon is

@@ -258,3 +258,29 @@ TEST_CASE("past its burst the deep search waits to pay each slice back; opens st
     CHECK(snap.mode == track::Mode::clairvoyant);
     CHECK(snap.searching > 0); // the family's opens, held meanwhile
 }
+
+TEST_CASE("once the epoch it searches for is over, the deep search is paced before its end") {
+    order::JobSpec s = two_workers(42, 2);
+    // Past a tenth of the 20 s burst, with the epoch over, each slice is
+    // paid back at 2%; the whole 2^28 would take the burst and more.
+    Job job(s, 4096, (uint64_t{1} << 28) - 1);
+    order::JobSpec other = s;
+    other.seed = 43;
+    order::EpochOrders real(other, 480);
+    std::mt19937 rng(9);
+    std::vector<order::Sample> samples;
+    real.next(samples);
+    job.run_epoch(samples, rng, 9000); // the whole epoch, held
+    // Wait until it stops moving (or ends, which is the failure).
+    track::Snapshot snap = job.tracker->snapshot(t0);
+    for (int i = 0; i < 120; ++i) {
+        std::this_thread::sleep_for(500ms);
+        track::Snapshot now = job.tracker->snapshot(t0);
+        bool still = now.deep_scanned == snap.deep_scanned && now.deep_scanned > 0;
+        snap = now;
+        if (still || !snap.deep_searching) break;
+    }
+    CHECK(snap.deep_searching);
+    CHECK(snap.deep_scanned < snap.deep_range);
+    CHECK(snap.searching == 480);
+}
