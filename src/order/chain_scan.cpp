@@ -127,16 +127,7 @@ struct ChainScan::State {
     State(uint32_t n, bool replacement, TorchVersion v, const EpochEvidence& ev)
         : n(n), replacement(replacement), draws64(replacement && randint_draws64(n, v)),
           window(replacement ? ev.window : std::min(ev.window, n)), mod(n), check(ev),
-          order_check(ev), evidence(ev.samples.begin(), ev.samples.end()) {
-        std::sort(evidence.begin(), evidence.end());
-        for (Sample s : evidence) filter[bit(s) / 64] |= uint64_t{1} << (bit(s) % 64);
-    }
-
-    static uint32_t bit(Sample s) { return (s * 0x9e3779b1u) >> (32 - filter_bits_log2); }
-    bool evidence_has(Sample s) const {
-        return ((filter[bit(s) / 64] >> (bit(s) % 64)) & 1) &&
-               std::binary_search(evidence.begin(), evidence.end(), s);
-    }
+          order_check(ev) {}
 
     // The sample at position 0 of a candidate whose first draws are d0, d1.
     Sample first_sample(uint32_t d0, uint32_t d1) const {
@@ -156,9 +147,6 @@ struct ChainScan::State {
     FastMod mod;
     EvidenceCheck check;
     OrderCheck order_check;
-    std::vector<Sample> evidence; // sorted
-    static constexpr uint32_t filter_bits_log2 = 16;
-    std::array<uint64_t, (1u << filter_bits_log2) / 64> filter{};
     PermPrefix perm;
     std::vector<Sample> order;
     // One batch of candidates: their seed words and first draws.
@@ -191,7 +179,7 @@ std::optional<uint64_t> ChainScan::step(uint64_t count) {
         for (size_t i = 0; i < here; ++i) s.seeds[i] = chain_.random();
         mt19937_first_draws(s.seeds.data(), here, s.d0.data(), s.draws64 ? s.d1.data() : nullptr);
         for (size_t i = 0; i < here; ++i) {
-            if (!s.evidence_has(s.first_sample(s.d0[i], s.d1[i]))) continue;
+            if (!s.check.contains(s.first_sample(s.d0[i], s.d1[i]))) continue;
             ++full_checks_;
             if (!s.fits(s.seeds[i])) continue;
             found_ = true;

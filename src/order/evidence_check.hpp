@@ -28,6 +28,11 @@ public:
         return sorted_.size() <= window && (sorted_.empty() || sorted_.back() < n);
     }
 
+    // Whether `s` is one of the evidence samples (ChainScan's first-draw test).
+    bool contains(Sample s) const {
+        return maybe(s) && std::binary_search(sorted_.begin(), sorted_.end(), s);
+    }
+
     bool all_in(std::span<const Sample> order) {
         ++stamp_;
         size_t found = 0;
