@@ -57,7 +57,7 @@ bool Tracker::begin_deep(uint32_t family, size_t slot, Evidence ev) {
     d->redo_current = redo_current(ranks_[slot], ev);
     d->req.deep_slice = opt_.deep_slice;
     d->req.deep_last = opt_.deep_last;
-    for (const auto& [node, pid] : ev.opens) d->seen.emplace(node, true);
+    for (const auto& [node, pid] : ev.opens) d->seen.insert(node);
     d->held = std::move(ev);
     d->held.queued = false;
     deep_ = std::move(d);
@@ -70,7 +70,7 @@ bool Tracker::begin_deep(uint32_t family, size_t slot, Evidence ev) {
 bool Tracker::hold_for_deep(index::NodeId node, uint32_t pid, uint32_t family) {
     if (!deep_ || deep_->family != family) return false;
     if (deep_->held.opens.size() >= max_held) return false;
-    if (deep_->seen.emplace(node, true).second) deep_->held.opens.emplace_back(node, pid);
+    if (deep_->seen.insert(node).second) deep_->held.opens.emplace_back(node, pid);
     return true;
 }
 
@@ -99,7 +99,7 @@ void Tracker::run_deep_slice(std::unique_lock<std::mutex>& lk) {
     });
     double spent = thread_cpu_s() - start;
     lk.lock();
-    d.cpu_s += spent;
+    deep_cpu_s_ += spent;
     // Past the burst the slice is paid back at deep_share before the next.
     // So it is once the family has opened as many files as the epoch
     // holds and a tenth of the burst is spent (a resnet's offset, on any
@@ -107,14 +107,14 @@ void Tracker::run_deep_slice(std::unique_lock<std::mutex>& lk) {
     // would only take a core from the next (measured: 8.4 s against
     // 4.0 s for a CPU-bound epoch on 2 cores).
     bool epoch_over = r.current && d.held.opens.size() >= r.current->size() &&
-                      d.cpu_s > opt_.deep_burst_s / 10;
-    if ((d.cpu_s > opt_.deep_burst_s || epoch_over) && opt_.deep_share > 0 &&
+                      deep_cpu_s_ > opt_.deep_burst_s / 10;
+    if ((deep_cpu_s_ > opt_.deep_burst_s || epoch_over) && opt_.deep_share > 0 &&
         opt_.deep_share < 1)
         d.resume_at = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                          std::chrono::duration<double>(
                                              spent * (1 / opt_.deep_share - 1)));
-    d.scanned = res.scanned;
-    d.range = res.range;
+    deep_scanned_ = res.scanned;
+    deep_range_ = res.range;
     if (!failed.empty()) {
         res = {};
         res.tried = failed;
@@ -139,9 +139,6 @@ void Tracker::run_deep_slice(std::unique_lock<std::mutex>& lk) {
 
 // Under mu_: the search is over, found or not.
 void Tracker::finish_deep(const plan::ResyncResult& res) {
-    deep_scanned_ = deep_->scanned;
-    deep_range_ = deep_->range;
-    deep_cpu_s_ = deep_->cpu_s;
     size_t opens = deep_->held.opens.size();
     uint64_t epoch = deep_->req.epoch;
     deep_.reset();

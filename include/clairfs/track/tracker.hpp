@@ -27,6 +27,7 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace clairfs::track {
@@ -367,15 +368,14 @@ private:
         size_t slot = 0;
         plan::ResyncRequest req;
         Evidence held;
-        std::unordered_map<index::NodeId, bool> seen; // held nodes, for retries
+        std::unordered_set<index::NodeId> seen; // held nodes, for retries
         bool redo_current = true;
-        uint64_t scanned = 0, range = 0;
-        double cpu_s = 0;
         Clock::time_point resume_at{}; // past the burst, the next slice waits until then
     };
     std::unique_ptr<DeepSearch> deep_;
     bool deep_tried_ = false;
-    uint64_t deep_scanned_ = 0, deep_range_ = 0; // the last deep search's, for status
+    // How far the deep search got (under way or ended), for status.
+    uint64_t deep_scanned_ = 0, deep_range_ = 0;
     double deep_cpu_s_ = 0;
     std::optional<uint64_t> draw_offset_;
     std::string warning_;
