@@ -61,6 +61,20 @@ struct Job {
     }
 };
 
+// Opens of a job seeded 43 (the first `count` positions of its epoch 0)
+// by the loader process `ppid`'s workers, to a tracker registered with 42:
+// no search can explain them.
+void open_seed_43(Job& job, uint32_t rng_seed, uint32_t ppid, size_t count = SIZE_MAX) {
+    order::JobSpec other = job.spec;
+    other.seed = 43;
+    order::EpochOrders real(other, 480);
+    std::mt19937 rng(rng_seed);
+    std::vector<order::Sample> samples;
+    real.next(samples);
+    samples.resize(std::min(count, samples.size()));
+    job.run_epoch(samples, rng, ppid);
+}
+
 // A shuffle=True loader of batch 8 with 2 workers.
 order::JobSpec two_workers(uint64_t seed, uint32_t epochs) {
     order::JobSpec s;
@@ -179,13 +193,7 @@ TEST_CASE("a model initialised before the loader: the deep chain search finds th
 TEST_CASE("a job whose opens fit nothing down the chain falls back, saying how far it searched") {
     order::JobSpec s = two_workers(42, 2);
     Job job(s, 4096, (uint64_t{1} << 20) - 1);
-    order::JobSpec other = s;
-    other.seed = 43;
-    order::EpochOrders real(other, 480);
-    std::mt19937 rng(6);
-    std::vector<order::Sample> samples;
-    real.next(samples);
-    job.run_epoch(samples, rng, 6000);
+    open_seed_43(job, 6, 6000);
     track::Snapshot snap = settled(*job.tracker, t0);
     CHECK(snap.mode == track::Mode::fallback);
     CHECK(snap.reason.find("1048576 words along the global generator's chain") !=
@@ -235,14 +243,7 @@ TEST_CASE("Keras previews use up no fit epoch, and a stray open after the last i
 TEST_CASE("past its burst the deep search waits to pay each slice back; opens stay held") {
     order::JobSpec s = two_workers(42, 2);
     Job job(s, 4096, (uint64_t{1} << 26) - 1, 0); // no burst: paced from the first slice
-    order::JobSpec other = s;
-    other.seed = 43; // fits nowhere: the search would run to its end
-    order::EpochOrders real(other, 480);
-    std::mt19937 rng(8);
-    std::vector<order::Sample> samples;
-    real.next(samples);
-    samples.resize(40);
-    job.run_epoch(samples, rng, 8000);
+    open_seed_43(job, 8, 8000, 40); // fits nowhere: the search would run to its end
     track::Snapshot snap = job.tracker->snapshot(t0);
     for (int i = 0; i < 1000 && snap.deep_scanned == 0; ++i) {
         std::this_thread::sleep_for(10ms);
@@ -264,13 +265,7 @@ TEST_CASE("once the epoch it searches for is over, the deep search is paced befo
     // Past a tenth of the 20 s burst, with the epoch over, each slice is
     // paid back at 2%; the whole 2^28 would take the burst and more.
     Job job(s, 4096, (uint64_t{1} << 28) - 1);
-    order::JobSpec other = s;
-    other.seed = 43;
-    order::EpochOrders real(other, 480);
-    std::mt19937 rng(9);
-    std::vector<order::Sample> samples;
-    real.next(samples);
-    job.run_epoch(samples, rng, 9000); // the whole epoch, held
+    open_seed_43(job, 9, 9000); // the whole epoch, held
     // Wait until it stops moving (or ends, which is the failure).
     track::Snapshot snap = job.tracker->snapshot(t0);
     for (int i = 0; i < 120; ++i) {
