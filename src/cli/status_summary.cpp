@@ -190,6 +190,14 @@ std::string detection_lines(const json& d) {
         what += buf;
     }
     std::string out = line("detection:", what);
+    if (const json& c = status_at(d, "chain_search"); c.is_object()) {
+        char buf[200];
+        std::snprintf(buf, sizeof buf, "%s, %.0f of %.0f words of %.0f seeds' chains, %.1f s CPU",
+                      text_of(status_at(c, "state")).c_str(), number(status_at(c, "scanned")),
+                      number(status_at(c, "words")), number(status_at(c, "seeds")),
+                      number(status_at(c, "cpu_seconds")));
+        out += line("chain search:", buf);
+    }
     if (const json& reg = status_at(d, "registration"); reg.is_object())
         out += line("pin it:", reg.dump());
     return out;

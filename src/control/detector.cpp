@@ -11,7 +11,9 @@
 #include <ctime>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 namespace clairfs::control {
 namespace {
@@ -50,6 +52,7 @@ Detector::Detector(const index::Index& idx, DetectorOptions opt, Apply apply,
                    DropFinished drop_finished)
     : idx_(idx), opt_(std::move(opt)), apply_(std::move(apply)),
       drop_finished_(std::move(drop_finished)),
+      chain_burst_left_s_(opt_.chain_burst_s),
       budget_(opt_.cpu_share, opt_.cpu_window_s, steady_seconds()) {
     opt_.search.cancel = &cancel_;
 }
@@ -97,6 +100,10 @@ void Detector::reset() {
 }
 
 void Detector::run() {
+    // Searches are an optimisation: the job's own processes go first where
+    // the scheduler compares threads (the chain search runs for seconds).
+    // Failing that, the CPU share still bounds them.
+    setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), 10);
     std::deque<std::pair<index::NodeId, uint32_t>> batch;
     uint64_t judged_at = 0;
     for (;;) {
@@ -104,8 +111,9 @@ void Detector::run() {
         {
             std::unique_lock lk(mu_);
             // Woken by opens; once a second regardless, to notice a
-            // detected job that fell back.
-            cv_.wait_for(lk, std::chrono::seconds(1),
+            // detected job that fell back; at once while a chain search
+            // has a slice due.
+            cv_.wait_for(lk, std::chrono::duration<double>(std::min(1.0, chain_wait_s())),
                          [&] { return stop_ || reset_ || !queue_.empty(); });
             // Let the batch gather: the opens that follow within a few
             // milliseconds come with this one.
@@ -121,6 +129,13 @@ void Detector::run() {
             procs_.clear();
             candidates_.clear();
             pending_.reset();
+            chain_.reset();
+            chain_over_ = false;
+            chain_burst_left_s_ = opt_.chain_burst_s;
+            {
+                std::lock_guard lk(mu_);
+                chain_state_.clear();
+            }
             registered_ = false;
             opens_ = opens_at_search_ = judged_at = epoch_worth_ = 0;
             searched_pids_.clear();
@@ -144,7 +159,7 @@ void Detector::run() {
         take(batch);
         // A hypothesis is rechecked every few opens (each recheck computes
         // its permutation as far as the opens reach).
-        if (opens_ < judged_at + (pending_ ? 8 : 1)) continue;
+        if (opens_ < judged_at + (pending_ ? 8 : 1) && chain_wait_s() > 0) continue;
         judged_at = opens_;
         // A failure in here must not take the mount with it: detection is
         // an optimisation, and the mount serves on without it.
@@ -274,22 +289,10 @@ void Detector::round() {
             return;
         }
     }
-    // Once per generation of loader processes, or per epoch's worth of
-    // opens (a persistent or single loader process goes on into its next
-    // epoch): a search that failed is not repeated on the same evidence.
-    // A search needs a process with as many opens as a hypothesis must
-    // place (DetectOptions::min_evidence).
-    const size_t needed = opt_.search.min_evidence;
-    bool fresh = false, enough = false;
-    for (const auto& [pid, p] : procs_) {
-        if (p.opens.size() >= needed) enough = true;
-        if (p.opens.size() >= needed &&
-            !std::binary_search(searched_pids_.begin(), searched_pids_.end(), pid))
-            fresh = true;
+    if (!search_due()) {
+        if (chain_wait_s() == 0) chain_slice();
+        return;
     }
-    const uint64_t epoch_worth = epoch_worth_ ? epoch_worth_ : 1 << 20;
-    if (!enough || opens_ < 16) return;
-    if (!fresh && opens_ - opens_at_search_ < epoch_worth) return;
     // Due, and paid for by the budget, or deferred until it is (the same
     // evidence and more is searched then).
     const double now = steady_seconds();
@@ -307,6 +310,7 @@ void Detector::round() {
             LOG_DEBUG("job detection: a search is due but waits %.0f s: searches used their "
                       "share of the CPU (%g%% of one core)", std::ceil(wait),
                       opt_.cpu_share * 100);
+        if (chain_wait_s() == 0) chain_slice(); // its burst is its own
         return;
     }
     if (deferring_) {
@@ -314,7 +318,106 @@ void Detector::round() {
         deferring_ = false;
         deferred_until_ = 0;
     }
-    search();
+    if (!search() && chain_wait_s() == 0) chain_slice();
+}
+
+// Once per generation of loader processes, or per epoch's worth of opens
+// (a persistent or single loader process goes on into its next epoch): a
+// search that failed is not repeated on the same evidence. A search needs
+// a process with as many opens as a hypothesis must place
+// (DetectOptions::min_evidence).
+bool Detector::search_due() const {
+    const size_t needed = opt_.search.min_evidence;
+    bool fresh = false, enough = false;
+    for (const auto& [pid, p] : procs_) {
+        if (p.opens.size() >= needed) enough = true;
+        if (p.opens.size() >= needed &&
+            !std::binary_search(searched_pids_.begin(), searched_pids_.end(), pid))
+            fresh = true;
+    }
+    const uint64_t epoch_worth = epoch_worth_ ? epoch_worth_ : 1 << 20;
+    if (!enough || opens_ < 16) return false;
+    return fresh || opens_ - opens_at_search_ >= epoch_worth;
+}
+
+// Seconds until a chain slice may run: 0 now; a day if none is running.
+double Detector::chain_wait_s() const {
+    constexpr double never = 86400;
+    if (!chain_ || pending_ || registered_ || broken_) return never;
+    if (chain_burst_left_s_ > 0) return 0;
+    // Paid from the searches' share once the burst is spent; the account
+    // refills in time, so only a read of it here.
+    SearchBudget b = budget_;
+    return b.wait_s(steady_seconds());
+}
+
+void Detector::chain_slice() {
+    const bool burst = chain_burst_left_s_ > 0;
+    std::vector<const Candidate*> used;
+    std::vector<std::vector<order::ProcessOpens>> opens;
+    std::vector<order::ChainTarget> targets;
+    for (const auto& [r, k] : roots()) {
+        const Candidate& c = candidate(r, k);
+        if (!c.dataset) continue;
+        used.push_back(&c);
+        opens.push_back(opens_in(*c.sample_of));
+    }
+    for (size_t i = 0; i < used.size(); ++i)
+        targets.push_back({static_cast<uint32_t>(used[i]->dataset->samples.size()), opens[i]});
+    cancel_ = false;
+    const double cpu0 = thread_cpu_seconds();
+    order::DetectStats stats;
+    auto found = chain_->step(targets, opt_.chain_slice, opt_.search.min_evidence, stats, &cancel_);
+    const double cpu = thread_cpu_seconds() - cpu0;
+    if (burst)
+        chain_burst_left_s_ -= cpu;
+    else
+        budget_.spend(cpu, steady_seconds());
+    {
+        std::lock_guard lk(mu_);
+        chain_scanned_ = chain_->scanned();
+        chain_cpu_s_ += cpu;
+        search_cpu_total_s_ = budget_.spent_s() + (opt_.chain_burst_s - chain_burst_left_s_);
+        chain_state_ = "searching";
+    }
+    if (found) {
+        const Candidate& c = *used[found->target];
+        char what[200];
+        std::snprintf(what, sizeof what,
+                      "found a %s job: manual_seed(%llu), the sampler's seed %llu words down "
+                      "its chain; confirming",
+                      order::detected_sampler_name(found->job.sampler),
+                      static_cast<unsigned long long>(found->job.seed),
+                      static_cast<unsigned long long>(found->job.draw_offset));
+        {
+            std::lock_guard lk(mu_);
+            state_ = "confirming";
+            chain_state_ = "found";
+            last_result_ = what;
+        }
+        LOG_DEBUG("job detection: %s", what);
+        pending_ = std::make_unique<Pending>(
+            Pending{found->job, c.root, c.kind, c.dataset, c.sample_of});
+        if (found->job.fewest >= opt_.accept_opens) accept(found->job);
+        return;
+    }
+    if (chain_->done()) {
+        end_chain("no job along the global chains of " + std::to_string(chain_->seeds()) +
+                  " seeds (" + std::to_string(chain_->words()) + " words each) explains the opens");
+    }
+}
+
+void Detector::end_chain(const std::string& why) {
+    chain_.reset();
+    chain_over_ = true;
+    candidates_.clear();
+    {
+        std::lock_guard lk(mu_);
+        chain_state_ = "not found";
+        if (!why.empty()) last_result_ = why;
+        if (state_ == "searching") state_ = "watching";
+    }
+    if (!why.empty()) LOG_DEBUG("job detection: %s", why.c_str());
 }
 
 bool Detector::search() {
@@ -348,7 +451,9 @@ bool Detector::search() {
     budget_.spend(cpu, steady_seconds());
     for (const Candidate& c : candidates_)
         if (c.dataset) epoch_worth_ = std::max<uint64_t>(epoch_worth_, c.dataset->samples.size());
-    candidates_.clear(); // a found job's dataset lives on in pending_
+    // A found job's dataset lives on in pending_; a chain search (begun
+    // below) reads the same ones slice after slice.
+    if (found || chain_over_) candidates_.clear();
     searched_pids_.clear();
     for (const auto& [pid, p] : procs_) searched_pids_.push_back(pid); // std::map: sorted
     std::string said; // logged after the lock: no lock is held across I/O
@@ -358,7 +463,7 @@ bool Detector::search() {
         search_cpu_s_ = cpu;
         search_cpu_total_s_ = budget_.spent_s();
         if (!found) {
-            state_ = "watching";
+            state_ = chain_ ? "searching" : "watching";
             last_result_ = "no job explains the opens of " + std::to_string(procs_.size()) +
                            " processes (" + std::to_string(stats.candidates) + " candidates)";
         } else {
@@ -372,6 +477,20 @@ bool Detector::search() {
     LOG_DEBUG("job detection: %s in %.3f s", said.c_str(), cpu);
     if (!found) {
         opens_at_search_ = opens_;
+        // A shuffle=True loader without a generator of its own: its seed
+        // is somewhere down a global chain; searched deep, slice by slice.
+        if (!chain_ && !chain_over_ && !opt_.search.seeds.empty()) {
+            // Word 3 at the least: a DataLoader's iterator draws its base
+            // seed (two words) and the seed's high word before it.
+            chain_ = std::make_unique<order::ChainDetect>(opt_.search.seeds, 3, opt_.chain_words);
+            std::lock_guard lk(mu_);
+            chain_state_ = "searching";
+            chain_words_ = chain_->words();
+            chain_seeds_ = chain_->seeds();
+            state_ = "searching";
+            last_result_ += "; searching the global chains of " +
+                            std::to_string(chain_seeds_) + " seeds";
+        }
         return false;
     }
     pending_ = std::make_unique<Pending>(Pending{*found, root, kind, ds, sample_of});
@@ -415,6 +534,14 @@ JobRegistration Detector::registration(const order::DetectedJob& j) const {
         s.generator = order::GeneratorKind::explicit_;
         s.seed = j.seed;
         break;
+    case order::DetectedSampler::random_global:
+        // Epoch 0's seed word follows the words drawn before the loop, the
+        // iterator's base_seed (two) and the seed's high word.
+        s.sampler = order::SamplerKind::random;
+        s.generator = order::GeneratorKind::global;
+        s.seed = j.seed;
+        s.pre_draws = j.draw_offset >= 3 ? j.draw_offset - 3 : 0;
+        break;
     case order::DetectedSampler::sequential:
         if (j.world > 1) {
             s.sampler = order::SamplerKind::distributed;
@@ -453,6 +580,11 @@ void Detector::accept(const order::DetectedJob& j) {
     std::string said;
     if (why.empty()) {
         registered_ = true;
+        if (chain_) {
+            chain_.reset();
+            chain_over_ = true;
+            candidates_.clear();
+        }
         said = std::string("detected a ") + order::detected_sampler_name(j.sampler) +
                " job: its loaders opened " + std::to_string(j.opens) + " files where it predicts";
     } else {
@@ -486,6 +618,11 @@ void Detector::status(nlohmann::json& out) const {
                    : nlohmann::json(nullptr);
     d["result"] = last_result_.empty() ? nlohmann::json(nullptr) : nlohmann::json(last_result_);
     d["opens_dropped"] = dropped_;
+    // The deep search along the listed seeds' global chains, once begun.
+    if (!chain_state_.empty())
+        d["chain_search"] = {{"state", chain_state_},       {"seeds", chain_seeds_},
+                             {"scanned", chain_scanned_},   {"words", chain_words_},
+                             {"cpu_seconds", chain_cpu_s_}};
     d["opens_at_detection"] = state_ == "detected" ? nlohmann::json(opens_at_detection_)
                                                    : nlohmann::json(nullptr);
     out["detection"] = std::move(d);

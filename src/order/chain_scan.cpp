@@ -2,6 +2,7 @@
 #include "clairfs/order/chain_scan.hpp"
 
 #include "evidence_check.hpp"
+#include "fast_mod.hpp"
 #include "sampler_prefix.hpp"
 
 #include <algorithm>
@@ -69,23 +70,6 @@ mt19937_first_draws(const uint32_t* seeds, size_t count, uint32_t* out0, uint32_
 }
 
 namespace {
-
-// x % d for 32-bit x by a fixed d, with two multiplications instead of a
-// division (Lemire, Kaser and Kurz, "Faster remainder by direct computation",
-// 2019): exact for every 32-bit x and d.
-class FastMod {
-public:
-    explicit FastMod(uint32_t d) : d_(d), m_(~uint64_t{0} / d + 1) {}
-    uint32_t operator()(uint32_t x) const {
-        __extension__ using u128 = unsigned __int128;
-        uint64_t low = m_ * x;
-        return static_cast<uint32_t>((static_cast<u128>(low) * d_) >> 64);
-    }
-
-private:
-    uint64_t d_;
-    uint64_t m_;
-};
 
 // Whether each opener's samples come in the order it opened them within a
 // candidate's first positions (a DataLoader worker opens its samples one

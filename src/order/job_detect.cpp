@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: MIT
 #include "clairfs/order/job_detect.hpp"
 
+#include "clairfs/order/chain_scan.hpp"
+#include "clairfs/order/generator.hpp"
 #include "clairfs/order/lazy_mt19937.hpp"
 #include "clairfs/order/prefix_search.hpp"
+#include "evidence_check.hpp"
+#include "fast_mod.hpp"
 
 #include <algorithm>
 #include <array>
@@ -18,6 +22,8 @@ const char* detected_sampler_name(DetectedSampler s) {
         return "distributed";
     case DetectedSampler::random_explicit:
         return "random";
+    case DetectedSampler::random_global:
+        return "random (global generator)";
     case DetectedSampler::sequential:
         return "sequential";
     }
@@ -135,6 +141,21 @@ public:
         return std::nullopt;
     }
 
+    // One seed word of a RandomSampler's own generator (random_global): its
+    // first `depth` positions, then the world sizes the first two opens
+    // suggest, as try_seeds does for a seed.
+    std::optional<DetectedJob> try_word(uint32_t word, uint64_t depth) {
+        ++stats_.candidates;
+        depth = std::min<uint64_t>(depth, n_);
+        gen_.seed(word);
+        perm_.compute(n_, static_cast<uint32_t>(depth), gen_, prefix_);
+        stats_.positions += depth;
+        anchors_.forget();
+        for (uint64_t p = 0; p < prefix_.size(); ++p) anchors_.seen(prefix_[p], p);
+        return try_worlds({DetectedSampler::random_global, word},
+                          [this](Sample v) { return anchors_.of(v); });
+    }
+
     // One (candidate, world) pair against every open: nullopt if no process
     // fits or one that fits at first later does not.
     std::optional<DetectedJob> evaluate(const Candidate& c, uint64_t world) {
@@ -170,7 +191,10 @@ private:
             if (p.samples.size() < 2) continue;
             uint64_t q0 = pos_of(p.samples[0]), q1 = pos_of(p.samples[1]);
             if (q0 == unknown || q1 == unknown || q1 <= q0 || q1 - q0 > UINT32_MAX) continue;
-            if (c.kind == DetectedSampler::random_explicit && q1 - q0 != 1) continue;
+            // A RandomSampler is one rank: its worker 0 opens positions 0, 1.
+            if (c.kind != DetectedSampler::distributed && c.kind != DetectedSampler::sequential &&
+                q1 - q0 != 1)
+                continue;
             worlds.insert(q1 - q0);
         }
         for (uint64_t w : worlds)
@@ -328,12 +352,108 @@ std::optional<DetectedJob> recheck_job(uint32_t n, const DetectedJob& guess,
                                        std::span<const ProcessOpens> procs) {
     DetectStats stats;
     Search s(n, procs, 0, stats);
-    auto j = s.evaluate({guess.sampler, static_cast<uint32_t>(guess.seed)}, guess.world);
+    const bool global = guess.sampler == DetectedSampler::random_global;
+    auto j = s.evaluate({guess.sampler, global ? guess.seed_word : static_cast<uint32_t>(guess.seed)},
+                        guess.world);
     // Every process the guess claimed must still be claimed.
     if (!j) return std::nullopt;
+    if (global) {
+        j->seed = guess.seed;
+        j->draw_offset = guess.draw_offset;
+        j->seed_word = guess.seed_word;
+    }
     for (uint32_t pid : guess.pids)
         if (std::find(j->pids.begin(), j->pids.end(), pid) == j->pids.end()) return std::nullopt;
     return j;
+}
+
+struct ChainDetect::Chain {
+    explicit Chain(uint64_t seed) : gen(seed) {}
+    CpuGenerator gen; // positioned at word `next`
+    uint64_t next = 0;
+};
+
+ChainDetect::ChainDetect(std::span<const uint64_t> seeds, uint64_t first, uint64_t words)
+    : seeds_(seeds.begin(), seeds.end()), words_(words) {
+    for (uint64_t s : seeds_) {
+        chains_.push_back(std::make_unique<Chain>(s));
+        chains_.back()->gen.discard(std::min(first, words));
+        chains_.back()->next = std::min(first, words);
+    }
+}
+
+ChainDetect::~ChainDetect() = default;
+
+bool ChainDetect::done() const { return scanned() >= words_; }
+
+uint64_t ChainDetect::scanned() const {
+    uint64_t least = words_;
+    for (const auto& c : chains_) least = std::min(least, c->next);
+    return least;
+}
+
+std::optional<ChainFound> ChainDetect::step(std::span<const ChainTarget> targets, uint64_t words,
+                                            uint32_t min_evidence, DetectStats& stats,
+                                            const std::atomic<bool>* cancel) {
+    // Per target, the first open of every process that could be a
+    // loader's worker 0 (two sample opens at least), and the check.
+    struct Target {
+        FastMod mod;
+        EvidenceCheck firsts;
+        Search search;
+    };
+    std::vector<std::unique_ptr<Target>> live;
+    std::vector<size_t> index;
+    for (size_t t = 0; t < targets.size(); ++t) {
+        const ChainTarget& c = targets[t];
+        // Beyond randperm64_threshold torch 2.6 and later fill the
+        // permutation inside out: position 0 is not the first draw.
+        if (c.n < 2 || !prefix_computable(c.n, TorchVersion::v2_6)) continue;
+        EpochEvidence ev;
+        for (const ProcessOpens& p : c.procs)
+            if (p.samples.size() >= 2 && p.samples[0] != not_a_sample) ev.samples.push_back(p.samples[0]);
+        if (ev.samples.empty()) continue;
+        live.push_back(std::make_unique<Target>(
+            Target{FastMod(c.n), EvidenceCheck(ev), Search(c.n, c.procs, min_evidence, stats, cancel)}));
+        index.push_back(t);
+    }
+    if (live.empty()) {
+        // Nothing any word could fit: the scan is over.
+        for (auto& c : chains_) c->next = words_;
+        return std::nullopt;
+    }
+    constexpr size_t block = 4096;
+    std::vector<uint32_t> w(block), d0(block);
+    for (size_t i = 0; i < chains_.size(); ++i) {
+        Chain& c = *chains_[i];
+        const uint64_t end = std::min(words_, c.next + words);
+        while (c.next < end) {
+            if (cancel && cancel->load(std::memory_order_relaxed)) return std::nullopt;
+            const size_t here = static_cast<size_t>(std::min<uint64_t>(block, end - c.next));
+            // Kept to resume right after a word that fits but is not
+            // confirmed: the words after it in this block are scanned next.
+            const CpuGenerator before = c.gen;
+            for (size_t k = 0; k < here; ++k) w[k] = c.gen.random();
+            mt19937_first_draws(w.data(), here, d0.data(), nullptr);
+            stats.chain_words += here;
+            for (size_t k = 0; k < here; ++k)
+                for (size_t t = 0; t < live.size(); ++t) {
+                    Target& tg = *live[t];
+                    if (!tg.firsts.contains(tg.mod(d0[k]))) continue;
+                    auto j = tg.search.try_word(w[k], 8);
+                    if (!j) continue;
+                    j->seed = seeds_[i];
+                    j->draw_offset = c.next + k;
+                    j->seed_word = w[k];
+                    c.gen = before;
+                    c.gen.discard(k + 1);
+                    c.next += k + 1;
+                    return ChainFound{index[t], std::move(*j)};
+                }
+            c.next += here;
+        }
+    }
+    return std::nullopt;
 }
 
 } // namespace clairfs::order

@@ -46,6 +46,16 @@ struct DetectorOptions {
     // How long the thread lets opens gather after the first of a batch
     // wakes it: one wake-up per batch, not per open.
     double gather_s = 0.002;
+    // The deep search along the listed seeds' global chains (order::
+    // ChainDetect), begun when a search finds nothing: words per seed, the
+    // words per seed of one slice, and the CPU it may use at once before
+    // it is paid from the share above like every search. The burst is what
+    // finds a resnet-sized initialisation (some 23 M words of each of 9
+    // chains, about 7 s of one core) within the first epoch; it is granted
+    // again only after a job was registered or unregistered.
+    uint64_t chain_words = uint64_t{1} << 30;
+    uint64_t chain_slice = uint64_t{1} << 18;
+    double chain_burst_s = 20;
 };
 
 class Detector {
@@ -99,7 +109,13 @@ private:
     std::vector<std::pair<std::string, layout::LayoutKind>> roots() const;
     const Candidate& candidate(const std::string& root, layout::LayoutKind kind);
     std::vector<order::ProcessOpens> opens_in(const std::vector<order::Sample>& sample_of) const;
+    bool search_due() const;
     bool search();
+    // One slice of the chain search; whether it is due now, else in how
+    // many seconds.
+    void chain_slice();
+    double chain_wait_s() const;
+    void end_chain(const std::string& why);
     void accept(const order::DetectedJob& job);
     JobRegistration registration(const order::DetectedJob& job) const;
 
@@ -126,6 +142,11 @@ private:
     uint64_t deferred_ = 0;          // times a search was due and the budget said wait
     double deferred_until_ = 0;      // steady-clock seconds the deferral lasts; 0: none
     uint64_t opens_at_detection_ = 0; // opens taken when the job was accepted
+    // The chain search, for status: "searching", "found", "not found" or ""
+    // (never run since the last reset).
+    std::string chain_state_;
+    uint64_t chain_scanned_ = 0, chain_words_ = 0, chain_seeds_ = 0;
+    double chain_cpu_s_ = 0;
 
     // The detector thread's own state.
     std::map<uint32_t, Process> procs_;
@@ -145,6 +166,9 @@ private:
         std::shared_ptr<const std::vector<order::Sample>> sample_of;
     };
     std::unique_ptr<Pending> pending_;
+    std::unique_ptr<order::ChainDetect> chain_; // running, between slices
+    bool chain_over_ = false;    // ran to its end (or found a job) since the last reset
+    double chain_burst_left_s_ = 0; // of opt_.chain_burst_s
     SearchBudget budget_;
     bool deferring_ = false; // the last search due was deferred, none ran since
     bool registered_ = false; // a detected job is registered

@@ -18,6 +18,7 @@
 #include "clairfs/order/job_spec.hpp"
 
 #include <atomic>
+#include <memory>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -37,6 +38,7 @@ struct ProcessOpens {
 enum class DetectedSampler {
     distributed,     // DistributedSampler, generator seeded with seed + epoch
     random_explicit, // RandomSampler with DataLoader(generator=Generator().manual_seed(seed)), epoch 0
+    random_global,   // RandomSampler seeded from the global chain: manual_seed(seed), then draw_offset words
     sequential,      // no shuffling: SequentialSampler, or DistributedSampler(shuffle=False)
 };
 const char* detected_sampler_name(DetectedSampler s);
@@ -44,6 +46,10 @@ const char* detected_sampler_name(DetectedSampler s);
 struct DetectedJob {
     DetectedSampler sampler = DetectedSampler::sequential;
     uint64_t seed = 0;  // distributed: seed + epoch (only their sum shows); random: the seed
+    // random_global: the sampler's generator was seeded with word
+    // draw_offset of manual_seed(seed)'s chain (counted from 0), seed_word.
+    uint64_t draw_offset = 0;
+    uint32_t seed_word = 0;
     uint32_t world = 1; // world size (1 for random and a sequential single rank)
     uint32_t batch = 1; // batch size (1 where it does not show: one process per rank)
     uint32_t workers = 0; // DataLoader num_workers (0: one process per rank)
@@ -77,6 +83,7 @@ struct DetectStats {
     uint64_t candidates = 0; // permutations tried
     uint64_t positions = 0;  // positions computed over all of them
     uint64_t hypotheses = 0; // (permutation, world) pairs checked against every open
+    uint64_t chain_words = 0; // ChainDetect: chain words whose first draw was tested
 };
 
 // The first candidate (no shuffle; then the listed seeds, deep; then the
@@ -91,5 +98,54 @@ std::optional<DetectedJob> detect_job(uint32_t n, std::span<const ProcessOpens> 
 // something else than predicted. Costs one candidate.
 std::optional<DetectedJob> recheck_job(uint32_t n, const DetectedJob& guess,
                                        std::span<const ProcessOpens> procs);
+
+// Zero configuration's deep search (issue 47): a shuffle=True loader
+// without a generator of its own seeds its RandomSampler from the global
+// chain, after whatever the script drew before (a model's initialisation:
+// millions of words). For each listed seed S, candidate d is word d of
+// manual_seed(S)'s chain taken as the sampler's seed word. As in
+// ChainScan, one draw turns almost every candidate away: position 0 of the
+// epoch is the first open of the loader's first worker, so the
+// candidate's first draw mod n must be some process's first open; a
+// candidate that passes is checked as detect_job checks one (its first
+// positions, then every process it claims). The seeds are scanned
+// interleaved, `words` at a time each, so a shallow offset of any seed is
+// found before a deep one of the first.
+struct ChainTarget {
+    uint32_t n = 0;                     // the candidate dataset's samples
+    std::span<const ProcessOpens> procs; // every process's opens, in that numbering
+};
+struct ChainFound {
+    size_t target = 0; // index into the targets given to step()
+    DetectedJob job;
+};
+
+class ChainDetect {
+public:
+    // Words first .. words - 1 of each seed's chain.
+    ChainDetect(std::span<const uint64_t> seeds, uint64_t first, uint64_t words);
+    ~ChainDetect();
+    ChainDetect(const ChainDetect&) = delete;
+    ChainDetect& operator=(const ChainDetect&) = delete;
+
+    // Scans up to `words` more words of every seed's chain against the
+    // targets' opens (which may have grown since the last step: a word
+    // already scanned is not looked at again, so a target must have had
+    // its loader's first open when it was). The first job that fits, if
+    // one does; the scan can go on after it (a job that was not confirmed).
+    std::optional<ChainFound> step(std::span<const ChainTarget> targets, uint64_t words,
+                                   uint32_t min_evidence, DetectStats& stats,
+                                   const std::atomic<bool>* cancel = nullptr);
+    bool done() const;
+    uint64_t scanned() const; // words of every seed's chain scanned so far
+    uint64_t words() const { return words_; }
+    size_t seeds() const { return seeds_.size(); }
+
+private:
+    struct Chain;
+    std::vector<uint64_t> seeds_;
+    std::vector<std::unique_ptr<Chain>> chains_;
+    uint64_t words_;
+};
 
 } // namespace clairfs::order

@@ -183,3 +183,91 @@ TEST_CASE("recheck: the guess holds while its processes follow it, and not once 
     procs[1].samples[20] = (procs[1].samples[20] + 1) % n;
     CHECK_FALSE(recheck_job(n, *j, procs));
 }
+
+namespace {
+
+// A shuffle=True loader without a generator, after `pre` words drawn
+// before the loop (a model's initialisation).
+JobSpec global_chain(uint64_t seed, uint64_t pre, uint32_t batch, uint32_t workers) {
+    JobSpec s;
+    s.sampler = SamplerKind::random;
+    s.generator = GeneratorKind::global;
+    s.seed = seed;
+    s.pre_draws = pre;
+    s.batch_size = batch;
+    s.num_workers = workers;
+    s.epochs = 1;
+    return s;
+}
+
+const std::vector<uint64_t> listed{0, 1, 42, 123, 1234, 2021, 3407, 12345};
+
+// Steps until a job is found or the chains end.
+std::optional<ChainFound> scan(ChainDetect& c, std::span<const ChainTarget> targets) {
+    DetectStats stats;
+    while (!c.done())
+        if (auto f = c.step(targets, uint64_t{1} << 16, 8, stats)) return f;
+    return std::nullopt;
+}
+
+} // namespace
+
+TEST_CASE("the global chain: a listed seed found at its offset, with batch size and workers") {
+    const uint32_t n = 1600;
+    // Among the processes: a sequential validation loader over other files.
+    auto procs = loader_opens(global_chain(42, 200000, 32, 2), n, 1, 70);
+    ChainDetect chain(listed, 3, 1 << 20);
+    std::vector<ChainTarget> targets{{n, procs}};
+    auto f = scan(chain, targets);
+    REQUIRE(f);
+    CHECK(f->target == 0);
+    CHECK(f->job.sampler == DetectedSampler::random_global);
+    CHECK(f->job.seed == 42);
+    // The seed word follows base_seed (two words) and the seed's high word.
+    CHECK(f->job.draw_offset == 200000 + 3);
+    CHECK(f->job.batch == 32);
+    CHECK(f->job.workers == 2);
+    CHECK(f->job.pids == std::vector<uint32_t>{70, 71});
+    // Every seed's chain was scanned as deep as the one found, not deeper:
+    // the seeds go in step.
+    CHECK(chain.scanned() <= 200003);
+    CHECK(chain.scanned() + (1 << 16) > 200003);
+
+    // The recheck keeps where it was found.
+    auto again = recheck_job(n, f->job, procs);
+    REQUIRE(again);
+    CHECK(again->draw_offset == 200003);
+    CHECK(again->seed == 42);
+    CHECK(again->seed_word == f->job.seed_word);
+
+    // Workers 0 (no worker processes): the loader's own process, batch
+    // size shown by nothing but the order; and a second target (another
+    // root's numbering) beside it.
+    auto single = loader_opens(global_chain(3407, 5, 8, 0), n, 4, 90);
+    std::vector<ProcessOpens> noise{{5, {1, 2, 3, 4, 5, 6, 7, 8, 9}}};
+    ChainDetect two(listed, 3, 1 << 16);
+    std::vector<ChainTarget> both{{n + 10, noise}, {n, single}};
+    f = scan(two, both);
+    REQUIRE(f);
+    CHECK(f->target == 1);
+    CHECK(f->job.seed == 3407);
+    CHECK(f->job.draw_offset == 8);
+    CHECK(f->job.workers == 0);
+}
+
+TEST_CASE("the global chain: an unlisted seed, or too little evidence, finds nothing") {
+    const uint32_t n = 1600;
+    auto procs = loader_opens(global_chain(7, 1000, 16, 2), n, 1, 70);
+    ChainDetect chain(listed, 3, 1 << 17);
+    std::vector<ChainTarget> targets{{n, procs}};
+    CHECK_FALSE(scan(chain, targets));
+    CHECK(chain.done());
+    CHECK(chain.scanned() == 1 << 17);
+
+    // Seed 42, but each worker has opened 4 files: fewer than a
+    // hypothesis must place (8), so none is accepted.
+    auto few = loader_opens(global_chain(42, 1000, 4, 2), n, 1, 70);
+    ChainDetect again(listed, 3, 1 << 12);
+    std::vector<ChainTarget> t2{{n, few}};
+    CHECK_FALSE(scan(again, t2));
+}
