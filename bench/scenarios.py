@@ -146,6 +146,9 @@ Config keys beyond the dataset, slow FS and job (bench/README.md):
                         validation pass over val after every epoch
                         (train_job.py --val), timed apart.
   job.generator         explicit (default) or global (train_job.py).
+  job.model             a torchvision model built right after manual_seed
+                        (train_job.py --model): its initialisation's draws
+                        sit on the global chain before the loaders' seeds.
   jobs                  [{"id": "a", "seed": 1}, {"id": "b", "seed": 2}]:
                         every scenario starts one job per entry at the same
                         moment (after all have imported torch and scanned
@@ -463,6 +466,8 @@ class Bench:
                    "--world", str(j.get("world", 1)),
                    "--sampler", j.get("sampler", "auto"),
                    "--rank", str(j.get("rank", 0) if rank is None else rank)]
+        if j.get("model") and not keras:
+            cmd += ["--model", j["model"]]
         cmd += ["--step-sleep", str(j.get("step_sleep", 0)),
                 "--loop-dev", self.st["loop"],
                 "--cpuacct", cpuacct or self.st["cgroups"]["cpuacct"]]

@@ -6,7 +6,7 @@
         [--generator explicit|global] [--val DIR]
         [--transform rrc|none|bytes] [--world W --rank R] [--step-sleep S]
         [--loop-dev loopN] [--cpuacct DIR] [--daemon-pid PID]
-        [--wait-for PATH]
+        [--wait-for PATH] [--model NAME]
 
 torchvision ImageFolder(DATA) + DataLoader(batch, workers, shuffle with a
 seeded generator, or DistributedSampler(world, rank, seed) with set_epoch),
@@ -278,6 +278,10 @@ def main():
     add_loader_args(ap)
     ap.add_argument("--transform", choices=["rrc", "none", "bytes"], default="rrc")
     ap.add_argument("--val", metavar="DIR")
+    ap.add_argument("--model", metavar="NAME",
+                    help="build torchvision.models.NAME right after manual_seed, as a "
+                         "training script does: its initialisation draws from the global "
+                         "generator (resnet18: some 22 million words) before the loaders")
     add_harness_args(ap)
     a = ap.parse_args()
     a.clairfs_status = clairfs_status_path(a.data) if a.daemon_pid else None
@@ -287,6 +291,9 @@ def main():
     from torchvision import datasets, transforms
 
     torch.manual_seed(a.seed)
+    if a.model:
+        import torchvision
+        getattr(torchvision.models, a.model)()
     folder_kw = {}
     if a.transform == "rrc":
         folder_kw["transform"] = transforms.Compose([transforms.RandomResizedCrop(224),

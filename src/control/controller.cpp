@@ -141,6 +141,7 @@ int Controller::register_job(JobRegistration job, bool stage, std::string& why,
         std::move(swapped.begin(), swapped.end(), std::back_inserter(replaced));
         std::erase_if(active_, [&](const JobRegistration& j) { return j.id == id; });
         active_.push_back(std::move(job));
+        note_active();
         ++registrations_;
         if (!detected) error_.clear();
     }
@@ -165,7 +166,17 @@ void Controller::enable_detection(DetectorOptions opt) {
         },
         [this] { return drop_finished_detected(); });
     Detector* d = detector_.get();
-    engine_.set_open_observer([d](index::NodeId id, uint32_t pid) { d->opened(id, pid); });
+    // Beside a written job detection stays out: the user said what runs.
+    engine_.set_open_observer([this, d](index::NodeId id, uint32_t pid) {
+        if (only_detected_.load(std::memory_order_relaxed)) d->opened(id, pid);
+    });
+}
+
+void Controller::note_active() {
+    only_detected_.store(std::ranges::all_of(active_, [](const JobRegistration& j) {
+                             return j.detected;
+                         }),
+                         std::memory_order_relaxed);
 }
 
 void Controller::start_detection() {
@@ -187,6 +198,7 @@ bool Controller::drop_finished_detected() {
         if (engine_.active_jobs() > 0 && engine_.mode() != track::Mode::fallback) return false;
         dropped = engine_.deactivate();
         active_.clear();
+        note_active();
     }
     share_with_peers();
     return true;
@@ -207,6 +219,7 @@ int Controller::unregister(const std::string& id, std::string& why) {
         }
         dropped = engine_.deactivate(id);
         std::erase_if(active_, [&](const JobRegistration& j) { return id.empty() || j.id == id; });
+        note_active();
         error_.clear();
     }
     if (!dropped.empty())
@@ -266,9 +279,13 @@ std::string Controller::status_text() const {
     engine_.status(j);
     if (detector_) {
         detector_->status(j);
-        // The detected registration, as the job could pin it.
+        // The detected registration, as the job could pin it; with several
+        // (a training loader, a validation loader beside it), each of them.
         if (all_detected && active_.size() == 1)
             j["detection"]["registration"] = nlohmann::json::parse(job_json(active_.front()));
+        if (all_detected && active_.size() > 1)
+            for (const JobRegistration& r : active_)
+                j["detection"]["registrations"].push_back(nlohmann::json::parse(job_json(r)));
     } else {
         j["detection"] = {{"state", "off"}};
     }

@@ -52,7 +52,7 @@ Detector::Detector(const index::Index& idx, DetectorOptions opt, Apply apply,
                    DropFinished drop_finished)
     : idx_(idx), opt_(std::move(opt)), apply_(std::move(apply)),
       drop_finished_(std::move(drop_finished)),
-      chain_burst_left_s_(opt_.chain_burst_s),
+      chain_burst_left_s_(opt_.cpu_share * opt_.chain_burst_window_s),
       budget_(opt_.cpu_share, opt_.cpu_window_s, steady_seconds()) {
     opt_.search.cancel = &cancel_;
 }
@@ -131,7 +131,9 @@ void Detector::run() {
             pending_.reset();
             chain_.reset();
             chain_over_ = false;
-            chain_burst_left_s_ = opt_.chain_burst_s;
+            chain_burst_left_s_ = opt_.cpu_share * opt_.chain_burst_window_s;
+            taken_roots_.clear();
+            detected_jobs_ = 0;
             {
                 std::lock_guard lk(mu_);
                 chain_state_.clear();
@@ -145,16 +147,17 @@ void Detector::run() {
             continue;
         }
         if (registered_) {
-            // Its job is the tracker's now; once that is over (it fell
+            // Its job is the trackers' now; once that is over (it fell
             // back, or the job exited), start over: the next job may be
-            // another.
-            batch.clear();
+            // another. Meanwhile the opens of files no detected job covers
+            // still come (a validation loader beside a training one).
             if (drop_finished_ && drop_finished_()) {
                 LOG_INFO("the detected job is over (it exited or stopped matching its opens) "
                          "and was dropped; watching for a job again");
+                batch.clear();
                 reset();
+                continue;
             }
-            continue;
         }
         take(batch);
         // A hypothesis is rechecked every few opens (each recheck computes
@@ -190,47 +193,104 @@ void Detector::take(std::deque<std::pair<index::NodeId, uint32_t>>& batch) {
     batch.clear();
 }
 
-// The directories a job reading these files may have taken as its dataset:
-// ImageFolder's root is the deepest directory above the class directories
-// of the files opened; a flat directory is a sorted listing.
-std::vector<std::pair<std::string, layout::LayoutKind>> Detector::roots() const {
-    std::set<index::NodeId> parents;
-    for (const auto& [pid, p] : procs_)
-        for (index::NodeId id : p.opens) parents.insert(idx_.node(id).parent);
-    if (parents.empty()) return {};
+namespace {
+
+// The deepest directory above every one of `dirs` (not empty).
+index::NodeId common_dir(const index::Index& idx, const std::set<index::NodeId>& dirs) {
     auto chain = [&](index::NodeId d) {
         std::vector<index::NodeId> up{d};
-        while (d != index::root_id) up.push_back(d = idx_.node(d).parent);
+        while (d != index::root_id) up.push_back(d = idx.node(d).parent);
         std::reverse(up.begin(), up.end()); // root first
         return up;
     };
-    std::vector<index::NodeId> common = chain(*parents.begin());
-    for (index::NodeId d : parents) {
+    std::vector<index::NodeId> common = chain(*dirs.begin());
+    for (index::NodeId d : dirs) {
         std::vector<index::NodeId> c = chain(d);
         size_t k = 0;
         while (k < common.size() && k < c.size() && common[k] == c[k]) ++k;
         common.resize(k);
     }
-    index::NodeId deepest = common.back();
+    return common.back();
+}
+
+// The directories a job whose files are in `parents` may have taken as
+// its dataset: ImageFolder's root is the deepest directory above the class
+// directories; a flat directory is a sorted listing.
+void roots_of(const index::Index& idx, const std::set<index::NodeId>& parents,
+              std::vector<std::pair<std::string, layout::LayoutKind>>& out) {
+    const index::NodeId deepest = common_dir(idx, parents);
     auto path = [&](index::NodeId d) {
         std::string s;
-        idx_.relative_path(d, s);
+        idx.relative_path(d, s);
         return s;
     };
-    auto up = [&](index::NodeId d) { return idx_.node(d).parent; };
+    auto up = [&](index::NodeId d) { return idx.node(d).parent; };
     using K = layout::LayoutKind;
+    std::vector<std::pair<std::string, K>> mine;
     if (parents.size() == 1) {
         // Every open in one directory: a class directory of a job that has
         // not left it yet (sequential), or a flat dataset.
-        std::vector<std::pair<std::string, K>> out{{path(up(deepest)), K::imagefolder},
-                                                   {path(deepest), K::sorted}};
-        if (deepest == index::root_id) out.erase(out.begin());
-        return out;
+        if (deepest != index::root_id) mine.emplace_back(path(up(deepest)), K::imagefolder);
+        mine.emplace_back(path(deepest), K::sorted);
+    } else {
+        mine.emplace_back(path(deepest), K::imagefolder);
+        if (deepest != index::root_id) mine.emplace_back(path(up(deepest)), K::imagefolder);
+        mine.emplace_back(path(deepest), K::sorted);
     }
-    std::vector<std::pair<std::string, K>> out{{path(deepest), K::imagefolder}};
-    if (deepest != index::root_id) out.emplace_back(path(up(deepest)), K::imagefolder);
-    out.emplace_back(path(deepest), K::sorted);
+    for (auto& r : mine)
+        if (std::find(out.begin(), out.end(), r) == out.end()) out.push_back(std::move(r));
+}
+
+} // namespace
+
+// Loaders that read apart (a training loader over train/, a validation
+// loader over val/ beside it) are told apart first: each process goes with
+// the directory, just below the one common to every open, that its own
+// opens stay in, and each such group's roots are found as one, the group
+// with the most opens first. Without that, train/ and val/ read together
+// made only their parent a candidate, in whose numbering neither fits.
+std::vector<std::pair<std::string, layout::LayoutKind>> Detector::roots() const {
+    std::set<index::NodeId> all;
+    for (const auto& [pid, p] : procs_)
+        for (index::NodeId id : p.opens) all.insert(idx_.node(id).parent);
+    if (all.empty()) return {};
+    const index::NodeId top = common_dir(idx_, all);
+    struct Group {
+        std::set<index::NodeId> parents;
+        size_t opens = 0;
+    };
+    std::map<index::NodeId, Group> groups;
+    for (const auto& [pid, p] : procs_) {
+        if (p.opens.empty()) continue;
+        std::set<index::NodeId> mine;
+        for (index::NodeId id : p.opens) mine.insert(idx_.node(id).parent);
+        // The child of `top` on the way down to this process's directory.
+        index::NodeId key = common_dir(idx_, mine);
+        while (key != top && idx_.node(key).parent != top) key = idx_.node(key).parent;
+        Group& g = groups[key];
+        g.parents.insert(mine.begin(), mine.end());
+        g.opens += p.opens.size();
+    }
+    std::vector<const Group*> order;
+    for (const auto& [key, g] : groups) order.push_back(&g);
+    std::stable_sort(order.begin(), order.end(),
+                     [](const Group* a, const Group* b) { return a->opens > b->opens; });
+    std::vector<std::pair<std::string, layout::LayoutKind>> out;
+    for (const Group* g : order) roots_of(idx_, g->parents, out);
+    // And the whole: one loader may read both (an ImageFolder over the
+    // parent of train/ and val/).
+    if (groups.size() > 1) roots_of(idx_, all, out);
+    std::erase_if(out, [this](const auto& r) { return overlaps_taken(r.first); });
     return out;
+}
+
+bool Detector::overlaps_taken(const std::string& root) const {
+    auto under = [](const std::string& a, const std::string& b) { // a is b or below it
+        return b.empty() || a == b || (a.size() > b.size() && a.starts_with(b) && a[b.size()] == '/');
+    };
+    return std::ranges::any_of(taken_roots_, [&](const std::string& t) {
+        return under(root, t) || under(t, root);
+    });
 }
 
 const Detector::Candidate& Detector::candidate(const std::string& root, layout::LayoutKind kind) {
@@ -343,20 +403,26 @@ bool Detector::search_due() const {
 // Seconds until a chain slice may run: 0 now; a day if none is running.
 double Detector::chain_wait_s() const {
     constexpr double never = 86400;
-    if (!chain_ || pending_ || registered_ || broken_) return never;
+    if (!chain_ || pending_ || broken_) return never;
     if (chain_burst_left_s_ > 0) return 0;
-    // Paid from the searches' share once the burst is spent; the account
-    // refills in time, so only a read of it here.
+    // Paid from the searches' share once the burst is spent, and only from
+    // the top half of the account: a search due (new processes, a new
+    // epoch) finds room at once, and costs milliseconds when it finds a
+    // job the chain would have taken hours more to. The account refills in
+    // time, so only a copy of it is read here.
     SearchBudget b = budget_;
-    return b.wait_s(steady_seconds());
+    return b.wait_until_s(0.5, steady_seconds());
 }
 
 void Detector::chain_slice() {
     const bool burst = chain_burst_left_s_ > 0;
+    // Every candidate built first: building one may move the others.
+    const auto rs = roots();
+    for (const auto& [r, k] : rs) candidate(r, k);
     std::vector<const Candidate*> used;
     std::vector<std::vector<order::ProcessOpens>> opens;
     std::vector<order::ChainTarget> targets;
-    for (const auto& [r, k] : roots()) {
+    for (const auto& [r, k] : rs) {
         const Candidate& c = candidate(r, k);
         if (!c.dataset) continue;
         used.push_back(&c);
@@ -369,16 +435,21 @@ void Detector::chain_slice() {
     order::DetectStats stats;
     auto found = chain_->step(targets, opt_.chain_slice, opt_.search.min_evidence, stats, &cancel_);
     const double cpu = thread_cpu_seconds() - cpu0;
-    if (burst)
+    if (burst) {
         chain_burst_left_s_ -= cpu;
-    else
+        burst_spent_s_ += cpu;
+    } else
         budget_.spend(cpu, steady_seconds());
     {
         std::lock_guard lk(mu_);
         chain_scanned_ = chain_->scanned();
         chain_cpu_s_ += cpu;
-        search_cpu_total_s_ = budget_.spent_s() + (opt_.chain_burst_s - chain_burst_left_s_);
+        search_cpu_total_s_ = budget_.spent_s() + burst_spent_s_;
         chain_state_ = "searching";
+        // Searching while its burst lasts; then it goes on at the share of
+        // the CPU searches keep to, while detection watches for new evidence.
+        if (state_ == "searching" || state_ == "watching")
+            state_ = chain_burst_left_s_ > 0 ? "searching" : "watching";
     }
     if (found) {
         const Candidate& c = *used[found->target];
@@ -397,7 +468,7 @@ void Detector::chain_slice() {
         }
         LOG_DEBUG("job detection: %s", what);
         pending_ = std::make_unique<Pending>(
-            Pending{found->job, c.root, c.kind, c.dataset, c.sample_of});
+            Pending{found->job, c.root, c.kind, c.dataset, c.sample_of, true});
         if (found->job.fewest >= opt_.accept_opens) accept(found->job);
         return;
     }
@@ -414,8 +485,7 @@ void Detector::end_chain(const std::string& why) {
     {
         std::lock_guard lk(mu_);
         chain_state_ = "not found";
-        if (!why.empty()) last_result_ = why;
-        if (state_ == "searching") state_ = "watching";
+        if (!why.empty() && state_ == "watching") last_result_ = why;
     }
     if (!why.empty()) LOG_DEBUG("job detection: %s", why.c_str());
 }
@@ -463,7 +533,7 @@ bool Detector::search() {
         search_cpu_s_ = cpu;
         search_cpu_total_s_ = budget_.spent_s();
         if (!found) {
-            state_ = chain_ ? "searching" : "watching";
+            state_ = "watching";
             last_result_ = "no job explains the opens of " + std::to_string(procs_.size()) +
                            " processes (" + std::to_string(stats.candidates) + " candidates)";
         } else {
@@ -487,13 +557,13 @@ bool Detector::search() {
             chain_state_ = "searching";
             chain_words_ = chain_->words();
             chain_seeds_ = chain_->seeds();
-            state_ = "searching";
+            if (chain_burst_left_s_ > 0) state_ = "searching";
             last_result_ += "; searching the global chains of " +
                             std::to_string(chain_seeds_) + " seeds";
         }
         return false;
     }
-    pending_ = std::make_unique<Pending>(Pending{*found, root, kind, ds, sample_of});
+    pending_ = std::make_unique<Pending>(Pending{*found, root, kind, ds, sample_of, false});
     // The opens seen while the search ran may confirm it already (a fast
     // epoch ends before a slow search does, and no later open may come).
     if (found->fewest >= opt_.accept_opens) accept(*found);
@@ -552,6 +622,9 @@ JobRegistration Detector::registration(const order::DetectedJob& j) const {
         break;
     }
     JobRegistration job;
+    // The first keeps the default name a written registration would have;
+    // another beside it (a validation loader) is a job of its own.
+    if (detected_jobs_ > 0) job.id = "detected-" + std::to_string(detected_jobs_ + 1);
     job.loaders.push_back(std::move(reg));
     return job;
 }
@@ -569,22 +642,30 @@ void Detector::accept(const order::DetectedJob& j) {
     // the engine as the job goes live, so none falls between detection and
     // the job's trackers (a worker that skipped 16 opens would not be
     // followed again before its next epoch).
+    // They stay queued for this thread too: other processes' opens among
+    // them may be another loader's.
     std::string why = apply_(job, mine, [this] {
         Opens late;
         std::lock_guard lk(mu_);
         late.assign(queue_.begin(), queue_.end());
-        queue_.clear();
         return late;
     });
+    const bool from_chain = pending_->from_chain;
+    const std::string root = pending_->root;
     pending_.reset();
     std::string said;
     if (why.empty()) {
         registered_ = true;
-        if (chain_) {
+        ++detected_jobs_;
+        taken_roots_.push_back(root);
+        // Its processes' opens are its trackers' now.
+        for (uint32_t pid : j.pids) procs_.erase(pid);
+        searched_pids_.clear();
+        if (from_chain) {
             chain_.reset();
             chain_over_ = true;
-            candidates_.clear();
         }
+        candidates_.clear();
         said = std::string("detected a ") + order::detected_sampler_name(j.sampler) +
                " job: its loaders opened " + std::to_string(j.opens) + " files where it predicts";
     } else {

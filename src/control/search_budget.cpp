@@ -25,6 +25,12 @@ double SearchBudget::wait_s(double now_s) {
     return balance_ >= 0 ? 0 : -balance_ / share_;
 }
 
+double SearchBudget::wait_until_s(double fraction, double now_s) {
+    refill(now_s);
+    const double want = fraction * cap_;
+    return balance_ >= want ? 0 : (want - balance_) / share_;
+}
+
 void SearchBudget::spend(double cpu_s, double now_s) {
     refill(now_s);
     if (cpu_s > 0) {

@@ -531,6 +531,10 @@ cache::BlobRef Engine::opened(index::NodeId id, uint32_t pid) {
     auto jobs = this->jobs();
     bool registered = !jobs->empty();
     if (!registered && observe_) {
+        // Its process and parent, read while the thread is alive: a job
+        // detected after its workers exited binds their loader process
+        // through them (replay), and stays live while that runs.
+        process_of(pid);
         // Looked at again under the lock activate() replays the observer's
         // queue under: this open is either queued before that replay or
         // routed to the job after it.
@@ -558,6 +562,21 @@ cache::BlobRef Engine::opened(index::NodeId id, uint32_t pid) {
             for (const auto& j : *jobs)
                 for (auto& l : j->loaders)
                     l.tracker->abandon("following the job failed inside clairfs (" + why + ")");
+        // A file no job covers (a validation loader beside a detected
+        // training one): detection may want it. Looked at again under the
+        // lock activate() replays under, as above: a job that covers it may
+        // have gone live meanwhile, and then the open is that job's.
+        if (!o.matched && !o.deferred && observe_ &&
+            std::ranges::none_of(*jobs, [&](const auto& j) { return j->covering(id); })) {
+            std::lock_guard lk(observe_mu_);
+            auto now = this->jobs();
+            if (now == jobs || std::ranges::none_of(*now, [&](const auto& j) {
+                    return j->covering(id);
+                }))
+                observe_(id, pid);
+            else
+                sys::contained("following an open", [&] { o = route_open(*now, id, pid); });
+        }
         if (o.matched) {
             uint64_t n = matched_opens_.fetch_add(1, std::memory_order_relaxed) + 1;
             // Only when a round is due (Engine::round_due): woken by every

@@ -170,12 +170,15 @@ track::Observation Engine::route_open(const Jobs& jobs, index::NodeId id, uint32
         return o;
     };
     std::shared_ptr<Active> owner = jobs.size() == 1 ? jobs.front() : bound_job(pid, ppid);
-    if (owner) {
-        if (!owner->covering(id)) {
-            other_opens_.fetch_add(1, std::memory_order_relaxed);
-            return {};
-        }
-        return run(owner, track::ObserveMode::normal);
+    if (owner && owner->covering(id)) return run(owner, track::ObserveMode::normal);
+    // A process bound to a job that opens a file only another job covers:
+    // one script's loader process forks the workers of two jobs (a
+    // training and a validation loader detected as jobs of their own), so
+    // through it the workers of both look bound to whichever bound it
+    // last. The files decide, as for an unclaimed process.
+    if (owner && jobs.size() == 1) {
+        other_opens_.fetch_add(1, std::memory_order_relaxed);
+        return {};
     }
     std::vector<std::shared_ptr<Active>> covering;
     for (const auto& j : jobs)

@@ -57,7 +57,8 @@ def mounted(tmp, name, *options):
     mp = os.path.join(tmp, f"mnt-{name}")
     log = os.path.join(tmp, f"{name}.log")
     os.makedirs(mp)
-    with ml.mounted(os.path.join(tmp, "data"), mp, "--mem", "256M", "--log-file", log, *options):
+    with ml.mounted(os.path.join(tmp, "data"), mp, "--mem", "256M", "--log-file", log,
+                    "--log-level", os.environ.get("CLAIRFS_TEST_LOG_LEVEL", "info"), *options):
         try:
             yield mp
         except ml.TestFailure:
@@ -247,11 +248,25 @@ def case_next_job(tmp, expected):
         settled(mp)
         first = registration_of(status(mp))
         ml.check(first["world_size"] == 4, f"job a detected as {first}")
-        b = finish(start_job(mp, sampler="distributed", world_size=2, rank=0, seed=1234,
-                             batch_size=16, num_workers=2, epochs=2), "job b")
+        job_b = start_job(mp, sampler="distributed", world_size=2, rank=0, seed=1234,
+                          batch_size=16, num_workers=2, epochs=2)
+        # Read while job b runs: once it exits, its detected job is dropped
+        # (detection starts over), and job b may be found as late as its
+        # last epoch's workers.
+        seen = {}
+
+        def detected_b():
+            st = status(mp)
+            reg = (st.get("detection") or {}).get("registration") or {}
+            if st.get("registered") == "detected" and reg.get("world_size") == 2:
+                seen.update(st)
+                return True
+            return job_b.poll() is not None
+
+        ml.wait_until(detected_b, 300, 0.05)
+        b = finish(job_b, "job b")
         check_bytes(b, expected, "job b", share=len(expected) // 2)
-        settled(mp)
-        st = status(mp)
+        st = seen or status(mp)
         reg = check_detected(st, "job b", sampler="distributed", world_size=2, ranks=[0])
         # Found mid-epoch 0 (seed + epoch 1234) or at epoch 1's workers (1235).
         ml.check(reg["seed"] + reg["start_epoch"] in (1234, 1235), f"job b detected as {reg}")

@@ -721,15 +721,15 @@ def case_no_candidate(data, py, torch_want, what):
     c.done()
 
 
-def model_draws(name):
+def model_draws(name, seed=SEED):
     """The global generator's 32-bit draws torch 1.13 makes building
-    torchvision's `name` (8 classes) after manual_seed(SEED), as clairfs's
+    torchvision's `name` (8 classes) after manual_seed(seed), as clairfs's
     Python helper reads them from the generator's state."""
     code = ("import sys, torch, torchvision; torch.manual_seed(int(sys.argv[1])); "
             "getattr(torchvision.models, sys.argv[2])(num_classes=8); "
             "from clairfs._generator import draws_since_seed; print(draws_since_seed(torch)[1])")
     env = dict(os.environ, PYTHONPATH=os.path.join(ml.SOURCE_ROOT, "python"))
-    out = subprocess.run([TORCH_1_13, "-c", code, str(SEED), name], env=env, text=True,
+    out = subprocess.run([TORCH_1_13, "-c", code, str(seed), name], env=env, text=True,
                          capture_output=True, timeout=300)
     ml.check(out.returncode == 0, f"counting {name}'s draws failed: {out.stderr[-400:]}")
     return int(out.stdout)
@@ -768,6 +768,79 @@ def case_real_model(data, py, torch_want, what):
             c(read == 0, f"epoch {ep['epoch']} read {read} files from the backing store")
         ml.log(f"{what}: {words} draws found in {search.get('cpu_seconds')} s of CPU "
                f"({search.get('scanned')} words scanned), backing {final['backing']['files']} files")
+    c.done()
+
+
+def detected_registrations(st):
+    """The registrations detection made, as status shows them."""
+    det = st.get("detection") or {}
+    regs = det.get("registrations") or [det.get("registration")]
+    out = {}
+    for r in regs:
+        for lo in (r or {}).get("loaders") or [r or {}]:
+            if lo.get("root") is not None:
+                out[lo["root"]] = lo
+    return out
+
+
+def case_real_model_detected(data, py, torch_want, what):
+    """Issue 47: the same script with a common seed (42) registers nothing.
+    Zero configuration searches the listed seeds' global chains and finds
+    the sampler's seed below resnet18's initialisation; the validation
+    loader beside it is detected as a job of its own; both are then
+    followed as if their registrations had been written."""
+    seed = 42
+    words = model_draws("resnet18", seed)
+    mp = mountpoint(data, what)
+    c = Checks(what)
+    log = mp + ".log"
+    with ml.mounted(data.backing, mp, "--mem", "256M", "--log-file", log,
+                    "--log-level", os.environ.get("CLAIRFS_TEST_LOG_LEVEL", "info")):
+        # The job is small (epoch 0 lasts seconds; ImageNet's lasts an
+        # hour): epoch 1 waits until the training loader is detected, epoch
+        # 2 until the validation loader is too, so that what is checked is
+        # what detection finds, not how fast this machine is.
+        gates = {"1": mp + "-detected-train", "2": mp + "-detected-val"}
+        cfg = job_config(mp, model="resnet18", seed=seed, gates=gates)
+        with jobs_killed_on_exit([Job(py, cfg, what)]) as jobs:
+            for root, gate in (("train", gates["1"]), ("val", gates["2"])):
+                ml.wait_until(lambda r=root: r in detected_registrations(status_now(mp)), 240, 0.2)
+                with open(gate, "w"):
+                    pass
+            header, epochs = jobs[0].finish()
+        c(header is not None and not header["registered"], f"the job registered itself: {header}")
+        if header is not None:
+            header["registered"] = True  # check_run's other checks
+        check_run(c, header, epochs, data, torch_want, EPOCHS)
+        # As the job saw it at its end (once it exits, detection starts over).
+        st = epochs[-1]["status_val"] if epochs else status_now(mp)
+        det = st.get("detection") or {}
+        regs = detected_registrations(st)
+        train, val = regs.get("train") or {}, regs.get("val") or {}
+        found = (train.get("sampler"), train.get("generator"), train.get("seed"),
+                 train.get("pre_draws"), train.get("batch_size"), train.get("num_workers"))
+        want = ("random", "global", seed, words, BATCH, WORKERS)
+        c(found == want, f"detected {found}, the job is {want}; detection {det}")
+        c(val.get("sampler") == "sequential" and val.get("batch_size") == BATCH,
+          f"validation loader detected as {val}; detection {det}")
+        chain = det.get("chain_search") or {}
+        c(chain.get("state") == "found", f"chain search {chain}")
+        c(st.get("registered") == "detected", f"registered {st.get('registered')!r}")
+        # Once both are detected, every later pass is predicted: clairvoyant
+        # when it ends, and no file is read twice from the backing store.
+        for ep in epochs[2:]:
+            for part in ("status_train", "status_val"):
+                s = ep[part]
+                c(s.get("mode") == "clairvoyant",
+                  f"epoch {ep['epoch']} {part}: mode {s.get('mode')} ({s.get('reason')})")
+        c(st["backing"]["files"] == len(data.train) + len(data.val),
+          f"{st['backing']['files']} files read from the backing store, want each once")
+        if c.failures:
+            with open(log, errors="replace") as f:
+                ml.log(f"the daemon's log:\n" + "".join(f.readlines()[-40:]))
+        first = epochs[0]["status_train"] if epochs else {}
+        ml.log(f"{what}: {words} draws; at the end of epoch 0's train pass: registered "
+               f"{first.get('registered')!r}; detection {det}")
     c.done()
 
 
@@ -815,6 +888,7 @@ def test():
         add(case_no_candidate, "no_candidate", old)
         add(case_detected, "detected", old)
         add(case_real_model, "resnet18", old)
+        add(case_real_model_detected, "resnet18_detected", old)
         if py2 is not None and version.split("+")[0] != pin:
             cases.append(("torch2_venv", lambda: ml.check(False, (
                 f"{VENV} has torch {version}, {REQUIREMENTS} pins {pin}: "

@@ -8,6 +8,7 @@
 #include "clairfs/control/registration.hpp"
 #include "clairfs/prefetch/engine.hpp"
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <nlohmann/json_fwd.hpp>
@@ -83,6 +84,12 @@ private:
     // Lock order: Controller::mu_, then the engine's locks.
     mutable std::mutex mu_;
     std::vector<JobRegistration> active_; // active and retired jobs, in registration order
+    // Whether every job in active_ was detected (or none is): detection then
+    // watches the opens no job covers. Read by the open observer on FUSE
+    // threads, which must not take mu_ (activate() calls it under the
+    // engine's observer lock, which register_job takes under mu_).
+    std::atomic<bool> only_detected_{true};
+    void note_active(); // under mu_: only_detected_ from active_
     std::string error_;
     uint64_t registrations_ = 0; // successful registrations since the mount
     std::unique_ptr<Detector> detector_; // null with --no-detect

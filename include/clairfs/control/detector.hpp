@@ -47,15 +47,17 @@ struct DetectorOptions {
     // wakes it: one wake-up per batch, not per open.
     double gather_s = 0.002;
     // The deep search along the listed seeds' global chains (order::
-    // ChainDetect), begun when a search finds nothing: words per seed, the
-    // words per seed of one slice, and the CPU it may use at once before
-    // it is paid from the share above like every search. The burst is what
-    // finds a resnet-sized initialisation (some 23 M words of each of 9
-    // chains, about 7 s of one core) within the first epoch; it is granted
-    // again only after a job was registered or unregistered.
+    // ChainDetect), begun when a search finds nothing: words per seed, and
+    // the words per seed of one slice. Its first slices may take at once
+    // the share of chain_burst_window_s seconds (20 s of CPU at the default
+    // 2%): what finds a resnet-sized initialisation (some 23 M words of
+    // each of 8 chains, about 7 s of one core) within the first epoch.
+    // After that it is paid from the share above like every search. The
+    // burst is granted again only after a job was registered, dropped or
+    // unregistered.
     uint64_t chain_words = uint64_t{1} << 30;
     uint64_t chain_slice = uint64_t{1} << 18;
-    double chain_burst_s = 20;
+    double chain_burst_window_s = 1000;
 };
 
 class Detector {
@@ -155,7 +157,7 @@ private:
     std::vector<uint32_t> searched_pids_; // the processes the last failed search saw
     // The datasets of the search in progress (a few roots): four bytes an
     // index node each, so they are let go after it.
-    std::vector<Candidate> candidates_;
+    std::deque<Candidate> candidates_; // a deque: a reference to one outlives the next push_back
     uint64_t epoch_worth_ = 0; // the largest candidate's samples: an epoch's opens
     // A job found but not yet confirmed by accept_opens opens per rank.
     struct Pending {
@@ -164,11 +166,19 @@ private:
         layout::LayoutKind kind;
         std::shared_ptr<const layout::Dataset> dataset;
         std::shared_ptr<const std::vector<order::Sample>> sample_of;
+        bool from_chain = false; // found by the chain search
     };
     std::unique_ptr<Pending> pending_;
+    // Jobs detected since the last reset, and their roots: a candidate
+    // root that is one of them, or above or below one, is not searched (its
+    // files are that job's).
+    uint32_t detected_jobs_ = 0;
+    std::vector<std::string> taken_roots_;
+    bool overlaps_taken(const std::string& root) const;
     std::unique_ptr<order::ChainDetect> chain_; // running, between slices
     bool chain_over_ = false;    // ran to its end (or found a job) since the last reset
-    double chain_burst_left_s_ = 0; // of opt_.chain_burst_s
+    double chain_burst_left_s_ = 0; // of cpu_share x chain_burst_window_s
+    double burst_spent_s_ = 0;      // CPU the bursts took, since the mount
     SearchBudget budget_;
     bool deferring_ = false; // the last search due was deferred, none ran since
     bool registered_ = false; // a detected job is registered

@@ -22,6 +22,9 @@ public:
     bool allows(double now_s);
     // Seconds until one may (0 if it may now).
     double wait_s(double now_s);
+    // Seconds until the account holds `fraction` of what it can hold (0 if
+    // it does now): background work that must leave room for searches.
+    double wait_until_s(double fraction, double now_s);
     // A search ended having used `cpu_s` seconds of CPU.
     void spend(double cpu_s, double now_s);
 

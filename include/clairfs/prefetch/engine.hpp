@@ -156,9 +156,10 @@ public:
     // Set before start().
     using RoomProbe = std::function<uint64_t()>;
     void set_room_probe(RoomProbe probe) { room_probe_ = std::move(probe); }
-    // Told of every open while no job is registered (job detection:
-    // control/detector.hpp); called on the FUSE thread, so it must only
-    // queue. Set before start().
+    // Told of every open while no job is registered, and of every open of
+    // a file no registered job covers (job detection: control/detector.hpp;
+    // the observer decides which it wants); called on the FUSE thread, so
+    // it must only queue. Set before start().
     using OpenObserver = std::function<void(index::NodeId id, uint32_t pid)>;
     void set_open_observer(OpenObserver o) { observe_ = std::move(o); }
     // Like stop(), but gives up after `bound` on fetches stuck in a hung

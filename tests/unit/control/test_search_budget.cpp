@@ -47,3 +47,12 @@ TEST_CASE("nothing spent, nothing taken") {
     CHECK(b.spent_s() == 0);
     CHECK(b.allows(1.0));
 }
+
+TEST_CASE("background work waits for half the account, leaving the rest to searches") {
+    SearchBudget b(0.02, 100, 0.0); // 2 s
+    CHECK(b.wait_until_s(0.5, 0.0) == 0);
+    b.spend(1.5, 0.0); // 0.5 s left: below half
+    CHECK(b.wait_until_s(0.5, 0.0) == doctest::Approx(0.5 / 0.02));
+    CHECK(b.allows(0.0)); // a search may still start
+    CHECK(b.wait_until_s(0.5, 25.0) == doctest::Approx(0));
+}
