@@ -200,6 +200,9 @@ std::string detection_lines(const json& d) {
     }
     if (const json& reg = status_at(d, "registration"); reg.is_object())
         out += line("pin it:", reg.dump());
+    // Several detected jobs (a training and a validation loader): each.
+    if (const json& regs = status_at(d, "registrations"); regs.is_array())
+        for (const json& reg : regs) out += line("pin it:", reg.dump());
     return out;
 }
 

@@ -53,3 +53,20 @@ TEST_CASE("the chain search's line says what it is doing, and what it found") {
     CHECK(cli::status_summary(s).find("loader 'train': no seed in 1073741824 words") !=
           std::string::npos);
 }
+
+TEST_CASE("detection's chain search and each detected registration get a line") {
+    json det = {{"state", "detected"},
+                {"result", "detected a random (global generator) job"},
+                {"chain_search",
+                 {{"state", "found"}, {"scanned", 22282243}, {"words", 1073741824},
+                  {"seeds", 8}, {"cpu_seconds", 6.5}}},
+                {"registrations",
+                 {{{"root", "val"}, {"sampler", "sequential"}},
+                  {{"root", "train"}, {"sampler", "random"}, {"pre_draws", 22337928}}}}};
+    json s = {{"mode", "clairvoyant"}, {"registered", "detected"}, {"detection", det}};
+    std::string out = cli::status_summary(s);
+    CHECK(out.find("chain search: found, 22282243 of 1073741824 words of 8 seeds' chains, 6.5 s "
+                   "CPU") != std::string::npos);
+    CHECK(out.find("\"root\":\"val\"") != std::string::npos);
+    CHECK(out.find("\"pre_draws\":22337928") != std::string::npos);
+}
