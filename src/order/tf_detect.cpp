@@ -123,9 +123,11 @@ private:
     };
 
     // As far behind its furthest open as tf.data may still have files in
-    // flight: the tracker's `behind` (prefetch/active_job.cpp).
+    // flight. Tighter than the tracker's 4 batches (prefetch/active_job.cpp),
+    // so that a large batch size's candidates do not swamp the evidence of
+    // a small dataset: a job that lags further is missed, never mistaken.
     uint64_t behind(uint64_t batch) const {
-        return std::max<uint64_t>({4 * batch, uint64_t{32} * cores_, 128});
+        return std::max<uint64_t>({2 * batch, uint64_t{32} * cores_, 128});
     }
 
     bool cancelled() const { return opt_.cancel && opt_.cancel->load(std::memory_order_relaxed); }
@@ -236,16 +238,24 @@ private:
     // order), so each of the M distinct files opened lies in its first L
     // positions with odds at most L / n. All M: at most (L / n)^M. Over
     // every candidate the search may try (C of them), a false accept has
-    // odds below C * (L_max / n)^M; the job is accepted only once that is
+    // odds below the sum of (L / n)^M over them, each
+    // with its own L; the job is accepted only once that is
     // below opt_.false_accept, else told how many opens would do. (Within
     // the winning seed, candidates that share its input are not
     // independent; among them the earliest placement wins, which the true
     // one has: it leaves only tf.data's in-flight gaps.)
     std::optional<TfDetectedJob> accept() {
+        // Summed per batch size: each has its own window L = m + behind.
+        std::vector<uint64_t> behinds{behind(1)};
+        if (listing_ == TfListing::keras_directory)
+            for (uint32_t b : opt_.batch_sizes) behinds.push_back(behind(b));
         auto chance = [&](uint64_t m) {
-            const double l = static_cast<double>(std::min<uint64_t>(n_, m + behind_max_));
-            return std::log(static_cast<double>(tried_bound_)) +
-                   static_cast<double>(m) * std::log(l / static_cast<double>(n_));
+            double sum = 0;
+            for (uint64_t extra : behinds) {
+                const double l = static_cast<double>(std::min<uint64_t>(n_, m + extra));
+                sum += std::exp(static_cast<double>(m) * std::log(l / static_cast<double>(n_)));
+            }
+            return std::log(static_cast<double>(tried_bound_) / static_cast<double>(behinds.size()) * sum);
         };
         const double limit = std::log(opt_.false_accept);
         if (chance(opens_) <= limit) return best_->job;
