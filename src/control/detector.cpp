@@ -517,6 +517,10 @@ bool Detector::search() {
             break;
         }
     }
+    // No torch loader explains the opens: perhaps a tf.data pipeline
+    // (control/tf_detection.hpp), paid from the same budget.
+    TfAttempt tf;
+    if (!found) tf = search_tf();
     double cpu = thread_cpu_seconds() - cpu0;
     budget_.spend(cpu, steady_seconds());
     for (const Candidate& c : candidates_)
@@ -531,11 +535,15 @@ bool Detector::search() {
         std::lock_guard lk(mu_);
         ++searches_;
         search_cpu_s_ = cpu;
-        search_cpu_total_s_ = budget_.spent_s();
+        search_cpu_total_s_ = budget_.spent_s() + burst_spent_s_;
         if (!found) {
             state_ = "watching";
             last_result_ = "no job explains the opens of " + std::to_string(procs_.size()) +
-                           " processes (" + std::to_string(stats.candidates) + " candidates)";
+                           " processes (" + std::to_string(stats.candidates + tf.candidates) +
+                           " candidates)";
+            if (tf.opens_needed)
+                last_result_ += "; a tf.data pipeline fits so far, judged again at " +
+                                std::to_string(tf.opens_needed) + " files opened";
         } else {
             state_ = "confirming";
             last_result_ = std::string("found a ") + order::detected_sampler_name(found->sampler) +
@@ -547,6 +555,13 @@ bool Detector::search() {
     LOG_DEBUG("job detection: %s in %.3f s", said.c_str(), cpu);
     if (!found) {
         opens_at_search_ = opens_;
+        if (tf.found) return accept_tf(*tf.found);
+        // A tf.data pipeline fits but its opens are still too few to tell
+        // it from chance: search again once they may suffice, not an
+        // epoch's worth of opens later.
+        const uint64_t worth = epoch_worth_ ? epoch_worth_ : 1 << 20;
+        if (tf.opens_needed && tf.opens_needed < worth)
+            opens_at_search_ = opens_ + tf.opens_needed > worth ? opens_ + tf.opens_needed - worth : 0;
         // A shuffle=True loader without a generator of its own: its seed
         // is somewhere down a global chain; searched deep, slice by slice.
         if (!chain_ && !chain_over_ && !opt_.search.seeds.empty()) {
@@ -568,6 +583,57 @@ bool Detector::search() {
     // epoch ends before a slow search does, and no later open may come).
     if (found->fewest >= opt_.accept_opens) accept(*found);
     return true;
+}
+
+TfAttempt Detector::search_tf() {
+    OpenedNodes opened;
+    for (const auto& [pid, p] : procs_) opened.emplace_back(pid, p.opens);
+    std::vector<std::string> dirs;
+    for (const auto& [r, k] : roots()) dirs.push_back(r);
+    return detect_tf_pipeline(idx_, dirs, opened, opt_.search);
+}
+
+// As accept(), for the registration a tf.data search built: its evidence
+// bound stands in for the confirmation a torch job waits for.
+bool Detector::accept_tf(const TfDetection& tf) {
+    std::vector<std::pair<index::NodeId, uint32_t>> mine;
+    for (uint32_t pid : tf.pids)
+        if (auto it = procs_.find(pid); it != procs_.end())
+            for (index::NodeId id : it->second.opens) mine.emplace_back(id, pid);
+    JobRegistration job = tf.job;
+    // As accept(): a job beside one detected already is one of its own.
+    if (detected_jobs_ > 0) job.id = "detected-" + std::to_string(detected_jobs_ + 1);
+    // The late opens stay queued for this thread too (another loader's).
+    std::string why = apply_(job, mine, [this] {
+        Opens late;
+        std::lock_guard lk(mu_);
+        late.assign(queue_.begin(), queue_.end());
+        return late;
+    });
+    if (why.empty()) {
+        registered_ = true;
+        ++detected_jobs_;
+        for (const Registration& r : job.loaders) taken_roots_.push_back(r.root);
+        for (uint32_t pid : tf.pids) procs_.erase(pid);
+        searched_pids_.clear();
+        candidates_.clear();
+    } else {
+        opens_at_search_ = opens_;
+    }
+    std::string said = why.empty() ? "detected a tensorflow job, " + tf.what + ": its threads opened " +
+                                         std::to_string(tf.opens) + " files where it predicts"
+                                   : "found a tensorflow job but could not register it: " + why;
+    {
+        std::lock_guard lk(mu_);
+        state_ = why.empty() ? "detected" : "watching";
+        last_result_ = said;
+        if (why.empty()) opens_at_detection_ = opens_;
+    }
+    if (why.empty())
+        LOG_INFO("job detection: %s", said.c_str());
+    else
+        LOG_WARN("job detection: %s", said.c_str());
+    return why.empty();
 }
 
 JobRegistration Detector::registration(const order::DetectedJob& j) const {

@@ -15,6 +15,7 @@
 
 #include "clairfs/control/registration.hpp"
 #include "clairfs/control/search_budget.hpp"
+#include "clairfs/control/tf_detection.hpp"
 #include "clairfs/index/index.hpp"
 #include "clairfs/order/job_detect.hpp"
 
@@ -120,6 +121,9 @@ private:
     void end_chain(const std::string& why);
     void accept(const order::DetectedJob& job);
     JobRegistration registration(const order::DetectedJob& job) const;
+    // tf.data pipelines (control/tf_detection.hpp), when no torch job fits.
+    TfAttempt search_tf();
+    bool accept_tf(const TfDetection& tf);
 
     const index::Index& idx_;
     DetectorOptions opt_;

@@ -1,0 +1,217 @@
+// SPDX-License-Identifier: MIT
+// Recognising an unregistered tf.data job from its first opens. The opens
+// come from TfEpochs (what clairfs predicts for a registered job, checked
+// against TensorFlow in tests/order/), never from the code under test,
+// shuffled within a window and spread over threads as tf.data's thread
+// pool opens them.
+#include "clairfs/order/tf_detect.hpp"
+#include "clairfs/order/tf_epochs.hpp"
+
+#include <algorithm>
+#include <doctest/doctest.h>
+#include <numeric>
+#include <random>
+
+using namespace clairfs::order;
+
+namespace {
+
+JobSpec tf_spec(std::initializer_list<std::pair<const char*, const char*>> keys) {
+    JobSpec s;
+    REQUIRE(set_job_key(s, "framework", "tensorflow") == "");
+    for (auto [k, v] : keys) REQUIRE(set_job_key(s, k, v) == "");
+    return s;
+}
+
+// Iterator k's whole order.
+std::vector<Sample> iterator_order(const JobSpec& spec, uint32_t n, uint64_t k) {
+    REQUIRE(validate(spec, n) == "");
+    TfEpochs tf(spec, n);
+    TfEpochs::Cursor c;
+    c.k = k;
+    tf.set_cursor(c);
+    std::vector<Sample> out;
+    tf.next(out);
+    return out;
+}
+
+// The first `count` files of `order` as `threads` threads open them: each
+// open lands up to `jitter` positions from its place (files finish in any
+// order within tf.data's parallelism), each thread takes whichever comes.
+std::vector<ProcessOpens> thread_opens(std::span<const Sample> order, size_t count,
+                                       uint32_t threads, uint32_t jitter, uint32_t seed) {
+    std::mt19937 rng(seed);
+    count = std::min(count, order.size());
+    std::vector<std::pair<double, Sample>> keyed;
+    std::uniform_real_distribution<double> shift(0, jitter);
+    for (size_t i = 0; i < count; ++i) keyed.emplace_back(double(i) + shift(rng), order[i]);
+    std::sort(keyed.begin(), keyed.end());
+    std::vector<ProcessOpens> out(threads);
+    for (uint32_t t = 0; t < threads; ++t) out[t].pid = 500 + t;
+    std::uniform_int_distribution<uint32_t> pick(0, threads - 1);
+    for (auto [key, s] : keyed) out[pick(rng)].samples.push_back(s);
+    return out;
+}
+
+TfDetectOptions two_cores() {
+    TfDetectOptions o;
+    o.cores = 2; // the same bound on every machine
+    return o;
+}
+
+std::optional<TfDetectedJob> detect(uint32_t n, TfListing l, const std::vector<ProcessOpens>& p,
+                                    TfDetectStats& stats) {
+    return detect_tf_job(n, l, p, two_cores(), stats);
+}
+
+} // namespace
+
+TEST_CASE("image_dataset_from_directory: seed, batch size, validation subset and iterator") {
+    const uint32_t n = 6000;
+    struct Case {
+        JobSpec spec;
+        uint64_t k;
+    };
+    std::vector<Case> cases = {
+        {tf_spec({{"seed", "42"}, {"batch_size", "32"}}), 0},
+        {tf_spec({{"seed", "123"}, {"batch_size", "64"}}), 2},
+        {tf_spec({{"seed", "3407"}, {"batch_size", "128"}}), 5},
+        {tf_spec({{"seed", "1234"}, {"batch_size", "16"}, {"validation_split", "0.25"},
+                  {"subset", "validation"}}),
+         1},
+        {tf_spec({{"seed", "0"}, {"batch_size", "256"}, {"validation_split", "0.2"},
+                  {"subset", "validation"}}),
+         0},
+        // seed=None after keras.utils.set_random_seed(G), and both given.
+        {tf_spec({{"seed", "none"}, {"global_seed", "2021"}, {"batch_size", "32"}}), 1},
+        {tf_spec({{"seed", "12345"}, {"global_seed", "1"}, {"batch_size", "64"}}), 0},
+    };
+    for (const Case& c : cases) {
+        CAPTURE(c.spec.seed);
+        CAPTURE(c.k);
+        auto order = iterator_order(c.spec, n, c.k);
+        auto procs = thread_opens(order, 300, 6, 24, static_cast<uint32_t>(c.spec.seed + c.k));
+        TfDetectStats stats;
+        auto j = detect(n, TfListing::keras_directory, procs, stats);
+        REQUIRE(j);
+        CHECK(j->spec.pipeline == TfPipeline::image_dataset_from_directory);
+        CHECK(j->spec.seed_none == c.spec.seed_none);
+        if (!c.spec.seed_none) CHECK(j->spec.seed == c.spec.seed);
+        CHECK(j->spec.global_seed == c.spec.global_seed);
+        CHECK(j->spec.batch_size == c.spec.batch_size);
+        CHECK(j->spec.validation_split == c.spec.validation_split);
+        CHECK(j->spec.subset == c.spec.subset);
+        CHECK(j->spec.keras_version == KerasVersion::v3);
+        CHECK(j->iterator == c.k);
+        CHECK(j->opens == 300);
+        CHECK(j->pids.size() == 6);
+        CHECK(validate(j->spec, n) == "");
+    }
+}
+
+TEST_CASE("a training subset reads as the whole list until its end: found as that list") {
+    // Its prefix is the whole list's: the split shows only where the
+    // input ends. The job found predicts the same first files.
+    const uint32_t n = 20000;
+    JobSpec spec = tf_spec({{"seed", "1"}, {"batch_size", "32"}, {"validation_split", "0.2"},
+                            {"subset", "training"}});
+    auto order = iterator_order(spec, n, 0);
+    auto procs = thread_opens(order, 400, 4, 16, 9);
+    TfDetectStats stats;
+    auto j = detect(n, TfListing::keras_directory, procs, stats);
+    REQUIRE(j);
+    CHECK(j->spec.seed == 1);
+    CHECK(j->spec.batch_size == 32);
+    CHECK_FALSE(j->spec.validation_split);
+    auto found = iterator_order(j->spec, n, j->iterator);
+    CHECK(std::equal(order.begin(), order.begin() + 1000, found.begin()));
+}
+
+TEST_CASE("list_files: seed, seed=None after set_random_seed, and the iterator") {
+    const uint32_t n = 4000;
+    for (auto [spec, k] : {std::pair{tf_spec({{"pipeline", "list_files"}, {"pattern", "*"}, {"seed", "0"}}), 0},
+                           std::pair{tf_spec({{"pipeline", "list_files"}, {"pattern", "*"}, {"seed", "none"},
+                                              {"global_seed", "42"}}),
+                                     3}}) {
+        CAPTURE(k);
+        auto order = iterator_order(spec, n, k);
+        auto procs = thread_opens(order, 200, 3, 20, 5);
+        TfDetectStats stats;
+        auto j = detect(n, TfListing::glob, procs, stats);
+        REQUIRE(j);
+        CHECK(j->spec.pipeline == TfPipeline::list_files);
+        CHECK(j->spec.seed_none == spec.seed_none);
+        CHECK(j->spec.seed == spec.seed);
+        CHECK(j->spec.global_seed == spec.global_seed);
+        CHECK(j->iterator == static_cast<uint64_t>(k));
+        // Each candidate cost a prefix: nothing near n per candidate.
+        CHECK(stats.steps < stats.candidates * 1000);
+    }
+}
+
+TEST_CASE("list_files' sparse prefix is the shuffle's own order") {
+    for (uint32_t n : {1U, 2U, 7U, 100U, 3000U}) {
+        std::vector<Sample> input(n);
+        std::iota(input.begin(), input.end(), Sample{0});
+        TfShuffle sh;
+        std::vector<Sample> want, got;
+        for (TfSeeds seeds : {TfSeeds{1, 2}, TfSeeds{87654321, 42}}) {
+            sh.run(input, n, seeds, n, want);
+            tf_full_shuffle_prefix(n, seeds, n, got);
+            CHECK(got == want);
+            tf_full_shuffle_prefix(n, seeds, n / 2, got);
+            CHECK(std::equal(got.begin(), got.end(), want.begin()));
+        }
+    }
+}
+
+TEST_CASE("an unlisted seed, random opens, a sequential reader: nothing") {
+    const uint32_t n = 5000;
+    TfDetectStats stats;
+    // Seed 1337 (keras-io's example) is not listed unless --detect-seeds.
+    auto order = iterator_order(tf_spec({{"seed", "1337"}, {"batch_size", "32"}}), n, 0);
+    CHECK_FALSE(detect(n, TfListing::keras_directory, thread_opens(order, 300, 4, 16, 1), stats));
+    TfDetectOptions listed = two_cores();
+    listed.seeds.push_back(1337);
+    CHECK(detect_tf_job(n, TfListing::keras_directory, thread_opens(order, 300, 4, 16, 1), listed,
+                        stats));
+
+    std::vector<Sample> random(n);
+    std::iota(random.begin(), random.end(), Sample{0});
+    std::shuffle(random.begin(), random.end(), std::mt19937(7));
+    CHECK_FALSE(detect(n, TfListing::keras_directory, thread_opens(random, 300, 4, 16, 2), stats));
+    CHECK_FALSE(detect(n, TfListing::glob, thread_opens(random, 300, 4, 16, 2), stats));
+
+    // Files read in their listed order (shuffle=False, a validation pass).
+    std::vector<Sample> sequential(n);
+    std::iota(sequential.begin(), sequential.end(), Sample{0});
+    for (uint32_t threads : {1U, 4U}) {
+        CHECK_FALSE(detect(n, TfListing::keras_directory, thread_opens(sequential, 500, threads, 8, 3),
+                           stats));
+        CHECK_FALSE(detect(n, TfListing::glob, thread_opens(sequential, 500, threads, 8, 3), stats));
+    }
+}
+
+TEST_CASE("older Keras reads numpy's order: not taken for a small buffer's shuffle") {
+    const uint32_t n = 5000;
+    JobSpec spec = tf_spec({{"seed", "42"}, {"batch_size", "8"}, {"keras_version", "2.15"}});
+    auto order = iterator_order(spec, n, 0);
+    TfDetectStats stats;
+    auto j = detect(n, TfListing::keras_directory, thread_opens(order, 400, 4, 8, 4), stats);
+    REQUIRE(j);
+    CHECK(j->spec.keras_version == KerasVersion::legacy);
+    CHECK(j->spec.seed == 42);
+}
+
+TEST_CASE("too few opens to rule out chance: nothing yet, and how many would do") {
+    const uint32_t n = 3000;
+    JobSpec spec = tf_spec({{"seed", "42"}, {"batch_size", "32"}});
+    auto order = iterator_order(spec, n, 0);
+    TfDetectStats stats;
+    CHECK_FALSE(detect(n, TfListing::keras_directory, thread_opens(order, 12, 2, 4, 6), stats));
+    CHECK(stats.opens_needed > 12);
+    CHECK(stats.opens_needed < 300);
+    TfDetectStats more;
+    CHECK(detect(n, TfListing::keras_directory,
+                 thread_opens(order, stats.opens_needed + 8, 2, 4, 6), more));
+}
