@@ -4,6 +4,7 @@
 #include "fuse_ops.hpp"
 
 #include <exception>
+#include <stdexcept>
 #include <string>
 #include <unistd.h>
 
@@ -73,6 +74,9 @@ void init_core(Filesystem& fs, fuse_conn_info* conn) {
     // Nothing changes under the mount, so mtime checks would only cost.
     conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
     conn->time_gran = 1;
+    // Before the threads start: --io-uring on without the kernel's offer
+    // ends the mount here, before it is reported ready.
+    if (auto why = fs.transport.init(conn); !why.empty()) throw std::runtime_error(why);
     fs.passthrough.start(passthrough_refusal(fs, conn));
 
     fuse_session* se = fs.session;

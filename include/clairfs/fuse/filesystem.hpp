@@ -8,6 +8,7 @@
 #include "clairfs/fuse/open_watch.hpp"
 #include "clairfs/fuse/passthrough.hpp"
 #include "clairfs/fuse/request_counts.hpp"
+#include "clairfs/fuse/transport.hpp"
 #include "clairfs/index/index.hpp"
 #include "clairfs/prefetch/engine.hpp"
 
@@ -51,6 +52,7 @@ struct Filesystem {
     fuse_session* session = nullptr;        // while serving: for notifications to the kernel
     UnopenedDocs unopened{};                // --kernel-opens: see UnopenedDocs
     Passthrough passthrough{};              // --passthrough: files the tiers do not take
+    Transport transport{};                  // --io-uring: io_uring rings or /dev/fuse
     // --opens fanotify: prepared before the mount; null otherwise.
     OpenWatch* open_watch = nullptr;
     // No OPEN of ours may come for a file: --kernel-opens, or opens
