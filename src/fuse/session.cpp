@@ -155,6 +155,7 @@ std::string serve(Filesystem& fs) {
     if (fs.open_watch) fs.open_watch->stop();
     if (fs.control) fs.control->stop_detection();
     bool clean_stop = fs.engine->stop_within(bound);
+    fs.notifier.stop(); // after the engine, which may still post drops
     fs.session = nullptr;
     fuse_session_unmount(se.get());
     fuse_remove_signal_handlers(se.get());

@@ -43,8 +43,12 @@ public:
     // Each request, by the way it came.
     void count(fuse_req_t req) {
 #if CLAIRFS_HAVE_IO_URING
-        (fuse_req_is_uring(req) ? ring_requests_ : device_requests_)
-            .fetch_add(1, std::memory_order_relaxed);
+        if (fuse_req_is_uring(req)) {
+            on_ring_thread_ = true; // a ring thread serves its ring alone
+            ring_requests_.fetch_add(1, std::memory_order_relaxed);
+            return;
+        }
+        device_requests_.fetch_add(1, std::memory_order_relaxed);
 #else
         (void)req;
         device_requests_.fetch_add(1, std::memory_order_relaxed);
@@ -52,9 +56,13 @@ public:
     }
     bool on() const;
     void status(nlohmann::json& out) const;
+    // The calling thread is one of libfuse's ring threads, the only one
+    // answering its CPU's requests: nothing there may wait for a READ.
+    static bool on_ring_thread() { return on_ring_thread_; }
 
 private:
     void settle(bool ring, std::string why);
+    static inline thread_local bool on_ring_thread_ = false;
     config::IoUring mode_ = config::IoUring::auto_;
     bool asked_ = false; // set before the session exists, read-only after
     std::atomic<uint64_t> ring_requests_{0}, device_requests_{0};
