@@ -242,8 +242,15 @@ fetch_libfuse() {
   fi
   {
     printf 'Types: deb-src\nURIs: %s\nSuites: %s\nComponents: main\n' "$uri" "$suite"
-    local keyring=/usr/share/keyrings/debian-archive-keyring.gpg
-    if [ -f "$keyring" ]; then printf 'Signed-By: %s\n' "$keyring"; fi
+    # Debian's archive keyring (.pgp from trixie's package on, .gpg before);
+    # with neither, apt checks against its trusted.gpg.d.
+    local keyring
+    for keyring in /usr/share/keyrings/debian-archive-keyring.{pgp,gpg}; do
+      if [ -f "$keyring" ]; then
+        printf 'Signed-By: %s\n' "$keyring"
+        break
+      fi
+    done
   } >"$tmp/sources.list.d/clairfs-libfuse.sources"
   printf '%s\n' "Dir::State::Lists \"$tmp/lists\";" "Dir::Cache \"$tmp/cache\";" \
     'Dir::Etc::sourcelist "/dev/null";' "Dir::Etc::sourceparts \"$tmp/sources.list.d\";" \
