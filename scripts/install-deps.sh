@@ -11,9 +11,13 @@ cd "$(dirname "$0")/.."
 
 # liblmdb-dev and libhdf5-dev: clairfs ranges reads LMDBs and HDF5 files
 # (libhdf5-dev is the serial build; the MPI ones would pull in OpenMPI).
+# liburing-dev and libnuma-dev: libfuse 3.18's FUSE over io_uring, built from
+# subprojects/libfuse (fetch_libfuse below); dpkg-dev: `apt-get source`
+# unpacks that source package with dpkg-source. libfuse3-dev stays: a build
+# without the subproject uses it.
 build_pkgs=(g++ meson ninja-build pkg-config libfuse3-dev fuse3 libmpich-dev
   mpich libaio-dev libxxhash-dev nlohmann-json3-dev doctest-dev libcpp-httplib-dev
-  liblmdb-dev libhdf5-dev)
+  liblmdb-dev libhdf5-dev liburing-dev libnuma-dev dpkg-dev)
 # The mount tests use Debian's /usr/bin/python3 (stdlib only), pgrep,
 # setpriv/unshare and mount; the order tests compare with real torch and
 # torchvision (never python3-mpi4py: it pulls in OpenMPI over MPICH), and
@@ -182,6 +186,100 @@ pip_install() {
   rm -f "$log"
   return $rc
 }
+
+# libfuse >= 3.18 with FUSE over io_uring: Debian 12 packages 3.14, 13
+# packages 3.17, and Debian's own 3.18 is built without liburing. So the
+# top-level meson.build builds libfuse from subprojects/libfuse, statically,
+# with liburing; its source is Debian's own source package (fuse3, Debian's
+# patches applied) from unstable, fetched by apt and checked against the
+# archive's signed index. The apt configuration is a private one in a
+# temporary directory: the machine's own Debian archive URI (as apt itself
+# lists it) with the suite replaced by sid; nothing under /etc changes. A
+# fetch that fails leaves the build on the system libfuse (/dev/fuse only),
+# with one warning here and one from meson. CLAIRFS_LIBFUSE_SUITE names
+# another suite that has fuse3 >= 3.18.
+libfuse_dir=subprojects/libfuse
+
+# The upstream version of an unpacked libfuse tree, from its meson.build.
+libfuse_version() {
+  sed -n "/^project(/,/)/s/.*version: *'\([0-9.]*\)'.*/\1/p" "$1/meson.build" 2>/dev/null |
+    head -n1 || true
+}
+
+# The Debian archive this machine's apt uses, as apt lists it: the URI of
+# the entry for the release itself (not its -updates or -security).
+debian_archive_uri() {
+  local codename
+  codename=$(. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}")
+  apt-get indextargets --format '$(REPO_URI) $(RELEASE)' 'Created-By: Packages' 2>/dev/null |
+    awk -v c="$codename" '
+      $2 == c { print $1; found = 1; exit }
+      $2 !~ /-/ && first == "" { first = $1 }
+      END { if (!found && first != "") print first }'
+}
+
+fetch_libfuse() {
+  local have suite uri tmp tree ver
+  have=$(libfuse_version "$libfuse_dir")
+  if [ -n "$have" ] && dpkg --compare-versions "$have" ge 3.18; then
+    echo "install-deps: libfuse $have in $libfuse_dir"
+    return
+  fi
+  suite=${CLAIRFS_LIBFUSE_SUITE:-sid}
+  uri=$(debian_archive_uri)
+  if [ -z "$uri" ]; then
+    echo "install-deps: warning: no Debian archive in apt's sources; the build uses the system libfuse (no io_uring)" >&2
+    return
+  fi
+  need_root "fetch Debian's fuse3 source package"
+  tmp=$(mktemp -d)
+  # apt downloads as the _apt user, which must reach these directories.
+  chmod 755 "$tmp"
+  mkdir -p "$tmp/lists/partial" "$tmp/cache/archives/partial" "$tmp/sources.list.d" \
+    "$tmp/preferences.d" "$tmp/src"
+  if id _apt >/dev/null 2>&1; then
+    "${sudo[@]}" chown _apt "$tmp/lists/partial" "$tmp/cache/archives/partial" "$tmp/src"
+  fi
+  {
+    printf 'Types: deb-src\nURIs: %s\nSuites: %s\nComponents: main\n' "$uri" "$suite"
+    # Debian's archive keyring (.pgp from trixie's package on, .gpg before);
+    # with neither, apt checks against its trusted.gpg.d.
+    local keyring
+    for keyring in /usr/share/keyrings/debian-archive-keyring.{pgp,gpg}; do
+      if [ -f "$keyring" ]; then
+        printf 'Signed-By: %s\n' "$keyring"
+        break
+      fi
+    done
+  } >"$tmp/sources.list.d/clairfs-libfuse.sources"
+  printf '%s\n' "Dir::State::Lists \"$tmp/lists\";" "Dir::Cache \"$tmp/cache\";" \
+    'Dir::Etc::sourcelist "/dev/null";' "Dir::Etc::sourceparts \"$tmp/sources.list.d\";" \
+    'Dir::Etc::preferences "/dev/null";' "Dir::Etc::preferencesparts \"$tmp/preferences.d\";" \
+    >"$tmp/apt.conf"
+  echo "install-deps: fetching Debian's fuse3 source package ($suite)"
+  if (cd "$tmp/src" &&
+    "${sudo[@]}" env APT_CONFIG="$tmp/apt.conf" apt-get update -qq &&
+    "${sudo[@]}" env APT_CONFIG="$tmp/apt.conf" apt-get source -qq fuse3) >"$tmp/log" 2>&1; then
+    tree=$(find "$tmp/src" -mindepth 1 -maxdepth 1 -type d -name 'fuse3-*' | head -n1)
+    ver=$(libfuse_version "$tree")
+    if [ -n "$ver" ] && dpkg --compare-versions "$ver" ge 3.18; then
+      "${sudo[@]}" rm -rf "$libfuse_dir"
+      mkdir -p "$(dirname "$libfuse_dir")"
+      "${sudo[@]}" mv "$tree" "$libfuse_dir"
+      # Its files keep the tarball's times; this one says when it came
+      # (scripts/build.sh reconfigures a build directory older than it).
+      "${sudo[@]}" touch "$libfuse_dir/.fetched"
+      echo "install-deps: libfuse $ver in $libfuse_dir ($(basename "$(ls "$tmp"/src/*.dsc)" .dsc))"
+    else
+      echo "install-deps: warning: $suite has libfuse ${ver:-of no known version}, not >= 3.18; the build uses the system libfuse (no io_uring)" >&2
+    fi
+  else
+    echo "install-deps: warning: cannot fetch Debian's fuse3 source ($(grep -m1 -E '^(E|W|dpkg-source): ' "$tmp/log" || tail -n1 "$tmp/log")); the build uses the system libfuse (no io_uring)" >&2
+  fi
+  "${sudo[@]}" rm -rf "$tmp"
+}
+
+fetch_libfuse
 
 case "${1:-build}" in
 test | bench) frameworks_venv ;;

@@ -317,6 +317,7 @@ int mount_command(const std::vector<std::string>& args) {
         for (size_t k = 0; k < fuse::request_kinds.size(); ++k)
             r[std::string(fuse::request_kinds[k])] = fs.counters.requests.of(k);
         fs.passthrough.status(j["passthrough"]);
+        fs.transport.status(j["transport"]);
         if (fs.open_watch)
             fs.open_watch->status(j["opens"]);
         else

@@ -160,6 +160,11 @@ std::string prometheus_text(const json& st, const std::string& mountpoint) {
                  "1 while the kernel reads large untiered files itself (FUSE passthrough).");
         w.series("clairfs_passthrough_enabled", "", p.get<std::string>() == "on" ? 1 : 0);
     }
+    if (const json& t = status_at(st, "transport/in_use"); t.is_string()) {
+        w.family("clairfs_io_uring", "gauge",
+                 "1 while the kernel's requests come over FUSE's io_uring rings, 0 over /dev/fuse.");
+        w.series("clairfs_io_uring", "", t.get<std::string>() == "io_uring" ? 1 : 0);
+    }
     if (const json& r = status_at(st, "requests"); r.is_object() && !r.empty()) {
         w.family("clairfs_fuse_requests_total", "counter", "FUSE requests served, by kind.");
         for (const auto& [kind, n] : r.items())

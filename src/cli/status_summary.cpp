@@ -322,6 +322,13 @@ std::string status_summary(const json& s) {
     } else if (const json& why = status_at(s, "passthrough/reason"); why.is_string()) {
         out += line("passthrough:", "off: " + why.get<std::string>());
     }
+    // The way requests come (--io-uring) and why: "io_uring (--io-uring
+    // auto, and the kernel's switch is on)", "/dev/fuse (--io-uring off)".
+    if (std::string in_use = text_of(status_at(s, "transport/in_use")); in_use != "null") {
+        if (const json& why = status_at(s, "transport/reason"); why.is_string())
+            in_use += " (" + why.get<std::string>() + ")";
+        out += line("transport:", in_use);
+    }
     if (std::string source = text_of(status_at(s, "opens/source")); source == "fanotify") {
         snprintf(buf, sizeof buf, "fanotify, %.0f opens told in %.0f batches",
                  number(status_at(s, "opens/opens")), number(status_at(s, "opens/batches")));

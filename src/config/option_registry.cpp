@@ -80,6 +80,18 @@ std::string set_opens(MountOptions& o, std::string_view v) {
     return "";
 }
 
+std::string set_io_uring(MountOptions& o, std::string_view v) {
+    if (v == "auto")
+        o.io_uring = IoUring::auto_;
+    else if (v == "on")
+        o.io_uring = IoUring::on;
+    else if (v == "off")
+        o.io_uring = IoUring::off;
+    else
+        return "expected auto, on or off";
+    return "";
+}
+
 std::string set_no_one_copy(MountOptions& o, std::string_view v) {
     bool off;
     if (!parse_bool(v, off)) return "expected true or false";
@@ -306,6 +318,12 @@ constexpr OptionSpec specs[] = {
     {"no_passthrough", 0, OptionType::flag, "", "false",
      "read files the tiers do not take through the daemon, each READ bounded by --io-timeout",
      set_negated_field<&MountOptions::passthrough>},
+    {"io_uring", 0, OptionType::choice, "WHEN", "auto",
+     "how the kernel's requests reach the daemon: over FUSE's io_uring rings (answered on "
+     "the requester's CPU; Linux 6.14 or later with its fuse.enable_uring switch on, which "
+     "clairfs never sets) or through /dev/fuse: auto (io_uring where the switch is on), on "
+     "(fail the mount where it cannot), off (/dev/fuse)",
+     set_io_uring},
     {"one_copy", 0, OptionType::choice, "WHEN", "auto",
      "when the last open of a file the RAM tier holds is closed, drop its pages from the "
      "kernel's page cache, so its bytes are in memory once: always, never, or auto (while the "

@@ -4,6 +4,8 @@
 #include "fuse_ops.hpp"
 
 #include <exception>
+#include <memory>
+#include <stdexcept>
 #include <string>
 #include <unistd.h>
 
@@ -73,6 +75,9 @@ void init_core(Filesystem& fs, fuse_conn_info* conn) {
     // Nothing changes under the mount, so mtime checks would only cost.
     conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
     conn->time_gran = 1;
+    // Before the threads start: --io-uring on without the kernel's offer
+    // ends the mount here, before it is reported ready.
+    if (auto why = fs.transport.init(conn); !why.empty()) throw std::runtime_error(why);
     fs.passthrough.start(passthrough_refusal(fs, conn));
 
     fuse_session* se = fs.session;
@@ -86,22 +91,45 @@ void init_core(Filesystem& fs, fuse_conn_info* conn) {
         return fuse_lowlevel_notify_store(se, ino_of(id), static_cast<off_t>(off), &bv,
                                           FUSE_BUF_NO_SPLICE);
     };
-    if (fs.options.push_ahead || fs.options.open_push || fs.open_watch) {
-        fs.engine->set_pusher([store](index::NodeId id, const cache::Blob& b) {
-            return store(id, 0, b.bytes.get(), b.size);
-        });
-    }
+    // A push waits for any page of the file that a READ in flight has
+    // locked, and that READ for a thread to answer it. Over /dev/fuse
+    // another reader thread does (the engine keeps pushes to half of
+    // them); over io_uring the READ may be queued behind the push on its
+    // own CPU's ring, whose one thread is the one pushing. So on a ring
+    // thread a file is pushed only while no other open of it exists (a
+    // READ of it holds a reference to an open, which the kernel releases
+    // after the READ's answer), and a range never (its own READ is in
+    // flight, readahead beside it). -EAGAIN: the engine counts it busy,
+    // and the reads come as READs.
+    if (fs.transport.on()) fs.open_files = std::make_unique<OpenCounts>();
+    const OpenCounts* open_files = fs.open_files.get();
+    auto push_file = [store, open_files](index::NodeId id, const cache::Blob& b) {
+        if (Transport::on_ring_thread() && (!open_files || open_files->of(id) > 1))
+            return -EAGAIN;
+        return store(id, 0, b.bytes.get(), b.size);
+    };
+    if (fs.options.push_ahead || fs.options.open_push || fs.open_watch)
+        fs.engine->set_pusher(push_file);
     // A ranges job's samples due next (Engine::push_ranges).
-    fs.engine->set_range_pusher(store);
-    fs.engine->set_range_dropper([se](index::NodeId id, uint64_t off, uint64_t size) {
-        return fuse_lowlevel_notify_inval_inode(se, ino_of(id), static_cast<off_t>(off),
-                                                static_cast<off_t>(size));
-    });
+    fs.engine->set_range_pusher(
+        [store](index::NodeId id, uint64_t off, const char* bytes, size_t size) {
+            return Transport::on_ring_thread() ? -EAGAIN : store(id, off, bytes, size);
+        });
+    // Drops, the same way, are made on the notifier's thread (notifier.hpp).
+    Notifier& notifier = fs.notifier;
+    auto drop_range = [se, &notifier](index::NodeId id, uint64_t off, uint64_t size) {
+        auto drop = [se, id, off, size] {
+            return fuse_lowlevel_notify_inval_inode(se, ino_of(id), static_cast<off_t>(off),
+                                                    static_cast<off_t>(size));
+        };
+        if (!Transport::on_ring_thread()) return drop();
+        notifier.post([drop] { drop(); });
+        return 0;
+    };
+    fs.engine->set_range_dropper(drop_range);
     // One notification drops a file's pages: to evict a file handed over
     // to the kernel, and (--kernel-opens) every file soon after it is read.
-    auto drop_pages = [se](index::NodeId id) {
-        return fuse_lowlevel_notify_inval_inode(se, ino_of(id), 0, 0);
-    };
+    auto drop_pages = [drop_range](index::NodeId id) { return drop_range(id, 0, 0); };
     fs.engine->set_invalidator(drop_pages);
     if (fs.options.kernel_opens) fs.engine->set_dropper(drop_pages);
     // Here, in the process that serves, after any fork: threads start now.

@@ -31,6 +31,7 @@ void fuse_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     auto of = std::make_unique<OpenFile>();
     // Held by the open, the bytes survive eviction until release.
     const index::NodeId id = fs.index.id_of(*n);
+    fs.opening(id);
     of->blob = fs.engine->opened(id, static_cast<uint32_t>(fuse_req_ctx(req)->pid));
     // Before the reply: the job's first read may follow it at once.
     of->push = fs.engine->push_on_open(id, of->blob);
@@ -42,6 +43,7 @@ void fuse_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     if (!fs.engine->tiered(*n) && !fs.engine->chunked(id) && n->size > fs.options.max_read) {
         int32_t backing = fs.passthrough.open(req, fs, *n, id);
         if (backing < 0) {
+            fs.closed(id);
             fs.engine->released(id, 0, prefetch::OpenPush::none);
             return reply_error(req, backing);
         }
@@ -62,6 +64,7 @@ void fuse_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     }
     // The opener was interrupted: no RELEASE will come for this open.
     if (of->backing_id) fs.passthrough.release(nullptr, id);
+    fs.closed(id);
     fs.engine->released(id, 0, prefetch::OpenPush::none);
 }
 

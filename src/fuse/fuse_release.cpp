@@ -16,6 +16,7 @@ void fuse_release(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     // The reply first: what released() does to the kernel's pages (a
     // hand-over's or --one-copy's drop) waits on their locks, and nothing
     // waits on a RELEASE's reply.
+    if (of && n) fs.closed(fs.index.id_of(*n));
     fuse_reply_err(req, 0);
     if (!of) return;
     if (int fd = of->fd.load(std::memory_order_acquire); fd >= 0) sys::close(fd);

@@ -39,7 +39,11 @@ template <OpName Name, typename... Args, void (*Op)(fuse_req_t, Args...), bool R
 struct Guarded<Name, Op, Reply> {
     static void call(fuse_req_t req, Args... args) noexcept {
         static constexpr size_t kind = request_kind(Name.text);
-        if constexpr (kind < request_kinds.size()) filesystem_of(req).counters.requests.add(kind);
+        if constexpr (kind < request_kinds.size()) {
+            Filesystem& fs = filesystem_of(req);
+            fs.counters.requests.add(kind);
+            fs.transport.count(req);
+        }
         try {
             Op(req, args...);
         } catch (...) {

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <unistd.h>
 #include <vector>
 
@@ -38,6 +39,9 @@ std::string mount_options(const Filesystem& fs) {
         "default_permissions,subtype=clairfs,fsname=" + escape_option("clairfs:" + o.backing) +
         ",max_read=" + std::to_string(o.max_read);
     if (o.allow_other) opts += ",allow_other";
+    // Not a kernel mount option: libfuse's session takes it (and sets its
+    // rings up at INIT if the kernel offers them).
+    if (fs.transport.asked()) opts += ",io_uring";
     return opts;
 }
 
@@ -59,6 +63,23 @@ int run_loop(fuse_session* se, const config::MountOptions& o) {
     return fuse_session_loop_mt(se, cfg.get());
 }
 
+// The mount being served, for libfuse's log callback, which has no user
+// data: one mount per process.
+Filesystem* serving = nullptr;
+
+// libfuse tells of rings it could not set up only in its log, after our
+// init callback has seen the kernel offer them: "fuse: failed to start
+// io-uring: REASON", and then it serves /dev/fuse.
+void watch_for_ring_failure(const char* msg) {
+    static constexpr std::string_view failed = "failed to start io-uring: ";
+    std::string_view m(msg);
+    auto at = m.find(failed);
+    if (at == std::string_view::npos || !serving) return;
+    if (serving->transport.ring_failed(std::string(m.substr(at + failed.size()))) &&
+        serving->session)
+        fuse_session_exit(serving->session);
+}
+
 // libfuse's own messages (and libfuse -d traces) join our log, so they
 // reach syslog once the daemon has no terminal.
 void libfuse_log(enum fuse_log_level level, const char* fmt, va_list ap) {
@@ -66,6 +87,7 @@ void libfuse_log(enum fuse_log_level level, const char* fmt, va_list ap) {
     vsnprintf(msg, sizeof msg, fmt, ap);
     size_t len = strlen(msg);
     while (len && msg[len - 1] == '\n') msg[--len] = '\0';
+    watch_for_ring_failure(msg);
     auto lvl = level <= FUSE_LOG_ERR       ? log::Level::error
                : level <= FUSE_LOG_WARNING ? log::Level::warn
                : level <= FUSE_LOG_INFO    ? log::Level::info
@@ -78,6 +100,11 @@ void libfuse_log(enum fuse_log_level level, const char* fmt, va_list ap) {
 
 std::string serve(Filesystem& fs) {
     const auto& o = fs.options;
+    if (auto why = fs.transport.choose(o.io_uring); !why.empty()) return why;
+    serving = &fs;
+    struct Unset {
+        ~Unset() { serving = nullptr; }
+    } unset;
     fuse_set_log_func(libfuse_log);
     std::string opts = mount_options(fs);
     std::vector<const char*> argv = {"clairfs", "-o", opts.c_str()};
@@ -128,6 +155,7 @@ std::string serve(Filesystem& fs) {
     if (fs.open_watch) fs.open_watch->stop();
     if (fs.control) fs.control->stop_detection();
     bool clean_stop = fs.engine->stop_within(bound);
+    fs.notifier.stop(); // after the engine, which may still post drops
     fs.session = nullptr;
     fuse_session_unmount(se.get());
     fuse_remove_signal_handlers(se.get());

@@ -333,7 +333,10 @@ std::optional<DetectedJob> detect_job(uint32_t n, std::span<const ProcessOpens> 
             if (seen.insert(static_cast<uint32_t>(s0 + e)).second)
                 listed.push_back(static_cast<uint32_t>(s0 + e));
     uint64_t deep = listed.empty() ? 0 : opt.listed_positions / listed.size();
-    deep = std::clamp<uint64_t>(deep, opt.range_depth, n);
+    // Not std::clamp: a dataset smaller than range_depth makes its bounds
+    // cross, which is undefined (libstdc++'s assertions abort on it, and
+    // meson turns them on in debug builds from 1.4, Debian 13's).
+    deep = std::min<uint64_t>(std::max<uint64_t>(deep, opt.range_depth), n);
     std::vector<uint32_t> seeds;
     for (uint64_t s0 : opt.seeds) seeds.push_back(static_cast<uint32_t>(s0));
     if (auto j = s.try_seeds(DetectedSampler::random_explicit, seeds, 64)) return j;

@@ -858,7 +858,10 @@ OpenPush Engine::push_on_open(index::NodeId id, const cache::BlobRef& bytes) {
         }
         int rv = push_(id, *bytes);
         pushing_.fetch_sub(1, std::memory_order_relaxed);
-        (rv == 0 ? open_pushes_ : push_errors_).fetch_add(1, std::memory_order_relaxed);
+        // EAGAIN: the FUSE layer could not push on this thread (a thread
+        // answering an io_uring ring alone must not wait for a READ).
+        (rv == 0 ? open_pushes_ : rv == -EAGAIN ? open_busy_ : push_errors_)
+            .fetch_add(1, std::memory_order_relaxed);
         return rv == 0;
     };
     if (open_count_ && dropping_.load(std::memory_order_relaxed)) {

@@ -195,6 +195,11 @@ void Engine::push_rest(RangeFollow& rf, uint32_t sample, uint64_t from, uint32_t
         if (chunks_->copy(br.node, from, to - from, buf) < 0) return;
         int rc = push_range_(br.node, from, buf, to - from);
         if (rc == -ENOENT) return;
+        // EAGAIN: not on this thread (an io_uring ring's); a later round pushes.
+        if (rc == -EAGAIN) {
+            range_push_busy_.fetch_add(1, std::memory_order_relaxed);
+            return;
+        }
         count_push(rc, to - from);
     }
     rf.mark_pushed(sample, tag);

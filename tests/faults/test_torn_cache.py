@@ -28,7 +28,9 @@ from faultlib import ml  # noqa: E402
 
 ROUNDS = 50
 MAX_SIZE = 60_000  # under --mem / 16, so every file goes through the tiers
-CUT = (errno.ENOTCONN, errno.ECONNABORTED)
+# Over io_uring (--io-uring, scripts/test.sh turns the kernel's switch on),
+# a request the dead daemon's rings held ends with ECANCELED.
+CUT = (errno.ENOTCONN, errno.ECONNABORTED, errno.ECANCELED)
 
 
 def reader(mp, expected, names, out, stop):
@@ -76,7 +78,7 @@ def one_round(n, src, mp, cache, expected, rng, totals):
         ml.check(not t.is_alive(), f"round {n}: the reader hangs on the dead mount")
     bad = [e for _, e in out["errors"] if e not in CUT]
     ml.check(not out["wrong"], f"round {n}: wrong bytes in {out['wrong'][:5]}")
-    ml.check(not bad, f"round {n}: reads failed with {set(bad)} (only ENOTCONN is expected)")
+    ml.check(not bad, f"round {n}: reads failed with {set(bad)} (only ENOTCONN, ECONNABORTED or ECANCELED are expected)")
     totals["reads"] += out["read"]
     totals["reused"] += reused
     totals["warm_rounds"] += reused > 0

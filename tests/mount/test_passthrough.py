@@ -15,8 +15,9 @@ Where this build and kernel have it (status passthrough.state "on"):
   --mem 0 files of one READ or less (1 MiB) are not passed through;
 - a file that changed on the backing store since the scan fails its open
   with ESTALE, as its first READ would have.
-Where it does not (Debian 12's libfuse 3.14), status says why, and the same
-reads return the same bytes through READs. --no-passthrough: off, with
+Where it does not (a build against Debian 12's own libfuse 3.14, without
+subprojects/libfuse; with it, that is a failure), status says why, and the
+same reads return the same bytes through READs. --no-passthrough: off, with
 that reason, and READs. Exit 77 only without FUSE."""
 import errno
 import os
@@ -64,6 +65,11 @@ def case_default(data, mp, expected):
         on = pt["state"] == "on"
         if not on:
             ml.check(pt["reason"], f"passthrough off without a reason: {pt}")
+            # With subprojects/libfuse (3.18) every build has it: only a
+            # build against Debian 12's own 3.14 may lack it.
+            subproject = os.path.join(ml.SOURCE_ROOT, "subprojects", "libfuse", "meson.build")
+            ml.check("this build's libfuse" not in pt["reason"] or not os.path.exists(subproject),
+                     f"subprojects/libfuse is there, yet this build has no passthrough: {pt}")
         before = reads(ml.status(mp))
         for rel in big:
             with open(os.path.join(mp, rel), "rb") as f:

@@ -19,6 +19,21 @@ inline constexpr uint64_t auto_mem = UINT64_MAX;
 // free space if that is less, resolved at mount.
 inline constexpr uint64_t auto_ssd = UINT64_MAX;
 
+// --io-uring: whether the kernel's requests come over FUSE's io_uring
+// rings (libfuse 3.18 with liburing, and the kernel's enable_uring switch
+// on) or are read from /dev/fuse. auto takes io_uring where both allow it;
+// on fails the mount where they do not; off keeps /dev/fuse.
+enum class IoUring { auto_, on, off };
+
+inline const char* io_uring_name(IoUring m) {
+    switch (m) {
+    case IoUring::on: return "on";
+    case IoUring::off: return "off";
+    case IoUring::auto_: break;
+    }
+    return "auto";
+}
+
 struct MountOptions {
     std::string backing;
     std::string mountpoint;
@@ -60,6 +75,7 @@ struct MountOptions {
     bool handover = false;       // a file the page cache holds whole is not held twice
     bool open_push = true;       // at an open, put the RAM tier's copy into the page cache
     bool passthrough = true;     // the kernel reads files the tiers do not take itself
+    IoUring io_uring = IoUring::auto_; // the transport: io_uring rings or /dev/fuse
     std::string one_copy = "auto"; // auto, always, never: drop a RAM-tier file's pages at its last close
     std::string drop_behind = "auto"; // auto, always, never: drop a chunked file's pages once read past
     std::vector<uint64_t> detect_seeds; // searched deep besides the usual ones (torch's form)

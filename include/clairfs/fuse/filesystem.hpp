@@ -5,15 +5,19 @@
 
 #include "clairfs/config/mount_options.hpp"
 #include "clairfs/control/controller.hpp"
+#include "clairfs/fuse/notifier.hpp"
+#include "clairfs/fuse/open_counts.hpp"
 #include "clairfs/fuse/open_watch.hpp"
 #include "clairfs/fuse/passthrough.hpp"
 #include "clairfs/fuse/request_counts.hpp"
+#include "clairfs/fuse/transport.hpp"
 #include "clairfs/index/index.hpp"
 #include "clairfs/prefetch/engine.hpp"
 
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <fuse_lowlevel.h>
 #include <mutex>
 #include <string>
@@ -51,6 +55,19 @@ struct Filesystem {
     fuse_session* session = nullptr;        // while serving: for notifications to the kernel
     UnopenedDocs unopened{};                // --kernel-opens: see UnopenedDocs
     Passthrough passthrough{};              // --passthrough: files the tiers do not take
+    Transport transport{};                  // --io-uring: io_uring rings or /dev/fuse
+    Notifier notifier{};                    // page-cache drops asked for on a ring thread
+    // Over io_uring: OPENs not yet RELEASEd, by node. A push at an OPEN
+    // answered on a ring thread is made only for a file with no other open
+    // (fuse_init.cpp says why). Null over /dev/fuse.
+    std::unique_ptr<OpenCounts> open_files{};
+    // Counts an OPEN of `id` (over io_uring); undone by closed().
+    void opening(index::NodeId id) {
+        if (open_files) open_files->opened(id);
+    }
+    void closed(index::NodeId id) {
+        if (open_files) open_files->closed(id);
+    }
     // --opens fanotify: prepared before the mount; null otherwise.
     OpenWatch* open_watch = nullptr;
     // No OPEN of ours may come for a file: --kernel-opens, or opens

@@ -186,3 +186,19 @@ TEST_CASE("every registered option has a name, help and a parser that accepts it
         CHECK(spec.set(o, value) == "");
     }
 }
+
+TEST_CASE("--io-uring: auto by default, on and off, nothing else") {
+    MountArgs a;
+    REQUIRE(parse({"/d", "/m"}, a) == "");
+    CHECK(a.options.io_uring == IoUring::auto_);
+    MountArgs b;
+    REQUIRE(parse({"/d", "/m", "--io-uring", "on"}, b) == "");
+    CHECK(b.options.io_uring == IoUring::on);
+    MountArgs c;
+    REQUIRE(parse({"/d", "/m", "-o", "io_uring=off"}, c) == "");
+    CHECK(c.options.io_uring == IoUring::off);
+    MountArgs d;
+    CHECK(parse({"/d", "/m", "--io-uring", "yes"}, d).find("invalid value for io_uring") !=
+          std::string::npos);
+    CHECK(std::string(io_uring_name(IoUring::auto_)) == "auto");
+}

@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: MIT
+#include "clairfs/fuse/transport.hpp"
+#include "clairfs/log.hpp"
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+namespace clairfs::fuse {
+namespace {
+
+// Why io_uring cannot be asked for, or "" if it can: the build, then the
+// kernel (whose switch may read Y, N, 1 or 0).
+std::string why_not_io_uring(const std::string& switch_file) {
+#if CLAIRFS_HAVE_IO_URING
+    std::ifstream in(switch_file);
+    std::string value;
+    if (!in) {
+        return "the kernel lacks it (no " + switch_file +
+               ": Linux 6.14 or later built with CONFIG_FUSE_IO_URING has it)";
+    }
+    in >> value;
+    if (value == "Y" || value == "1") return "";
+    return "the kernel's switch is off (" + switch_file + " is " +
+           (value.empty() ? std::string("empty") : value) +
+           "; an administrator turns it on with fuse.enable_uring=1 at boot, or by writing Y "
+           "there)";
+#else
+    (void)switch_file;
+    return "this build's libfuse (" + std::to_string(FUSE_MAJOR_VERSION) + "." +
+           std::to_string(FUSE_MINOR_VERSION) +
+           ") lacks it (3.18 built with liburing has it: scripts/install-deps.sh fetches it "
+           "into subprojects/libfuse)";
+#endif
+}
+
+} // namespace
+
+std::string Transport::choose(config::IoUring mode, const std::string& switch_file) {
+    mode_ = mode;
+    asked_ = false;
+    if (mode == config::IoUring::off) {
+        settle(false, "--io-uring off");
+        return "";
+    }
+    if (auto why = why_not_io_uring(switch_file); !why.empty()) {
+        settle(false, why);
+        if (mode == config::IoUring::on) return "--io-uring on, but io_uring cannot be used: " + why;
+        return "";
+    }
+    asked_ = true;
+    // Until the kernel's INIT says: the switch may change meanwhile.
+    settle(false, "asked for; the kernel's INIT has not come yet");
+    return "";
+}
+
+std::string Transport::init(fuse_conn_info* conn) {
+    if (!asked_) return "";
+#if CLAIRFS_HAVE_IO_URING
+    // The kernel offers it only while its switch is on.
+    if (conn->capable & FUSE_CAP_OVER_IO_URING) {
+        conn->want |= FUSE_CAP_OVER_IO_URING;
+        settle(true, std::string("--io-uring ") + config::io_uring_name(mode_) +
+                         ", and the kernel's switch is on");
+        return "";
+    }
+#else
+    (void)conn;
+#endif
+    std::string why = "the kernel did not offer it at INIT (its switch turned off since?)";
+    settle(false, why);
+    if (mode_ == config::IoUring::on) return "--io-uring on, but io_uring cannot be used: " + why;
+    return "";
+}
+
+bool Transport::ring_failed(const std::string& why) {
+    if (!on()) return false;
+    settle(false, "libfuse could not set its rings up (" + why + ")");
+    if (mode_ == config::IoUring::on) {
+        LOG_ERROR("--io-uring on, but libfuse could not set its rings up (%s): ending the mount",
+                  why.c_str());
+        return true;
+    }
+    LOG_WARN("io_uring off: libfuse could not set its rings up (%s); serving /dev/fuse",
+             why.c_str());
+    return false;
+}
+
+bool Transport::on() const {
+    std::lock_guard lk(mu_);
+    return ring_;
+}
+
+void Transport::settle(bool ring, std::string why) {
+    std::lock_guard lk(mu_);
+    ring_ = ring;
+    why_ = std::move(why);
+}
+
+void Transport::status(nlohmann::json& out) const {
+    std::lock_guard lk(mu_);
+    out = {{"in_use", ring_ ? "io_uring" : "/dev/fuse"},
+           {"io_uring", config::io_uring_name(mode_)},
+           {"reason", why_},
+           {"requests_io_uring", ring_requests_.load(std::memory_order_relaxed)},
+           {"requests_dev_fuse", device_requests_.load(std::memory_order_relaxed)}};
+}
+
+} // namespace clairfs::fuse
