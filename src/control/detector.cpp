@@ -503,7 +503,8 @@ bool Detector::search() {
     layout::LayoutKind kind = layout::LayoutKind::imagefolder;
     std::shared_ptr<const layout::Dataset> ds;
     std::shared_ptr<const std::vector<order::Sample>> sample_of;
-    for (const auto& [r, k] : roots()) {
+    const auto rs = roots();
+    for (const auto& [r, k] : rs) {
         const Candidate& c = candidate(r, k);
         if (!c.dataset) continue;
         auto procs = opens_in(*c.sample_of);
@@ -520,7 +521,7 @@ bool Detector::search() {
     // No torch loader explains the opens: perhaps a tf.data pipeline
     // (control/tf_detection.hpp), paid from the same budget.
     TfAttempt tf;
-    if (!found) tf = search_tf();
+    if (!found) tf = search_tf(rs);
     double cpu = thread_cpu_seconds() - cpu0;
     budget_.spend(cpu, steady_seconds());
     for (const Candidate& c : candidates_)
@@ -585,55 +586,70 @@ bool Detector::search() {
     return true;
 }
 
-TfAttempt Detector::search_tf() {
+TfAttempt Detector::search_tf(std::span<const std::pair<std::string, layout::LayoutKind>> roots) {
     OpenedNodes opened;
     for (const auto& [pid, p] : procs_) opened.emplace_back(pid, p.opens);
     std::vector<std::string> dirs;
-    for (const auto& [r, k] : roots()) dirs.push_back(r);
+    for (const auto& [r, k] : roots) dirs.push_back(r);
     return detect_tf_pipeline(idx_, dirs, opened, opt_.search);
 }
 
 // As accept(), for the registration a tf.data search built: its evidence
 // bound stands in for the confirmation a torch job waits for.
 bool Detector::accept_tf(const TfDetection& tf) {
+    // Its evidence bound stands in for the confirmation a torch job waits for.
+    return register_detected(tf.job, tf.pids, "a tensorflow job",
+                             "detected a tensorflow job, " + tf.what + ": its threads opened " +
+                                 std::to_string(tf.opens) + " files where it predicts");
+}
+
+// Registers a job found (a torch loader confirmed, a tf.data pipeline),
+// telling its trackers the opens of the processes it claims, each
+// process's in its order (a tracker follows every worker's stream on its
+// own), then the opens queued while this thread searched and confirmed:
+// taken by the engine as the job goes live, so none falls between
+// detection and the job's trackers (a worker that skipped 16 opens would
+// not be followed again before its next epoch). They stay queued for this
+// thread too: other processes' opens among them may be another loader's.
+bool Detector::register_detected(JobRegistration job, std::span<const uint32_t> pids,
+                                 const std::string& what, const std::string& said_ok) {
+    // A job beside one detected already is one of its own; the first keeps
+    // the default name a written registration would have.
+    if (detected_jobs_ > 0) job.id = "detected-" + std::to_string(detected_jobs_ + 1);
     std::vector<std::pair<index::NodeId, uint32_t>> mine;
-    for (uint32_t pid : tf.pids)
+    for (uint32_t pid : pids)
         if (auto it = procs_.find(pid); it != procs_.end())
             for (index::NodeId id : it->second.opens) mine.emplace_back(id, pid);
-    JobRegistration job = tf.job;
-    // As accept(): a job beside one detected already is one of its own.
-    if (detected_jobs_ > 0) job.id = "detected-" + std::to_string(detected_jobs_ + 1);
-    // The late opens stay queued for this thread too (another loader's).
     std::string why = apply_(job, mine, [this] {
         Opens late;
         std::lock_guard lk(mu_);
         late.assign(queue_.begin(), queue_.end());
         return late;
     });
-    if (why.empty()) {
+    const bool ok = why.empty();
+    if (ok) {
         registered_ = true;
         ++detected_jobs_;
         for (const Registration& r : job.loaders) taken_roots_.push_back(r.root);
-        for (uint32_t pid : tf.pids) procs_.erase(pid);
+        // Its processes' opens are its trackers' now.
+        for (uint32_t pid : pids) procs_.erase(pid);
         searched_pids_.clear();
         candidates_.clear();
     } else {
         opens_at_search_ = opens_;
     }
-    std::string said = why.empty() ? "detected a tensorflow job, " + tf.what + ": its threads opened " +
-                                         std::to_string(tf.opens) + " files where it predicts"
-                                   : "found a tensorflow job but could not register it: " + why;
+    const std::string said = ok ? said_ok : "found " + what + " but could not register it: " + why;
     {
         std::lock_guard lk(mu_);
-        state_ = why.empty() ? "detected" : "watching";
+        state_ = ok ? "detected" : "watching";
         last_result_ = said;
-        if (why.empty()) opens_at_detection_ = opens_;
+        if (ok) opens_at_detection_ = opens_;
     }
-    if (why.empty())
+    if (ok)
         LOG_INFO("job detection: %s", said.c_str());
     else
         LOG_WARN("job detection: %s", said.c_str());
-    return why.empty();
+    return ok;
 }
 
 JobRegistration Detector::registration(const order::DetectedJob& j) const {
@@ -688,66 +704,23 @@ JobRegistration Detector::registration(const order::DetectedJob& j) const {
         break;
     }
     JobRegistration job;
-    // The first keeps the default name a written registration would have;
-    // another beside it (a validation loader) is a job of its own.
-    if (detected_jobs_ > 0) job.id = "detected-" + std::to_string(detected_jobs_ + 1);
     job.loaders.push_back(std::move(reg));
     return job;
 }
 
 void Detector::accept(const order::DetectedJob& j) {
     JobRegistration job = registration(j);
-    // The claimed processes' opens, each process's in its order: a
-    // tracker follows every worker's stream on its own, so only the order
-    // within a process matters.
-    std::vector<std::pair<index::NodeId, uint32_t>> mine;
-    for (uint32_t pid : j.pids)
-        if (auto it = procs_.find(pid); it != procs_.end())
-            for (index::NodeId id : it->second.opens) mine.emplace_back(id, pid);
-    // The opens queued while this thread searched and confirmed: taken by
-    // the engine as the job goes live, so none falls between detection and
-    // the job's trackers (a worker that skipped 16 opens would not be
-    // followed again before its next epoch).
-    // They stay queued for this thread too: other processes' opens among
-    // them may be another loader's.
-    std::string why = apply_(job, mine, [this] {
-        Opens late;
-        std::lock_guard lk(mu_);
-        late.assign(queue_.begin(), queue_.end());
-        return late;
-    });
     const bool from_chain = pending_->from_chain;
-    const std::string root = pending_->root;
     pending_.reset();
-    std::string said;
-    if (why.empty()) {
-        registered_ = true;
-        ++detected_jobs_;
-        taken_roots_.push_back(root);
-        // Its processes' opens are its trackers' now.
-        for (uint32_t pid : j.pids) procs_.erase(pid);
-        searched_pids_.clear();
-        if (from_chain) {
-            chain_.reset();
-            chain_over_ = true;
-        }
-        candidates_.clear();
-        said = std::string("detected a ") + order::detected_sampler_name(j.sampler) +
-               " job: its loaders opened " + std::to_string(j.opens) + " files where it predicts";
-    } else {
-        opens_at_search_ = opens_;
-        said = "found a job but could not register it: " + why;
+    const bool ok = register_detected(
+        std::move(job), j.pids, "a job",
+        std::string("detected a ") + order::detected_sampler_name(j.sampler) +
+            " job: its loaders opened " + std::to_string(j.opens) + " files where it predicts");
+    // The chain search found it: nothing is left for it to find.
+    if (ok && from_chain) {
+        chain_.reset();
+        chain_over_ = true;
     }
-    {
-        std::lock_guard lk(mu_);
-        state_ = why.empty() ? "detected" : "watching";
-        last_result_ = said;
-        if (why.empty()) opens_at_detection_ = opens_;
-    }
-    if (why.empty())
-        LOG_INFO("job detection: %s", said.c_str());
-    else
-        LOG_WARN("job detection: %s", said.c_str());
 }
 
 void Detector::status(nlohmann::json& out) const {

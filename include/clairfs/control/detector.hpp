@@ -122,8 +122,12 @@ private:
     void accept(const order::DetectedJob& job);
     JobRegistration registration(const order::DetectedJob& job) const;
     // tf.data pipelines (control/tf_detection.hpp), when no torch job fits.
-    TfAttempt search_tf();
+    // The tf.data search over the roots the torch search tried.
+    TfAttempt search_tf(std::span<const std::pair<std::string, layout::LayoutKind>> roots);
     bool accept_tf(const TfDetection& tf);
+    // Registers a detected job (accept, accept_tf): true if it went live.
+    bool register_detected(JobRegistration job, std::span<const uint32_t> pids,
+                           const std::string& what, const std::string& said_ok);
 
     const index::Index& idx_;
     DetectorOptions opt_;
