@@ -8,6 +8,8 @@
 #include "clairfs/order/tf_epochs.hpp"
 
 #include <algorithm>
+#include "tf_test_spec.hpp"
+
 #include <doctest/doctest.h>
 #include <numeric>
 #include <random>
@@ -15,13 +17,6 @@
 using namespace clairfs::order;
 
 namespace {
-
-JobSpec tf_spec(std::initializer_list<std::pair<const char*, const char*>> keys) {
-    JobSpec s;
-    REQUIRE(set_job_key(s, "framework", "tensorflow") == "");
-    for (auto [k, v] : keys) REQUIRE(set_job_key(s, k, v) == "");
-    return s;
-}
 
 // Iterator k's whole order.
 std::vector<Sample> iterator_order(const JobSpec& spec, uint32_t n, uint64_t k) {

@@ -6,19 +6,14 @@
 #include "clairfs/order/numpy_random.hpp"
 #include "clairfs/order/tf_iterator_search.hpp"
 
+#include "tf_test_spec.hpp"
+
 #include <doctest/doctest.h>
 #include <numeric>
 
 using namespace clairfs::order;
 
 namespace {
-
-JobSpec tf_spec(std::initializer_list<std::pair<const char*, const char*>> keys) {
-    JobSpec s;
-    REQUIRE(set_job_key(s, "framework", "tensorflow") == "");
-    for (auto [k, v] : keys) REQUIRE(set_job_key(s, k, v) == "");
-    return s;
-}
 
 std::vector<std::vector<Sample>> epochs_of(const JobSpec& s, uint32_t n, int count) {
     EpochOrders o(s, n);
