@@ -11,6 +11,7 @@
 #include <ctime>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <tuple>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -23,6 +24,11 @@ namespace {
 // of one: at most 2 MiB, however long a job nobody recognises runs.
 constexpr size_t max_processes = 512;
 constexpr size_t max_opens_per_process = 1024;
+// A tf.data search judges at most this many of the first files opened:
+// enough that a listed pipeline's odds of fitting by chance are far below
+// its bound on any dataset of a few thousand files or more, few enough
+// that each of its ~5,000 pipelines (8 iterators each) costs microseconds.
+constexpr size_t tf_evidence_opens = 256;
 constexpr size_t max_queue = 1 << 16;
 
 // Whether two datasets open the same files in the same order (an
@@ -187,7 +193,10 @@ void Detector::take(std::deque<std::pair<index::NodeId, uint32_t>>& batch) {
                                               }));
             it = procs_.emplace(pid, Process{}).first;
         }
-        if (it->second.opens.size() < max_opens_per_process) it->second.opens.push_back(id);
+        if (it->second.opens.size() < max_opens_per_process) {
+            it->second.opens.push_back(id);
+            it->second.seq.push_back(opens_);
+        }
         it->second.last = opens_++;
     }
     batch.clear();
@@ -284,12 +293,30 @@ std::vector<std::pair<std::string, layout::LayoutKind>> Detector::roots() const 
     return out;
 }
 
+namespace {
+
+// Whether path a is b or below it ("" is the top).
+bool under(const std::string& a, const std::string& b) {
+    return b.empty() || a == b || (a.size() > b.size() && a.starts_with(b) && a[b.size()] == '/');
+}
+
+} // namespace
+
 bool Detector::overlaps_taken(const std::string& root) const {
-    auto under = [](const std::string& a, const std::string& b) { // a is b or below it
-        return b.empty() || a == b || (a.size() > b.size() && a.starts_with(b) && a[b.size()] == '/');
-    };
     return std::ranges::any_of(taken_roots_, [&](const std::string& t) {
         return under(root, t) || under(t, root);
+    });
+}
+
+// Whether every open of `p` lies below a detected job's root: its job's
+// trackers have them, and no search is owed to them.
+bool Detector::only_taken(const Process& p) const {
+    std::string path;
+    return std::ranges::all_of(p.opens, [&](index::NodeId id) {
+        path.clear();
+        idx_.relative_path(id, path);
+        return std::ranges::any_of(taken_roots_,
+                                   [&](const std::string& t) { return under(path, t); });
     });
 }
 
@@ -491,6 +518,14 @@ void Detector::end_chain(const std::string& why) {
 }
 
 bool Detector::search() {
+    const auto rs = roots();
+    if (rs.empty()) {
+        // Every open lies below a detected job's root: nothing to search.
+        searched_pids_.clear();
+        for (const auto& [pid, p] : procs_) searched_pids_.push_back(pid);
+        opens_at_search_ = opens_;
+        return false;
+    }
     {
         std::lock_guard lk(mu_);
         state_ = "searching";
@@ -503,7 +538,6 @@ bool Detector::search() {
     layout::LayoutKind kind = layout::LayoutKind::imagefolder;
     std::shared_ptr<const layout::Dataset> ds;
     std::shared_ptr<const std::vector<order::Sample>> sample_of;
-    const auto rs = roots();
     for (const auto& [r, k] : rs) {
         const Candidate& c = candidate(r, k);
         if (!c.dataset) continue;
@@ -589,9 +623,21 @@ bool Detector::search() {
 TfAttempt Detector::search_tf(std::span<const std::pair<std::string, layout::LayoutKind>> roots) {
     OpenedNodes opened;
     for (const auto& [pid, p] : procs_) opened.emplace_back(pid, p.opens);
+    // The files opened first, in the order they were, across processes
+    // (tf.data's threads are shared: which one opens a file says nothing
+    // of which iterator it serves).
+    std::vector<std::pair<uint64_t, index::NodeId>> all;
+    for (const auto& [pid, p] : procs_)
+        for (size_t i = 0; i < p.opens.size(); ++i) all.emplace_back(p.seq[i], p.opens[i]);
+    std::sort(all.begin(), all.end());
+    std::vector<index::NodeId> first;
+    for (const auto& [seq, id] : all) {
+        if (first.size() >= tf_evidence_opens) break;
+        first.push_back(id);
+    }
     std::vector<std::string> dirs;
     for (const auto& [r, k] : roots) dirs.push_back(r);
-    return detect_tf_pipeline(idx_, dirs, opened, opt_.search);
+    return detect_tf_pipeline(idx_, dirs, opened, first, opt_.search);
 }
 
 // As accept(), for the registration a tf.data search built: its evidence
@@ -616,10 +662,16 @@ bool Detector::register_detected(JobRegistration job, std::span<const uint32_t> 
     // A job beside one detected already is one of its own; the first keeps
     // the default name a written registration would have.
     if (detected_jobs_ > 0) job.id = "detected-" + std::to_string(detected_jobs_ + 1);
-    std::vector<std::pair<index::NodeId, uint32_t>> mine;
+    // In the order they came: each process's own order, and tf.data's
+    // threads' opens interleaved as its iterators made them.
+    std::vector<std::tuple<uint64_t, index::NodeId, uint32_t>> timed;
     for (uint32_t pid : pids)
         if (auto it = procs_.find(pid); it != procs_.end())
-            for (index::NodeId id : it->second.opens) mine.emplace_back(id, pid);
+            for (size_t i = 0; i < it->second.opens.size(); ++i)
+                timed.emplace_back(it->second.seq[i], it->second.opens[i], pid);
+    std::sort(timed.begin(), timed.end());
+    std::vector<std::pair<index::NodeId, uint32_t>> mine;
+    for (const auto& [seq, id, pid] : timed) mine.emplace_back(id, pid);
     std::string why = apply_(job, mine, [this] {
         Opens late;
         std::lock_guard lk(mu_);
@@ -631,8 +683,12 @@ bool Detector::register_detected(JobRegistration job, std::span<const uint32_t> 
         registered_ = true;
         ++detected_jobs_;
         for (const Registration& r : job.loaders) taken_roots_.push_back(r.root);
-        // Its processes' opens are its trackers' now.
+        // Its processes' opens are its trackers' now, and so are those of
+        // the processes whose opens it covers without having needed them
+        // as evidence (tf.data threads that began the next iterator):
+        // searched again, they would find nothing and say so.
         for (uint32_t pid : pids) procs_.erase(pid);
+        std::erase_if(procs_, [this](const auto& kv) { return only_taken(kv.second); });
         searched_pids_.clear();
         candidates_.clear();
     } else {

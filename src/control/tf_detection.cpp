@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace clairfs::control {
 namespace {
@@ -45,32 +46,43 @@ std::vector<std::string> glob_patterns(const index::Index& idx, const std::strin
     return out;
 }
 
-// Each process's opens as samples of `ds` (not_a_sample outside it).
-std::vector<order::ProcessOpens> samples_of(const index::Index& idx, const layout::Dataset& ds,
-                                            const OpenedNodes& opened,
-                                            const std::set<index::NodeId>& nodes) {
+// The first opens as samples of `ds`, in the order opened (files outside
+// it left out).
+std::vector<order::Sample> samples_of(const index::Index& idx, const layout::Dataset& ds,
+                                      std::span<const index::NodeId> first) {
     std::unordered_map<index::NodeId, order::Sample> sample;
+    const std::set<index::NodeId> nodes(first.begin(), first.end());
     for (size_t i = 0; i < ds.samples.size(); ++i) {
         index::NodeId node = layout::opened_node(idx, ds.samples[i]);
         if (nodes.count(node)) sample.emplace(node, static_cast<order::Sample>(i));
     }
-    std::vector<order::ProcessOpens> out;
-    for (const auto& [pid, ids] : opened) {
-        order::ProcessOpens p{pid, {}};
-        for (index::NodeId id : ids)
-            if (auto it = sample.find(id); it != sample.end()) p.samples.push_back(it->second);
-        if (!p.samples.empty()) out.push_back(std::move(p));
-    }
+    std::vector<order::Sample> out;
+    for (index::NodeId id : first)
+        if (auto it = sample.find(id); it != sample.end()) out.push_back(it->second);
     return out;
 }
 
-std::string describe(const order::TfDetectedJob& j, const std::string& root) {
+// Every process that opened a file of `ds`: tf.data's threads, those
+// whose opens were the evidence and those already in a later iterator.
+std::vector<uint32_t> claimed(const index::Index& idx, const layout::Dataset& ds,
+                              const OpenedNodes& opened) {
+    std::unordered_set<index::NodeId> mine;
+    for (const auto& sample : ds.samples) mine.insert(layout::opened_node(idx, sample));
+    std::vector<uint32_t> out;
+    for (const auto& [pid, ids] : opened)
+        if (std::ranges::any_of(ids, [&](index::NodeId id) { return mine.count(id) > 0; }))
+            out.push_back(pid);
+    return out;
+}
+
+std::string describe(const order::TfDetectedJob& j, const std::string& root,
+                     const std::string& pattern) {
     const order::JobSpec& s = j.spec;
     std::string seed = s.seed_none ? "None" : std::to_string(s.seed);
     if (s.global_seed) seed += " after set_random_seed(" + std::to_string(s.global_seed->value) + ")";
     std::string out;
     if (s.pipeline == order::TfPipeline::list_files) {
-        out = "list_files('" + root + "/" + s.pattern + "', seed=" + seed + ")";
+        out = "list_files('" + (root.empty() ? pattern : root + "/" + pattern) + "', seed=" + seed + ")";
     } else {
         out = "image_dataset_from_directory('" + root + "', seed=" + seed +
               ", batch_size=" + std::to_string(s.batch_size);
@@ -80,16 +92,19 @@ std::string describe(const order::TfDetectedJob& j, const std::string& root) {
         if (s.keras_version == order::KerasVersion::legacy) out += ", keras_version=2.15";
         out += ")";
     }
+    if (j.last_iterator != j.iterator)
+        return out + ", iterators " + std::to_string(j.iterator) + " to " +
+               std::to_string(j.last_iterator);
     return out + ", iterator " + std::to_string(j.iterator);
 }
 
 } // namespace
 
 TfAttempt detect_tf_pipeline(const index::Index& idx, const std::vector<std::string>& roots,
-                             const OpenedNodes& opened, const order::DetectOptions& search) {
+                             const OpenedNodes& opened, std::span<const index::NodeId> first,
+                             const order::DetectOptions& search) {
     TfAttempt out;
-    std::set<index::NodeId> nodes;
-    for (const auto& [pid, ids] : opened) nodes.insert(ids.begin(), ids.end());
+    const std::set<index::NodeId> nodes(first.begin(), first.end());
     order::TfDetectOptions opt;
     opt.seeds = search.seeds;
     opt.cancel = search.cancel;
@@ -106,13 +121,13 @@ TfAttempt detect_tf_pipeline(const index::Index& idx, const std::vector<std::str
             if (!layout::build_dataset(idx, root, kind, pattern, ds).empty() || ds.samples.size() < 2 ||
                 ds.samples.size() >= order::not_a_sample)
                 continue;
-            auto procs = samples_of(idx, ds, opened, nodes);
+            auto seq = samples_of(idx, ds, first);
             const auto n = static_cast<uint32_t>(ds.samples.size());
             order::TfDetectStats stats;
             auto j = order::detect_tf_job(n,
                                           kind == layout::LayoutKind::glob ? order::TfListing::glob
                                                                            : order::TfListing::keras_directory,
-                                          procs, opt, stats);
+                                          seq, opt, stats);
             out.candidates += stats.candidates;
             if (stats.opens_needed && (!out.opens_needed || stats.opens_needed < out.opens_needed))
                 out.opens_needed = stats.opens_needed;
@@ -125,8 +140,8 @@ TfAttempt detect_tf_pipeline(const index::Index& idx, const std::vector<std::str
             reg.spec.pattern = pattern;
             reg.spec.epochs = unlimited_epochs;
             TfDetection found;
-            found.what = describe(*j, root);
-            found.pids = j->pids;
+            found.what = describe(*j, root, pattern);
+            found.pids = claimed(idx, ds, opened);
             found.opens = j->opens;
             found.job.loaders.push_back(std::move(reg));
             out.found = std::move(found);

@@ -71,21 +71,17 @@ struct KerasInput {
 
 class TfSearch {
 public:
-    TfSearch(uint32_t n, TfListing listing, std::span<const ProcessOpens> procs,
+    TfSearch(uint32_t n, TfListing listing, std::span<const Sample> opened,
              const TfDetectOptions& opt, TfDetectStats& stats)
         : n_(n), listing_(listing), opt_(opt), stats_(stats), opened_((n + 63) / 64, 0) {
-        for (const ProcessOpens& p : procs) {
-            bool any = false;
-            for (Sample s : p.samples) {
-                if (s >= n) continue;
-                any = true;
-                uint64_t& word = opened_[s / 64];
-                if (!(word >> (s % 64) & 1)) ++opens_;
-                word |= uint64_t{1} << (s % 64);
+        for (Sample s : opened) {
+            if (s >= n) continue;
+            if (!(opened_[s / 64] >> (s % 64) & 1)) {
+                opened_[s / 64] |= uint64_t{1} << (s % 64);
+                place_.emplace(s, static_cast<uint32_t>(distinct_++));
             }
-            if (any) pids_.push_back(p.pid);
+            seq_.push_back(place_.at(s));
         }
-        std::sort(pids_.begin(), pids_.end());
         cores_ = opt.cores ? opt.cores : std::max(1U, std::thread::hardware_concurrency());
         behind_max_ = behind(1);
         if (listing == TfListing::keras_directory)
@@ -96,14 +92,19 @@ public:
     }
 
     std::optional<TfDetectedJob> run() {
-        if (opens_ < 2 || n_ < 2) return std::nullopt;
+        if (seq_.size() < 2 || n_ < 2) return std::nullopt;
+        behinds_ = {behind(1)};
+        if (listing_ == TfListing::keras_directory)
+            for (uint32_t b : opt_.batch_sizes) behinds_.push_back(behind(b));
         const std::vector<SeedChoice> choices = seed_choices(opt_.seeds);
-        // Every candidate the search may try, for the bound on chance.
+        // Every pipeline the search may try, for the bound on chance (its
+        // iterators are counted per segment: chance()).
         const uint64_t per_choice =
             listing_ == TfListing::glob
-                ? opt_.iterators
-                : (1 + 2 * opt_.validation_splits.size()) * (1 + opt_.batch_sizes.size() * uint64_t{opt_.iterators});
+                ? 1
+                : (1 + 2 * opt_.validation_splits.size()) * (1 + opt_.batch_sizes.size());
         tried_bound_ = std::max<uint64_t>(1, per_choice * choices.size());
+        limit_ = std::log(opt_.false_accept);
         for (const SeedChoice& c : choices) {
             if (cancelled() || stats_.steps > opt_.max_steps) return std::nullopt;
             best_.reset();
@@ -117,8 +118,17 @@ public:
     }
 
 private:
+    // How a pipeline explains the opens: consecutive runs, each the first
+    // opens of one of its iterators, in increasing order.
+    struct Fit {
+        uint64_t explained = 0; // opens inside the runs
+        uint64_t segments = 0;  // runs (iterators)
+        uint64_t score = 0;     // the sum of their positions: least for the true order
+        uint64_t first_k = 0, last_k = 0;
+        bool all = false;       // every open explained (or a straggler)
+    };
     struct Best {
-        uint64_t score; // sum of the opens' positions: least for the true order
+        Fit fit;
         TfDetectedJob job;
     };
 
@@ -133,18 +143,93 @@ private:
     bool cancelled() const { return opt_.cancel && opt_.cancel->load(std::memory_order_relaxed); }
     bool opened(Sample s) const { return s < n_ && (opened_[s / 64] >> (s % 64) & 1); }
 
-    // Whether every open is among `order`'s first positions; if so, it is
-    // kept when it places the opens earlier than the best so far.
-    void judge(std::span<const Sample> order, const JobSpec& spec, uint64_t k) {
-        ++stats_.candidates;
-        uint64_t found = 0, score = 0;
-        for (uint64_t p = 0; p < order.size() && found < opens_; ++p)
-            if (opened(order[p])) {
-                ++found;
+    // Positions of the opened files in order `k` (absent: beyond it).
+    static constexpr uint64_t absent = ~uint64_t{0};
+    void locate(size_t k, std::span<const Sample> order) {
+        if (at_.size() <= k) at_.resize(k + 1);
+        at_[k].assign(distinct_, absent);
+        for (uint64_t p = 0; p < order.size(); ++p)
+            if (opened(order[p])) at_[k][place_.at(order[p])] = p;
+    }
+
+    // The opens from `from` on that iterator k's order explains: the j-th
+    // of them within its first j + 1 + lag positions, no file twice. An
+    // open the previous iterator (prev_k, whose run had prev_len opens)
+    // still explains is a straggler of it, passed over. Returns the opens
+    // consumed, and adds the explained ones to `fit`.
+    uint64_t run(size_t k, uint64_t from, uint64_t lag, std::optional<size_t> prev_k,
+                 uint64_t prev_len, Fit& fit, uint64_t& explained) {
+        used_.assign(distinct_, false);
+        uint64_t j = 0, i = from, score = 0;
+        explained = 0;
+        for (; i < seq_.size(); ++i) {
+            const uint32_t f = seq_[i];
+            const uint64_t p = at_[k][f];
+            if (p != absent && p <= j + lag && !used_[f]) {
+                used_[f] = true;
                 score += p;
+                ++j;
+                continue;
             }
-        if (found != opens_ || (best_ && best_->score <= score)) return;
-        best_ = Best{score, TfDetectedJob{spec, k, pids_, opens_}};
+            if (prev_k && at_[*prev_k][f] <= prev_len + lag) continue; // a straggler
+            break;
+        }
+        explained = j;
+        fit.score += score;
+        return i - from;
+    }
+
+    // Judges a pipeline whose iterators' orders are located (at_[0..I-1];
+    // `repeats`: every iterator reads order 0, older Keras).
+    void judge(const JobSpec& spec, size_t iterators, bool repeats, uint64_t lag) {
+        ++stats_.candidates;
+        Fit fit;
+        uint64_t i = 0;
+        std::optional<size_t> prev;
+        uint64_t prev_len = 0;
+        size_t k = 0;
+        while (i < seq_.size()) {
+            // The first iterator may be any (a job begun before the mount,
+            // or detection); the next any after it (fit makes two an epoch).
+            const size_t lo = prev && !repeats ? *prev + 1 : 0;
+            const size_t hi = iterators;
+            uint64_t best_used = 0, best_expl = 0;
+            size_t best_k = 0;
+            Fit trial;
+            for (k = lo; k < hi; ++k) {
+                Fit t;
+                uint64_t expl = 0;
+                const uint64_t used = run(repeats ? 0 : k, i, lag, prev, prev_len, t, expl);
+                if (expl > best_expl) {
+                    best_expl = expl;
+                    best_used = used;
+                    best_k = k;
+                    trial = t;
+                }
+            }
+            // A run of a few opens comes by chance; the first must be the
+            // whole evidence or long enough to count.
+            if (best_expl < (prev ? 4 : 2)) break;
+            if (!prev) fit.first_k = best_k;
+            fit.last_k = best_k;
+            fit.explained += best_expl;
+            fit.score += trial.score;
+            ++fit.segments;
+            i += best_used;
+            prev = repeats ? 0 : best_k;
+            prev_len = best_expl;
+        }
+        fit.all = i >= seq_.size();
+        if (fit.explained < 2 || (!fit.all && chance(fit.explained, fit.segments) > limit_)) return;
+        if (best_ && (best_->fit.explained > fit.explained ||
+                      (best_->fit.explained == fit.explained && best_->fit.score <= fit.score)))
+            return;
+        TfDetectedJob job;
+        job.spec = spec;
+        job.iterator = fit.first_k;
+        job.last_iterator = fit.last_k;
+        job.opens = fit.explained;
+        best_ = Best{fit, std::move(job)};
     }
 
     JobSpec base(const SeedChoice& c, TfPipeline p) const {
@@ -163,12 +248,13 @@ private:
         auto pair = tf_get_seed(global_of(c), op);
         if (!pair) return;
         const JobSpec spec = base(c, TfPipeline::list_files);
-        const uint64_t positions = std::min<uint64_t>(n_, opens_ + behind(1));
+        const uint64_t positions = std::min<uint64_t>(n_, seq_.size() + behind(1));
         for (uint64_t k = 0; k < opt_.iterators; ++k) {
             tf_full_shuffle_prefix(n_, tf_iterator_seeds(*pair, k), positions, order_);
             stats_.steps += positions;
-            judge(order_, spec, k);
+            locate(k, order_);
         }
+        judge(spec, opt_.iterators, false, behind(1));
     }
 
     // numpy's order for Keras seed `ns`, cut into the inputs the splits
@@ -181,7 +267,7 @@ private:
         std::iota(list.begin(), list.end(), Sample{0});
         numpy_shuffle(ns, list);
         stats_.steps += n_;
-        const uint64_t w = buffer_max_ + opens_ + behind_max_;
+        const uint64_t w = buffer_max_ + seq_.size() + behind_max_;
         auto cut = [&](uint64_t from, uint64_t to) {
             return std::vector<Sample>(list.begin() + static_cast<ptrdiff_t>(from),
                                        list.begin() + static_cast<ptrdiff_t>(std::min(to, from + w)));
@@ -217,51 +303,55 @@ private:
             if (!c.global || c.seed_none) {
                 JobSpec legacy = spec;
                 legacy.keras_version = KerasVersion::legacy;
-                const uint64_t positions = std::min<uint64_t>(in.window.size(), opens_ + behind(1));
-                judge(std::span(in.window).first(positions), legacy, 0);
+                const uint64_t positions = std::min<uint64_t>(in.window.size(), seq_.size() + behind(1));
+                locate(0, std::span(in.window).first(positions));
+                judge(legacy, 1, true, behind(1));
             }
             for (uint32_t b : opt_.batch_sizes) {
                 spec.batch_size = b;
-                const uint64_t positions = opens_ + behind(b);
+                const uint64_t positions = seq_.size() + behind(b);
                 for (uint64_t k = 0; k < opt_.iterators; ++k) {
                     shuffle_.run(in.window, 8 * uint64_t{b}, tf_iterator_seeds(*pair, k), positions,
                                  order_);
                     stats_.steps += std::min<uint64_t>(in.window.size(), 8 * uint64_t{b}) + positions;
-                    judge(order_, spec, k);
+                    locate(k, order_);
                 }
+                judge(spec, opt_.iterators, false, behind(b));
             }
         }
     }
 
     // A wrong candidate's order is independent of the job's (another seed
     // pair draws unrelated Philox words and, for Keras, another numpy
-    // order), so each of the M distinct files opened lies in its first L
-    // positions with odds at most L / n. All M: at most (L / n)^M. Over
-    // every candidate the search may try (C of them), a false accept has
-    // odds below the sum of (L / n)^M over them, each
-    // with its own L; the job is accepted only once that is
-    // below opt_.false_accept, else told how many opens would do. (Within
-    // the winning seed, candidates that share its input are not
-    // independent; among them the earliest placement wins, which the true
-    // one has: it leaves only tf.data's in-flight gaps.)
+    // order), so each of the m opens it explains lies in its first L
+    // positions with odds at most L / n: all m, at most (L / n)^m; each
+    // run's iterator was one of I it could pick, which multiplies that by
+    // I per run. Over every pipeline the search may try (C of them), a
+    // false accept has odds below the sum of these; the job is accepted
+    // only once that is below opt_.false_accept, else told how many opens
+    // would do. (The j-th open of a run within j + 1 + L positions is a
+    // tighter window than L.) (Within the winning seed, candidates that
+    // share its input are not independent; among them the most opens
+    // explained, then the earliest placement wins, which the true one has:
+    // it leaves only tf.data's in-flight gaps.) This is the log of those
+    // odds, the sum taken per batch size, each with its own L = m + behind.
+    double chance(uint64_t m, uint64_t segments) const {
+        double sum = 0;
+        for (uint64_t extra : behinds_) {
+            const double l = static_cast<double>(std::min<uint64_t>(n_, m + extra));
+            sum += std::exp(static_cast<double>(m) * std::log(l / static_cast<double>(n_)));
+        }
+        return std::log(static_cast<double>(tried_bound_) / static_cast<double>(behinds_.size()) * sum) +
+               static_cast<double>(segments) * std::log(static_cast<double>(opt_.iterators));
+    }
+
     std::optional<TfDetectedJob> accept() {
-        // Summed per batch size: each has its own window L = m + behind.
-        std::vector<uint64_t> behinds{behind(1)};
-        if (listing_ == TfListing::keras_directory)
-            for (uint32_t b : opt_.batch_sizes) behinds.push_back(behind(b));
-        auto chance = [&](uint64_t m) {
-            double sum = 0;
-            for (uint64_t extra : behinds) {
-                const double l = static_cast<double>(std::min<uint64_t>(n_, m + extra));
-                sum += std::exp(static_cast<double>(m) * std::log(l / static_cast<double>(n_)));
-            }
-            return std::log(static_cast<double>(tried_bound_) / static_cast<double>(behinds.size()) * sum);
-        };
-        const double limit = std::log(opt_.false_accept);
-        if (chance(opens_) <= limit) return best_->job;
+        if (chance(best_->fit.explained, best_->fit.segments) <= limit_) return best_->job;
+        // It explains every open so far, too few to tell it from chance.
         stats_.opens_needed = 0;
-        for (uint64_t m = opens_ + 1; m <= n_ / 2; m += std::max<uint64_t>(1, m / 16))
-            if (chance(m) <= limit) {
+        const uint64_t have = seq_.size();
+        for (uint64_t m = have + 1; m <= n_ / 2; m += std::max<uint64_t>(1, m / 16))
+            if (chance(m, best_->fit.segments) <= limit_) {
                 stats_.opens_needed = m;
                 break;
             }
@@ -272,9 +362,14 @@ private:
     TfListing listing_;
     const TfDetectOptions& opt_;
     TfDetectStats& stats_;
-    std::vector<uint64_t> opened_; // one bit per sample
-    uint64_t opens_ = 0;           // distinct samples opened
-    std::vector<uint32_t> pids_;
+    std::vector<uint64_t> opened_;               // one bit per sample
+    std::unordered_map<Sample, uint32_t> place_; // sample -> its place among the distinct opens
+    uint64_t distinct_ = 0;
+    std::vector<uint32_t> seq_;                  // the opens in order, as places
+    std::vector<std::vector<uint64_t>> at_;      // per iterator: each place's position
+    std::vector<bool> used_;
+    std::vector<uint64_t> behinds_;
+    double limit_ = 0;
     uint32_t cores_ = 1;
     uint64_t behind_max_ = 0, buffer_max_ = 0;
     uint64_t tried_bound_ = 1;
@@ -287,9 +382,9 @@ private:
 } // namespace
 
 std::optional<TfDetectedJob> detect_tf_job(uint32_t n, TfListing listing,
-                                           std::span<const ProcessOpens> procs,
+                                           std::span<const Sample> opened,
                                            const TfDetectOptions& opt, TfDetectStats& stats) {
-    TfSearch s(n, listing, procs, opt, stats);
+    TfSearch s(n, listing, opened, opt, stats);
     return s.run();
 }
 

@@ -35,7 +35,16 @@ Cases:
   stray open after fit ends in no fallback;
 - wrong_seed: registered with seed 124 for a job using 123: no iterator
   fits, fallback with a reason naming the tf.data iterators searched; the
-  job still gets every file's right bytes.
+  job still gets every file's right bytes;
+- detected_fit, detected_previews, detected_list_files (issue 47, item 3):
+  nothing registered, 1,600 files, seed 123 (a listed one), batch 32:
+  fit; two take(1) previews, augmentation and prefetch, then fit; a plain
+  loop over list_files(train/*/*.png, seed=123) with a parallel read map.
+  Each is detected by the end of epoch 0 (the job waits there, as a slow
+  file system's epoch 0 would last, until status says so) from the first
+  files opened, as the tensorflow job it is; every later epoch's open is
+  predicted, each file read from the backing store once, and a re-read
+  through the mount matches the backing files.
 
 Exit 77 only without /dev/fuse or when the frameworks Python cannot import
 tensorflow and keras (in CI that fails instead: CI=true)."""
@@ -43,6 +52,7 @@ import hashlib
 import json
 import os
 import random
+import re
 import struct
 import subprocess
 import sys
@@ -242,6 +252,83 @@ def case_wrong_seed(tmp, data, n):
         ml.log(f"wrong_seed: {st['reason']}")
 
 
+def detected_run(tmp, name, **cfg):
+    """An unregistered job (seed 123, batch 32, 3 epochs) over 1,600 files
+    on a mount that detects; each epoch's line holds the status as it
+    ended (the detected job is dropped once the job's threads exit)."""
+    data = os.path.join(tmp, f"data-{name}")
+    n = make_tree(data, classes=2, per_class=800, pad=4000)
+    mp = os.path.join(tmp, f"mnt-{name}")
+    log = os.path.join(tmp, f"{name}.log")
+    os.makedirs(mp)
+    with ml.mounted(data, mp, "--mem", str(256 << 20), "--log-file", log, "--log-level",
+                    os.environ.get("CLAIRFS_TEST_LOG_LEVEL", "info")):
+        try:
+            epochs = run_job(mp, name, batch_size=32, gate=True,
+                             status=os.path.join(mp, ".clairfs", "status"), **cfg)
+            check_epochs(epochs, n, name)
+            check_detected_tf(epochs, n, name)
+            ml.check(reread(data, mp) == n, f"{name}: re-read count")
+        except ml.TestFailure:
+            with open(log, errors="replace") as f:
+                ml.log(f"the daemon's log ({name}):\n" + "".join(f.readlines()[-60:]))
+            raise
+    return epochs
+
+
+def check_detected_tf(epochs, n, what):
+    """Detected by the end of epoch 0 as the tensorflow job it is, and every
+    epoch after it followed: each open of epochs 1 and 2 predicted."""
+    first = epochs[0]["status"]
+    det = first["detection"]
+    ml.check(first["registered"] == "detected", f"{what}: not detected in epoch 0: {first}")
+    # Judged on the first files opened, those of iterator 0, even when the
+    # whole epoch was opened by then (here it takes about a second; the
+    # job waits at its end, gate, as a slow file system's epoch would).
+    ml.check(re.search(r"iterators? 0\b", det.get("result") or ""), f"{what}: detection {det}")
+    reg = det.get("registration") or {}
+    ml.check(reg.get("framework") == "tensorflow" and reg.get("seed") == 123,
+             f"{what}: detected {reg}")
+    last = epochs[-1]["status"]
+    ml.check(last["mode"] == "clairvoyant", f"{what}: mode {last['mode']} ({last.get('reason')})")
+    loader = last["jobs"][0]["loaders"][0]
+    ml.check(loader["mode"] == "clairvoyant", f"{what}: loader {loader['mode']}")
+    # Epoch 0's opens before detection are handed to the trackers with
+    # the job; epochs 1 and 2 must be every one predicted.
+    ml.check(loader["run_opens"] >= (EPOCHS - 1) * n and
+             loader["run_matched"] >= 0.99 * loader["run_opens"],
+             f"{what}: {loader['run_matched']} of {loader['run_opens']} opens predicted: {loader}")
+    ml.check(len(loader["epochs"]) == EPOCHS, f"{what}: epochs {loader['epochs']}")
+    ml.check(last["backing"]["files"] == n,
+             f"{what}: {last['backing']['files']} backing file reads for {n} files")
+    ml.log(f"{what}: detected after {det['opens_at_detection']} opens "
+           f"({det.get('result')}); epochs {loader['epochs']}")
+
+
+def case_detected_fit(tmp, _data, _n):
+    epochs = detected_run(tmp, "detected_fit")
+    loader = epochs[-1]["status"]["jobs"][0]["loaders"][0]
+    ml.check(loader_iterators(loader) == [0, 2, 4],
+             f"detected_fit: iterators {loader_iterators(loader)}, expected 0 2 4 (fit's)")
+
+
+def case_detected_previews(tmp, _data, _n):
+    # Two take(1) previews before fit, augmentation in a map, prefetch:
+    # the first opens are three iterators' (0 and 1 a batch each), and
+    # each preview's first files share the shuffle buffer's pool.
+    epochs = detected_run(tmp, "detected_previews", previews=2, augment=True)
+    loader = epochs[-1]["status"]["jobs"][0]["loaders"][0]
+    ml.check(loader_iterators(loader) == [2, 4, 6],
+             f"detected_previews: iterators {loader_iterators(loader)}, expected 2 4 6")
+
+
+def case_detected_list_files(tmp, _data, _n):
+    epochs = detected_run(tmp, "detected_list_files", caller="list_files")
+    loader = epochs[-1]["status"]["jobs"][0]["loaders"][0]
+    ml.check(loader_iterators(loader) == [0, 1, 2],
+             f"detected_list_files: iterators {loader_iterators(loader)}, expected 0 1 2")
+
+
 def main():
     ml.skip_unless_fuse()
     ml.skip_unless_frameworks(PY, "tensorflow", "keras")
@@ -251,7 +338,8 @@ def main():
             n = make_tree(data)
             ml.run_cases(*[(c.__name__[5:], (lambda c: lambda: c(tmp, data, n))(c))
                            for c in (case_fit, case_loop_global_seed, case_fit_validation,
-                                     case_example, case_wrong_seed)])
+                                     case_example, case_wrong_seed, case_detected_fit,
+                                     case_detected_previews, case_detected_list_files)])
     ml.run_test(cases)
 
 

@@ -94,6 +94,7 @@ public:
 private:
     struct Process {
         std::vector<index::NodeId> opens;
+        std::vector<uint64_t> seq; // opens_ at each of them: their order among all
         uint64_t last = 0; // opens_ at its latest open: the least recent goes first
     };
     // A dataset a job may be reading, built once per root and layout.
@@ -183,6 +184,7 @@ private:
     uint32_t detected_jobs_ = 0;
     std::vector<std::string> taken_roots_;
     bool overlaps_taken(const std::string& root) const;
+    bool only_taken(const Process& p) const;
     std::unique_ptr<order::ChainDetect> chain_; // running, between slices
     bool chain_over_ = false;    // ran to its end (or found a job) since the last reset
     double chain_burst_left_s_ = 0; // of cpu_share x chain_burst_window_s

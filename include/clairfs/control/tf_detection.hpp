@@ -39,9 +39,14 @@ struct TfAttempt {
 using OpenedNodes = std::vector<std::pair<uint32_t, std::span<const index::NodeId>>>;
 
 // `roots`: directories the opens may belong to (Detector::roots()), each
-// tried once; `opened`: each process's opens, in order. Uses the seeds and
-// the cancel flag of `search`.
+// tried once; `opened`: each process's opens, in order; `first`: the
+// first files opened, in the order opened across processes (the evidence:
+// order::detect_tf_job; not all of them: a whole epoch opened before the
+// search ran would fit every candidate's first iterator as a set, and
+// costs more to judge). Uses the seeds and the cancel flag of `search`.
+// The job found claims every process that opened one of its files.
 TfAttempt detect_tf_pipeline(const index::Index& idx, const std::vector<std::string>& roots,
-                             const OpenedNodes& opened, const order::DetectOptions& search);
+                             const OpenedNodes& opened, std::span<const index::NodeId> first,
+                             const order::DetectOptions& search);
 
 } // namespace clairfs::control

@@ -3,13 +3,17 @@
 // item 3): which image_dataset_from_directory or list_files pipeline, with a
 // listed seed, makes the files opened so far the first ones it reads.
 //
-// tf.data opens from a pool of threads, so the opens of one iterator come
-// out of order and are spread over threads (FUSE names the thread). Only
-// their set is used: after M distinct opens, every file opened lies within
-// the first M + behind positions of the iterator's order, behind being as
-// many positions as tf.data may still have in flight (the tracker's own
-// tolerance). A candidate's order is computed for those positions only:
-// the tf.data shuffle's prefix costs O(buffer + M + behind), never an epoch.
+// tf.data opens from a pool of threads, and which thread opens a file
+// says nothing of which iterator it serves (the threads are shared). The
+// evidence is the distinct files in the order they were opened: the i-th
+// one opened lies within the first i + 1 + behind positions of its
+// iterator's order, behind being as many positions as tf.data may still
+// have in flight (the tracker's own tolerance). The opens that fit a
+// candidate from the first on are its run; an iterator ended early (a
+// Keras preview, `take(1)`) ends the true one's run, and the next
+// iterator's opens fit no more. A candidate's order is computed for those
+// positions only: the tf.data shuffle's prefix costs O(buffer + M +
+// behind), never an epoch.
 #pragma once
 
 #include "clairfs/order/job_detect.hpp"
@@ -55,9 +59,9 @@ struct TfDetectedJob {
     // framework tensorflow with pipeline, seed (or seed_none and
     // global_seed), batch_size, validation_split, subset, keras_version.
     JobSpec spec;
-    uint64_t iterator = 0;       // k of the iterator the opens came from
-    std::vector<uint32_t> pids;  // the processes (threads) it explains
-    uint64_t opens = 0;          // distinct files they opened
+    uint64_t iterator = 0;      // k of the iterator the first opens came from
+    uint64_t last_iterator = 0; // and of the one the latest came from
+    uint64_t opens = 0;         // the opens its iterators' runs explain
 };
 
 struct TfDetectStats {
@@ -68,13 +72,20 @@ struct TfDetectStats {
     uint64_t opens_needed = 0;
 };
 
-// The pipeline under which every process's opens are the first files of
-// one iterator, or nullopt. n: the candidate dataset's file count, numbered
-// as `listing` lists them. The first seed (most likely first) with a
-// fitting candidate decides; among its candidates the one that puts the
-// opens earliest wins (the true one leaves only tf.data's in-flight gaps).
+// The pipeline whose iterators' first files are the files opened, or
+// nullopt. `opened`: samples in the order opened (as many as the caller
+// judges; a file opened again belongs to a later iterator). The opens are
+// explained as consecutive runs, each the first files of one iterator, the
+// next iterator's after it (Keras previews, `take(1)`, end an iterator
+// after a batch; fit's validation pass and the next epoch start another);
+// in-flight opens of the iterator before that come late are passed over.
+// n: the candidate dataset's file count, numbered as `listing` lists
+// them. The first seed (most likely first) with a pipeline that fits
+// decides; among its pipelines the one explaining most opens wins, then
+// the one that puts them earliest (the true one leaves only tf.data's
+// in-flight gaps).
 std::optional<TfDetectedJob> detect_tf_job(uint32_t n, TfListing listing,
-                                           std::span<const ProcessOpens> procs,
+                                           std::span<const Sample> opened,
                                            const TfDetectOptions& opt, TfDetectStats& stats);
 
 // The first `count` outputs of shuffle(n) over 0..n-1 (list_files' order
