@@ -8,11 +8,15 @@
 // (what one candidate would cost without prefixes), and the DistributedSampler
 // search for the last of 64 ranks. Then job detection (issue 16): the
 // whole search of an unregistered job's opens that nothing explains (a
-// seed outside the range), and the same job with the default seed. One
-// JSON object per line.
+// seed outside the range), and the same job with the default seed. Then
+// tf.data detection (issue 47): 256 opens nothing explains (every listed
+// pipeline tried) and a list_files job with seed 123. One JSON object per
+// line.
 #include "clairfs/order/epoch_orders.hpp"
 #include "clairfs/order/job_detect.hpp"
 #include "clairfs/order/prefix_search.hpp"
+#include "clairfs/order/tf_detect.hpp"
+#include "clairfs/order/tf_seed.hpp"
 #include "clairfs/order/worker_split.hpp"
 
 #include <chrono>
@@ -128,9 +132,38 @@ void time_detect(uint32_t n, uint64_t seed, const char* what) {
                 static_cast<unsigned long long>(stats.positions), ms);
 }
 
+// tf.data detection's whole search on the 256 opens a search judges.
+void time_tf_detect(uint32_t n, TfListing listing, bool fits) {
+    std::vector<Sample> opens;
+    if (fits) {
+        auto seeds = tf_get_seed(std::nullopt, Seed{123, false});
+        tf_full_shuffle_prefix(n, tf_iterator_seeds(*seeds, 0), 256, opens);
+    } else {
+        CpuGenerator g(0xdeadbeef);
+        PermPrefix().compute(n, 256, g, opens);
+    }
+    TfDetectOptions opt;
+    opt.cores = 2;
+    TfDetectStats stats;
+    auto start = std::chrono::steady_clock::now();
+    auto j = detect_tf_job(n, listing, opens, opt, stats);
+    double ms = ms_since(start);
+    std::printf("{\"search\": \"detect tf.data, %s, %s\", \"n\": %u, \"found\": %s, "
+                "\"pipelines\": %llu, \"steps\": %llu, \"ms\": %.2f}\n",
+                listing == TfListing::glob ? "list_files" : "image_dataset_from_directory",
+                fits ? "list_files seed 123" : "nothing fits", n, j ? "true" : "false",
+                static_cast<unsigned long long>(stats.candidates),
+                static_cast<unsigned long long>(stats.steps), ms);
+}
+
 } // namespace
 
 int main() {
+    for (uint32_t n : {1600u, 23410u, 1281167u}) {
+        time_tf_detect(n, TfListing::keras_directory, false);
+        time_tf_detect(n, TfListing::glob, false);
+        time_tf_detect(n, TfListing::glob, true);
+    }
     for (uint32_t n : {1281167u, 14197122u}) {
         time_detect(n, 0x9e3779b97f4a7c15ULL, "no seed fits (the whole range)");
         time_detect(n, 0, "DistributedSampler default seed");
