@@ -28,6 +28,9 @@ constexpr size_t max_opens_per_process = 1024;
 // enough that a listed pipeline's odds of fitting by chance are far below
 // its bound on any dataset of a few thousand files or more, few enough
 // that each of its ~5,000 pipelines (8 iterators each) costs microseconds.
+// A search that needs more (its pipeline fits, but too few opens tell it
+// from chance, or show its batch size) is judged on up to four times as
+// many next time.
 constexpr size_t tf_evidence_opens = 256;
 constexpr size_t max_queue = 1 << 16;
 
@@ -146,6 +149,8 @@ void Detector::run() {
             }
             registered_ = false;
             opens_ = opens_at_search_ = judged_at = epoch_worth_ = 0;
+            tf_evidence_ = tf_evidence_opens;
+            tf_due_at_ = 0;
             searched_pids_.clear();
         }
         if (broken_) {
@@ -424,7 +429,7 @@ bool Detector::search_due() const {
     }
     const uint64_t epoch_worth = epoch_worth_ ? epoch_worth_ : 1 << 20;
     if (!enough || opens_ < 16) return false;
-    return fresh || opens_ - opens_at_search_ >= epoch_worth;
+    return fresh || opens_ - opens_at_search_ >= epoch_worth || (tf_due_at_ && opens_ >= tf_due_at_);
 }
 
 // Seconds until a chain slice may run: 0 now; a day if none is running.
@@ -594,12 +599,17 @@ bool Detector::search() {
         // A tf.data pipeline fits but its opens are still too few to tell
         // it from chance: search again once they may suffice, not an
         // epoch's worth of opens later.
-        const uint64_t worth = epoch_worth_ ? epoch_worth_ : 1 << 20;
-        if (tf.opens_needed && tf.opens_needed < worth)
-            opens_at_search_ = opens_ + tf.opens_needed > worth ? opens_ + tf.opens_needed - worth : 0;
+        // (opens_at_search_ cannot say so: a search is due an epoch's
+        // worth after it, and opens_ + needed may be less than that.)
+        tf_due_at_ = tf.opens_needed ? std::max<uint64_t>(opens_ + 1, tf.opens_needed) : 0;
+        // ... on that many of the first opens (a validation pass alone
+        // does not show the batch size; the iterator after it does).
+        if (tf.opens_needed)
+            tf_evidence_ = std::clamp<size_t>(tf.opens_needed, tf_evidence_opens, 4 * tf_evidence_opens);
         // A shuffle=True loader without a generator of its own: its seed
         // is somewhere down a global chain; searched deep, slice by slice.
-        if (!chain_ && !chain_over_ && !opt_.search.seeds.empty()) {
+        // Not while a tf.data pipeline fits: the job is no torch loader.
+        if (!chain_ && !chain_over_ && !opt_.search.seeds.empty() && !tf.opens_needed) {
             // Word 3 at the least: a DataLoader's iterator draws its base
             // seed (two words) and the seed's high word before it.
             chain_ = std::make_unique<order::ChainDetect>(opt_.search.seeds, 3, opt_.chain_words);
@@ -632,7 +642,7 @@ TfAttempt Detector::search_tf(std::span<const std::pair<std::string, layout::Lay
     std::sort(all.begin(), all.end());
     std::vector<index::NodeId> first;
     for (const auto& [seq, id] : all) {
-        if (first.size() >= tf_evidence_opens) break;
+        if (first.size() >= tf_evidence_) break;
         first.push_back(id);
     }
     std::vector<std::string> dirs;
@@ -644,9 +654,11 @@ TfAttempt Detector::search_tf(std::span<const std::pair<std::string, layout::Lay
 // bound stands in for the confirmation a torch job waits for.
 bool Detector::accept_tf(const TfDetection& tf) {
     // Its evidence bound stands in for the confirmation a torch job waits for.
-    return register_detected(tf.job, tf.pids, "a tensorflow job",
-                             "detected a tensorflow job, " + tf.what + ": its threads opened " +
-                                 std::to_string(tf.opens) + " files where it predicts");
+    const bool ok = register_detected(tf.job, tf.pids, "a tensorflow job",
+                                      "detected a tensorflow job, " + tf.what +
+                                          ": its threads opened " + std::to_string(tf.opens) +
+                                          " files where it predicts");
+    return ok;
 }
 
 // Registers a job found (a torch loader confirmed, a tf.data pipeline),

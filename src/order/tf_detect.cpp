@@ -125,6 +125,7 @@ private:
         uint64_t segments = 0;  // runs (iterators)
         uint64_t score = 0;     // the sum of their positions: least for the true order
         uint64_t first_k = 0, last_k = 0;
+        uint64_t passed = 0;    // stragglers passed over
         bool all = false;       // every open explained (or a straggler)
     };
     struct Best {
@@ -155,7 +156,9 @@ private:
     // The opens from `from` on that iterator k's order explains: the j-th
     // of them within its first j + 1 + lag positions, no file twice. An
     // open the previous iterator (prev_k, whose run had prev_len opens)
-    // still explains is a straggler of it, passed over. Returns the opens
+    // still explains is a straggler of it, passed over (but counted with
+    // the explained ones in the odds of chance: a wrong pipeline's window
+    // takes it as likely as any). Returns the opens
     // consumed, and adds the explained ones to `fit`.
     uint64_t run(size_t k, uint64_t from, uint64_t lag, std::optional<size_t> prev_k,
                  uint64_t prev_len, Fit& fit, uint64_t& explained) {
@@ -171,7 +174,10 @@ private:
                 ++j;
                 continue;
             }
-            if (prev_k && at_[*prev_k][f] <= prev_len + lag) continue; // a straggler
+            if (prev_k && at_[*prev_k][f] <= prev_len + lag) { // a straggler
+                ++fit.passed;
+                continue;
+            }
             break;
         }
         explained = j;
@@ -213,6 +219,7 @@ private:
             if (!prev) fit.first_k = best_k;
             fit.last_k = best_k;
             fit.explained += best_expl;
+            fit.passed += trial.passed;
             fit.score += trial.score;
             ++fit.segments;
             i += best_used;
@@ -220,7 +227,9 @@ private:
             prev_len = best_expl;
         }
         fit.all = i >= seq_.size();
-        if (fit.explained < 2 || (!fit.all && chance(fit.explained, fit.segments) > limit_)) return;
+        if (fit.explained < 2 ||
+            (!fit.all && chance(fit.explained + fit.passed, fit.segments) > limit_))
+            return;
         if (best_ && (best_->fit.explained > fit.explained ||
                       (best_->fit.explained == fit.explained && best_->fit.score <= fit.score)))
             return;
@@ -346,7 +355,8 @@ private:
     }
 
     std::optional<TfDetectedJob> accept() {
-        if (chance(best_->fit.explained, best_->fit.segments) <= limit_) return best_->job;
+        if (chance(best_->fit.explained + best_->fit.passed, best_->fit.segments) <= limit_)
+            return best_->job;
         // It explains every open so far, too few to tell it from chance.
         stats_.opens_needed = 0;
         const uint64_t have = seq_.size();

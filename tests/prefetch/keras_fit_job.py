@@ -41,7 +41,8 @@ def ids_of(images):
 
 def status_of(cfg):
     """The status file's JSON as this epoch ends, if asked for. With
-    "gate", first waits (up to 60 s) until the mount has detected the job:
+    "gate", first waits (up to 60 s) until the mount has detected the job
+    and follows it (a detection that fell back is not one):
     epoch 0 here takes a second, on a slow shared file system minutes."""
     if not cfg.get("status"):
         return {}
@@ -49,7 +50,8 @@ def status_of(cfg):
     while True:
         with open(cfg["status"]) as f:
             st = json.load(f)
-        if st.get("registered") == "detected" or time.monotonic() >= deadline:
+        detected = st.get("registered") == "detected" and st.get("mode") == "clairvoyant"
+        if detected or time.monotonic() >= deadline:
             return {"status": st}
         time.sleep(0.1)
 

@@ -163,6 +163,8 @@ private:
     std::map<uint32_t, Process> procs_;
     uint64_t opens_ = 0;           // opens taken since the last reset
     uint64_t opens_at_search_ = 0; // opens_ when the last search failed
+    size_t tf_evidence_ = 256;     // the first opens a tf.data search judges (detector.cpp)
+    uint64_t tf_due_at_ = 0;       // a tf.data pipeline fits: searched again at these opens_
     std::vector<uint32_t> searched_pids_; // the processes the last failed search saw
     // The datasets of the search in progress (a few roots): four bytes an
     // index node each, so they are let go after it.
