@@ -228,7 +228,7 @@ private:
         }
         fit.all = i >= seq_.size();
         if (fit.explained < 2 ||
-            (!fit.all && chance(fit.explained + fit.passed, fit.segments) > limit_))
+            (!fit.all && chance(fit.explained + fit.passed, fit.segments, fit.passed) > limit_))
             return;
         if (best_ && (best_->fit.explained > fit.explained ||
                       (best_->fit.explained == fit.explained && best_->fit.score <= fit.score)))
@@ -335,7 +335,11 @@ private:
     // order), so each of the m opens it explains lies in its first L
     // positions with odds at most L / n: all m, at most (L / n)^m; each
     // run's iterator was one of I it could pick, which multiplies that by
-    // I per run. Over every pipeline the search may try (C of them), a
+    // I per run, and where the s runs begin and which opens were passed
+    // over as stragglers by the number of ways to choose them (m - 1
+    // choose s - 1, m choose passed: a wrong pipeline with a wide window
+    // was once accepted on 89 opens in 2 runs without these). Over every
+    // pipeline the search may try (C of them), a
     // false accept has odds below the sum of these; the job is accepted
     // only once that is below opt_.false_accept, else told how many opens
     // would do. (The j-th open of a run within j + 1 + L positions is a
@@ -344,24 +348,31 @@ private:
     // explained, then the earliest placement wins, which the true one has:
     // it leaves only tf.data's in-flight gaps.) This is the log of those
     // odds, the sum taken per batch size, each with its own L = m + behind.
-    double chance(uint64_t m, uint64_t segments) const {
+    double chance(uint64_t m, uint64_t segments, uint64_t passed = 0) const {
+        auto log_choose = [](uint64_t a, uint64_t b) {
+            if (b > a) return 0.0;
+            return std::lgamma(static_cast<double>(a) + 1) - std::lgamma(static_cast<double>(b) + 1) -
+                   std::lgamma(static_cast<double>(a - b) + 1);
+        };
         double sum = 0;
         for (uint64_t extra : behinds_) {
             const double l = static_cast<double>(std::min<uint64_t>(n_, m + extra));
             sum += std::exp(static_cast<double>(m) * std::log(l / static_cast<double>(n_)));
         }
         return std::log(static_cast<double>(tried_bound_) / static_cast<double>(behinds_.size()) * sum) +
-               static_cast<double>(segments) * std::log(static_cast<double>(opt_.iterators));
+               static_cast<double>(segments) * std::log(static_cast<double>(opt_.iterators)) +
+               log_choose(m > 0 ? m - 1 : 0, segments > 0 ? segments - 1 : 0) + log_choose(m, passed);
     }
 
     std::optional<TfDetectedJob> accept() {
-        if (chance(best_->fit.explained + best_->fit.passed, best_->fit.segments) <= limit_)
+        if (chance(best_->fit.explained + best_->fit.passed, best_->fit.segments, best_->fit.passed) <=
+            limit_)
             return best_->job;
         // It explains every open so far, too few to tell it from chance.
         stats_.opens_needed = 0;
         const uint64_t have = seq_.size();
         for (uint64_t m = have + 1; m <= n_ / 2; m += std::max<uint64_t>(1, m / 16))
-            if (chance(m, best_->fit.segments) <= limit_) {
+            if (chance(m, best_->fit.segments, best_->fit.passed) <= limit_) {
                 stats_.opens_needed = m;
                 break;
             }

@@ -240,3 +240,35 @@ TEST_CASE("Keras previews before fit: found from the runs of three iterators") {
     auto want = iterator_order(spec, n, 2);
     CHECK(std::equal(want.begin(), want.begin() + 500, found.begin()));
 }
+
+TEST_CASE("opens from the middle of an iterator and a validation pass: no other pipeline taken") {
+    // What detection sees after a job taken for the whole directory fell
+    // back at its validation pass: the training subset's last files
+    // (mid-iterator, no run begins there), then the unshuffled validation
+    // pass. Wide windows (batch 512 may lag 1,024 files of 1,600) once let
+    // another seed's pipeline fit 89 of them in two runs.
+    const uint32_t n = 1600;
+    auto keys = [](const char* subset) {
+        return tf_spec({{"seed", "123"}, {"batch_size", "32"}, {"validation_split", "0.2"},
+                        {"subset", subset}});
+    };
+    auto training = iterator_order(keys("training"), n, 0);
+    auto val = iterator_order(keys("validation_of_both"), n, 0);
+    for (uint32_t from : {1030U, 1100U, 1200U}) {
+        CAPTURE(from);
+        std::vector<Sample> tail(training.begin() + from, training.end());
+        std::vector<Sample> opens = opened_in_order(tail, tail.size(), 12, from);
+        for (Sample s : opened_in_order(val, 120, 12, from + 1)) opens.push_back(s);
+        for (size_t m : {89UL, 160UL, opens.size()}) {
+            CAPTURE(m);
+            std::vector<Sample> first(opens.begin(), opens.begin() + static_cast<ptrdiff_t>(m));
+            TfDetectStats stats;
+            auto j = detect(n, TfListing::keras_directory, first, stats);
+            if (j) {
+                CHECK(j->spec.seed == 123);
+                CHECK_FALSE(j->spec.seed_none);
+                CHECK_FALSE(j->spec.global_seed);
+            }
+        }
+    }
+}
