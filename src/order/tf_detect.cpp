@@ -112,8 +112,9 @@ public:
                 try_list_files(c);
             else
                 try_keras(c);
-            if (best_) return accept();
+            if (best_) return best_->job;
         }
+        if (fits_so_far_) stats_.opens_needed = opens_needed();
         return std::nullopt;
     }
 
@@ -227,9 +228,14 @@ private:
             prev_len = best_expl;
         }
         fit.all = i >= seq_.size();
-        if (fit.explained < 2 ||
-            (!fit.all && chance(fit.explained + fit.passed, fit.segments, fit.passed) > limit_))
+        if (fit.explained < 2) return;
+        if (chance(fit.explained + fit.passed, fit.segments, fit.passed) > limit_) {
+            // Every open fits, too few to tell it from chance: the search
+            // goes on (a wrong seed's pipeline fits a handful of opens in
+            // several runs), and says how many opens would do.
+            if (fit.all) fits_so_far_ = true;
             return;
+        }
         if (best_ && (best_->fit.explained > fit.explained ||
                       (best_->fit.explained == fit.explained && best_->fit.score <= fit.score)))
             return;
@@ -364,19 +370,12 @@ private:
                log_choose(m > 0 ? m - 1 : 0, segments > 0 ? segments - 1 : 0) + log_choose(m, passed);
     }
 
-    std::optional<TfDetectedJob> accept() {
-        if (chance(best_->fit.explained + best_->fit.passed, best_->fit.segments, best_->fit.passed) <=
-            limit_)
-            return best_->job;
-        // It explains every open so far, too few to tell it from chance.
-        stats_.opens_needed = 0;
-        const uint64_t have = seq_.size();
-        for (uint64_t m = have + 1; m <= n_ / 2; m += std::max<uint64_t>(1, m / 16))
-            if (chance(m, best_->fit.segments, best_->fit.passed) <= limit_) {
-                stats_.opens_needed = m;
-                break;
-            }
-        return std::nullopt;
+    // How many opens a pipeline explaining them all in one run needs to be
+    // told from chance (0: none would do).
+    uint64_t opens_needed() const {
+        for (uint64_t m = seq_.size() + 1; m <= n_ / 2; m += std::max<uint64_t>(1, m / 16))
+            if (chance(m, 1) <= limit_) return m;
+        return 0;
     }
 
     uint32_t n_;
@@ -394,7 +393,8 @@ private:
     uint32_t cores_ = 1;
     uint64_t behind_max_ = 0, buffer_max_ = 0;
     uint64_t tried_bound_ = 1;
-    std::optional<Best> best_;
+    std::optional<Best> best_; // explains the opens beyond chance
+    bool fits_so_far_ = false; // some pipeline explains every open, too few of them
     std::map<uint32_t, std::vector<KerasInput>> inputs_;
     TfShuffle shuffle_;
     std::vector<Sample> order_;

@@ -272,3 +272,23 @@ TEST_CASE("opens from the middle of an iterator and a validation pass: no other 
         }
     }
 }
+
+TEST_CASE("a handful of opens of a small dataset: judged again, whatever fits them by chance") {
+    // 16 to 50 opens of 1,600 files: other seeds' pipelines fit them too,
+    // in several runs; the search must not stop at the first of those
+    // seeds, and must say when to judge again.
+    const uint32_t n = 1600;
+    auto order = iterator_order(tf_spec({{"seed", "123"}, {"batch_size", "32"}}), n, 0);
+    for (size_t m : {16UL, 30UL, 50UL}) {
+        CAPTURE(m);
+        TfDetectStats stats;
+        CHECK_FALSE(detect(n, TfListing::keras_directory, opened_in_order(order, m, 12, 3), stats));
+        CHECK(stats.opens_needed > m);
+        CHECK(stats.opens_needed < 200);
+    }
+    TfDetectStats stats;
+    auto j = detect(n, TfListing::keras_directory, opened_in_order(order, 120, 12, 3), stats);
+    REQUIRE(j);
+    CHECK(j->spec.seed == 123);
+    CHECK(j->spec.batch_size == 32);
+}
