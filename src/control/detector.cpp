@@ -315,13 +315,14 @@ bool Detector::overlaps_taken(const std::string& root) const {
 
 // Whether every open of `p` lies below a detected job's root: its job's
 // trackers have them, and no search is owed to them.
-bool Detector::only_taken(const Process& p) const {
+bool Detector::only_taken(const Process& p) const { return only_under(p, taken_roots_); }
+
+bool Detector::only_under(const Process& p, const std::vector<std::string>& roots) const {
     std::string path;
     return std::ranges::all_of(p.opens, [&](index::NodeId id) {
         path.clear();
         idx_.relative_path(id, path);
-        return std::ranges::any_of(taken_roots_,
-                                   [&](const std::string& t) { return under(path, t); });
+        return std::ranges::any_of(roots, [&](const std::string& t) { return under(path, t); });
     });
 }
 
@@ -675,9 +676,19 @@ bool Detector::register_detected(JobRegistration job, std::span<const uint32_t> 
     // the default name a written registration would have.
     if (detected_jobs_ > 0) job.id = "detected-" + std::to_string(detected_jobs_ + 1);
     // In the order they came: each process's own order, and tf.data's
-    // threads' opens interleaved as its iterators made them.
+    // threads' opens interleaved as its iterators made them. With them the
+    // opens of processes the job covers but did not need as evidence: a
+    // next epoch's workers that began while the search and confirmation
+    // ran (their opens taken from the queue, in no other list: lost, the
+    // job's trackers would miss that epoch's start and fall back).
+    std::vector<std::string> roots;
+    for (const Registration& r : job.loaders) roots.push_back(r.root);
+    std::vector<uint32_t> claimed(pids.begin(), pids.end());
+    for (const auto& [pid, p] : procs_)
+        if (std::ranges::find(pids, pid) == pids.end() && !p.opens.empty() && only_under(p, roots))
+            claimed.push_back(pid);
     std::vector<std::tuple<uint64_t, index::NodeId, uint32_t>> timed;
-    for (uint32_t pid : pids)
+    for (uint32_t pid : claimed)
         if (auto it = procs_.find(pid); it != procs_.end())
             for (size_t i = 0; i < it->second.opens.size(); ++i)
                 timed.emplace_back(it->second.seq[i], it->second.opens[i], pid);
