@@ -28,9 +28,9 @@ constexpr size_t max_opens_per_process = 1024;
 // enough that a listed pipeline's odds of fitting by chance are far below
 // its bound on any dataset of a few thousand files or more, few enough
 // that each of its ~5,000 pipelines (8 iterators each) costs microseconds.
-// A search that needs more (its pipeline fits, but too few opens tell it
-// from chance, or show its batch size) is judged on up to four times as
-// many next time.
+// A search that needs more (a pipeline fits, but too few opens tell it
+// from chance on a small dataset) is judged on up to four times as many
+// next time.
 constexpr size_t tf_evidence_opens = 256;
 constexpr size_t max_queue = 1 << 16;
 
@@ -603,13 +603,14 @@ bool Detector::search() {
         // (opens_at_search_ cannot say so: a search is due an epoch's
         // worth after it, and opens_ + needed may be less than that.)
         tf_due_at_ = tf.opens_needed ? std::max<uint64_t>(opens_ + 1, tf.opens_needed) : 0;
-        // ... on that many of the first opens (a validation pass alone
-        // does not show the batch size; the iterator after it does).
+        // ... on that many of the first opens.
         if (tf.opens_needed)
             tf_evidence_ = std::clamp<size_t>(tf.opens_needed, tf_evidence_opens, 4 * tf_evidence_opens);
         // A shuffle=True loader without a generator of its own: its seed
         // is somewhere down a global chain; searched deep, slice by slice.
-        // Not while a tf.data pipeline fits: the job is no torch loader.
+        // Not while a tf.data pipeline fits (most likely no torch loader;
+        // if the fit was chance, the search at those opens says so, and the
+        // chain starts then).
         if (!chain_ && !chain_over_ && !opt_.search.seeds.empty() && !tf.opens_needed) {
             // Word 3 at the least: a DataLoader's iterator draws its base
             // seed (two words) and the seed's high word before it.
