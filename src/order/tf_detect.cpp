@@ -83,19 +83,17 @@ public:
             seq_.push_back(place_.at(s));
         }
         cores_ = opt.cores ? opt.cores : std::max(1U, std::thread::hardware_concurrency());
-        behind_max_ = behind(1);
+        // Each batch size's in-flight window (one for list_files).
+        behinds_ = {behind(1)};
         if (listing == TfListing::keras_directory)
             for (uint32_t b : opt.batch_sizes) {
-                behind_max_ = std::max(behind_max_, behind(b));
+                behinds_.push_back(behind(b));
                 buffer_max_ = std::max<uint64_t>(buffer_max_, 8 * uint64_t{b});
             }
     }
 
     std::optional<TfDetectedJob> run() {
         if (seq_.size() < 2 || n_ < 2) return std::nullopt;
-        behinds_ = {behind(1)};
-        if (listing_ == TfListing::keras_directory)
-            for (uint32_t b : opt_.batch_sizes) behinds_.push_back(behind(b));
         const std::vector<SeedChoice> choices = seed_choices(opt_.seeds);
         // Every pipeline the search may try, for the bound on chance (its
         // iterators are counted per segment: chance()).
@@ -127,7 +125,6 @@ private:
         uint64_t score = 0;     // the sum of their positions: least for the true order
         uint64_t first_k = 0, last_k = 0;
         uint64_t passed = 0;    // stragglers passed over
-        bool all = false;       // every open explained (or a straggler)
     };
     struct Best {
         Fit fit;
@@ -159,31 +156,32 @@ private:
     // open the previous iterator (prev_k, whose run had prev_len opens)
     // still explains is a straggler of it, passed over (but counted with
     // the explained ones in the odds of chance: a wrong pipeline's window
-    // takes it as likely as any). Returns the opens
-    // consumed, and adds the explained ones to `fit`.
-    uint64_t run(size_t k, uint64_t from, uint64_t lag, std::optional<size_t> prev_k,
-                 uint64_t prev_len, Fit& fit, uint64_t& explained) {
+    // takes it as likely as any).
+    struct Run {
+        uint64_t used = 0;      // opens consumed
+        uint64_t explained = 0; // of them, in the run
+        uint64_t passed = 0;    // of them, stragglers
+        uint64_t score = 0;     // the explained ones' positions, summed
+    };
+    Run run(size_t k, uint64_t from, uint64_t lag, std::optional<size_t> prev_k, uint64_t prev_len) {
         used_.assign(distinct_, false);
-        uint64_t j = 0, i = from, score = 0;
-        explained = 0;
+        Run r;
+        uint64_t i = from;
         for (; i < seq_.size(); ++i) {
             const uint32_t f = seq_[i];
             const uint64_t p = at_[k][f];
-            if (p != absent && p <= j + lag && !used_[f]) {
+            if (p != absent && p <= r.explained + lag && !used_[f]) {
                 used_[f] = true;
-                score += p;
-                ++j;
-                continue;
+                r.score += p;
+                ++r.explained;
+            } else if (prev_k && at_[*prev_k][f] <= prev_len + lag) {
+                ++r.passed;
+            } else {
+                break;
             }
-            if (prev_k && at_[*prev_k][f] <= prev_len + lag) { // a straggler
-                ++fit.passed;
-                continue;
-            }
-            break;
         }
-        explained = j;
-        fit.score += score;
-        return i - from;
+        r.used = i - from;
+        return r;
     }
 
     // Judges a pipeline whose iterators' orders are located (at_[0..I-1];
@@ -194,46 +192,37 @@ private:
         uint64_t i = 0;
         std::optional<size_t> prev;
         uint64_t prev_len = 0;
-        size_t k = 0;
         while (i < seq_.size()) {
             // The first iterator may be any (a job begun before the mount,
             // or detection); the next any after it (fit makes two an epoch).
-            const size_t lo = prev && !repeats ? *prev + 1 : 0;
-            const size_t hi = iterators;
-            uint64_t best_used = 0, best_expl = 0;
+            Run best;
             size_t best_k = 0;
-            Fit trial;
-            for (k = lo; k < hi; ++k) {
-                Fit t;
-                uint64_t expl = 0;
-                const uint64_t used = run(repeats ? 0 : k, i, lag, prev, prev_len, t, expl);
-                if (expl > best_expl) {
-                    best_expl = expl;
-                    best_used = used;
+            for (size_t k = prev && !repeats ? *prev + 1 : 0; k < iterators; ++k) {
+                const Run r = run(repeats ? 0 : k, i, lag, prev, prev_len);
+                if (r.explained > best.explained) {
+                    best = r;
                     best_k = k;
-                    trial = t;
                 }
             }
             // A run of a few opens comes by chance; the first must be the
             // whole evidence or long enough to count.
-            if (best_expl < (prev ? 4 : 2)) break;
+            if (best.explained < (prev ? 4 : 2)) break;
             if (!prev) fit.first_k = best_k;
             fit.last_k = best_k;
-            fit.explained += best_expl;
-            fit.passed += trial.passed;
-            fit.score += trial.score;
+            fit.explained += best.explained;
+            fit.passed += best.passed;
+            fit.score += best.score;
             ++fit.segments;
-            i += best_used;
+            i += best.used;
             prev = repeats ? 0 : best_k;
-            prev_len = best_expl;
+            prev_len = best.explained;
         }
-        fit.all = i >= seq_.size();
         if (fit.explained < 2) return;
         if (chance(fit.explained + fit.passed, fit.segments, fit.passed) > limit_) {
             // Every open fits, too few to tell it from chance: the search
             // goes on (a wrong seed's pipeline fits a handful of opens in
             // several runs), and says how many opens would do.
-            if (fit.all) fits_so_far_ = true;
+            if (i >= seq_.size()) fits_so_far_ = true;
             return;
         }
         if (best_ && (best_->fit.explained > fit.explained ||
@@ -282,7 +271,7 @@ private:
         std::iota(list.begin(), list.end(), Sample{0});
         numpy_shuffle(ns, list);
         stats_.steps += n_;
-        const uint64_t w = buffer_max_ + seq_.size() + behind_max_;
+        const uint64_t w = buffer_max_ + seq_.size() + *std::ranges::max_element(behinds_);
         auto cut = [&](uint64_t from, uint64_t to) {
             return std::vector<Sample>(list.begin() + static_cast<ptrdiff_t>(from),
                                        list.begin() + static_cast<ptrdiff_t>(std::min(to, from + w)));
@@ -391,7 +380,7 @@ private:
     std::vector<uint64_t> behinds_;
     double limit_ = 0;
     uint32_t cores_ = 1;
-    uint64_t behind_max_ = 0, buffer_max_ = 0;
+    uint64_t buffer_max_ = 0;
     uint64_t tried_bound_ = 1;
     std::optional<Best> best_; // explains the opens beyond chance
     bool fits_so_far_ = false; // some pipeline explains every open, too few of them
