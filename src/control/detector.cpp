@@ -313,10 +313,8 @@ bool Detector::overlaps_taken(const std::string& root) const {
     });
 }
 
-// Whether every open of `p` lies below a detected job's root: its job's
-// trackers have them, and no search is owed to them.
-bool Detector::only_taken(const Process& p) const { return only_under(p, taken_roots_); }
-
+// Whether every open of `p` lies below one of `roots` (a detected job's:
+// its trackers have them, and no search is owed to them).
 bool Detector::only_under(const Process& p, const std::vector<std::string>& roots) const {
     std::string path;
     return std::ranges::all_of(p.opens, [&](index::NodeId id) {
@@ -712,7 +710,7 @@ bool Detector::register_detected(JobRegistration job, std::span<const uint32_t> 
         // as evidence (tf.data threads that began the next iterator):
         // searched again, they would find nothing and say so.
         for (uint32_t pid : pids) procs_.erase(pid);
-        std::erase_if(procs_, [this](const auto& kv) { return only_taken(kv.second); });
+        std::erase_if(procs_, [this](const auto& kv) { return only_under(kv.second, taken_roots_); });
         searched_pids_.clear();
         candidates_.clear();
     } else {

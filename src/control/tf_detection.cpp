@@ -47,11 +47,11 @@ std::vector<std::string> glob_patterns(const index::Index& idx, const std::strin
 }
 
 // The first opens as samples of `ds`, in the order opened (files outside
-// it left out).
+// it left out); `nodes`: the same files as a set.
 std::vector<order::Sample> samples_of(const index::Index& idx, const layout::Dataset& ds,
-                                      std::span<const index::NodeId> first) {
+                                      std::span<const index::NodeId> first,
+                                      const std::set<index::NodeId>& nodes) {
     std::unordered_map<index::NodeId, order::Sample> sample;
-    const std::set<index::NodeId> nodes(first.begin(), first.end());
     for (size_t i = 0; i < ds.samples.size(); ++i) {
         index::NodeId node = layout::opened_node(idx, ds.samples[i]);
         if (nodes.count(node)) sample.emplace(node, static_cast<order::Sample>(i));
@@ -121,7 +121,7 @@ TfAttempt detect_tf_pipeline(const index::Index& idx, const std::vector<std::str
             if (!layout::build_dataset(idx, root, kind, pattern, ds).empty() || ds.samples.size() < 2 ||
                 ds.samples.size() >= order::not_a_sample)
                 continue;
-            auto seq = samples_of(idx, ds, first);
+            auto seq = samples_of(idx, ds, first, nodes);
             const auto n = static_cast<uint32_t>(ds.samples.size());
             order::TfDetectStats stats;
             auto j = order::detect_tf_job(n,

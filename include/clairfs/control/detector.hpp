@@ -186,7 +186,6 @@ private:
     uint32_t detected_jobs_ = 0;
     std::vector<std::string> taken_roots_;
     bool overlaps_taken(const std::string& root) const;
-    bool only_taken(const Process& p) const;
     bool only_under(const Process& p, const std::vector<std::string>& roots) const;
     std::unique_ptr<order::ChainDetect> chain_; // running, between slices
     bool chain_over_ = false;    // ran to its end (or found a job) since the last reset
