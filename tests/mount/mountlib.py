@@ -296,6 +296,27 @@ def mounted(backing, mp, *options, foreground=False, timeout=300, prefix=(), cwd
             os.unlink(m.errpath)
 
 
+@contextlib.contextmanager
+def mounted_logged(backing, mp, logfile, *options, lines=60, also=None):
+    """mounted() with the daemon's log in `logfile`, at the level of
+    CLAIRFS_TEST_LOG_LEVEL (default info). A TestFailure inside shows the
+    log's last `lines` lines, and also() if given, before it propagates:
+    for failures that depend on timing, the daemon's account is the only
+    one."""
+    level = os.environ.get("CLAIRFS_TEST_LOG_LEVEL", "info")
+    with mounted(backing, mp, "--log-file", logfile, "--log-level", level, *options) as m:
+        try:
+            yield m
+        except TestFailure:
+            with open(logfile, errors="replace") as f:
+                log(f"the daemon's log ({os.path.basename(logfile)}):\n" +
+                    "".join(f.readlines()[-lines:]))
+            if also is not None:
+                with contextlib.suppress(Exception):
+                    log(also())
+            raise
+
+
 def cleanup(m):
     """Best-effort teardown: lazy unmount, wait for the daemon, then kill."""
     lazy_unmount(m.mp)

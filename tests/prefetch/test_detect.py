@@ -58,14 +58,9 @@ def mounted(tmp, name, *options):
     mp = os.path.join(tmp, f"mnt-{name}")
     log = os.path.join(tmp, f"{name}.log")
     os.makedirs(mp)
-    with ml.mounted(os.path.join(tmp, "data"), mp, "--mem", "256M", "--log-file", log,
-                    "--log-level", os.environ.get("CLAIRFS_TEST_LOG_LEVEL", "info"), *options):
-        try:
-            yield mp
-        except ml.TestFailure:
-            with open(log, errors="replace") as f:
-                ml.log(f"the daemon's log ({name}):\n" + "".join(f.readlines()[-40:]))
-            raise
+    with ml.mounted_logged(os.path.join(tmp, "data"), mp, log, "--mem", "256M", *options,
+                           lines=40):
+        yield mp
 
 
 def settled(mp):

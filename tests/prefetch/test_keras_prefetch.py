@@ -261,18 +261,12 @@ def detected_run(tmp, name, **cfg):
     mp = os.path.join(tmp, f"mnt-{name}")
     log = os.path.join(tmp, f"{name}.log")
     os.makedirs(mp)
-    with ml.mounted(data, mp, "--mem", str(256 << 20), "--log-file", log, "--log-level",
-                    os.environ.get("CLAIRFS_TEST_LOG_LEVEL", "info")):
-        try:
-            epochs = run_job(mp, name, batch_size=32, gate=True,
-                             status=os.path.join(mp, ".clairfs", "status"), **cfg)
-            check_epochs(epochs, n, name)
-            check_detected_tf(epochs, n, name)
-            ml.check(reread(data, mp) == n, f"{name}: re-read count")
-        except ml.TestFailure:
-            with open(log, errors="replace") as f:
-                ml.log(f"the daemon's log ({name}):\n" + "".join(f.readlines()[-60:]))
-            raise
+    with ml.mounted_logged(data, mp, log, "--mem", str(256 << 20)):
+        epochs = run_job(mp, name, batch_size=32, gate=True,
+                         status=os.path.join(mp, ".clairfs", "status"), **cfg)
+        check_epochs(epochs, n, name)
+        check_detected_tf(epochs, n, name)
+        ml.check(reread(data, mp) == n, f"{name}: re-read count")
     return epochs
 
 

@@ -39,7 +39,6 @@ the 3 epochs (RAM holds the chunks).
 
 Exit 77 only without /dev/fuse or when the frameworks Python cannot import
 torch, lmdb and h5py (in CI that fails instead: CI=true)."""
-import contextlib
 import errno
 import hashlib
 import json
@@ -171,18 +170,6 @@ def case_lmdb_same_seed(tmp):
     two_jobs(tmp, "same-seed", {"a": SEED, "b": SEED}, self_registered=True)
 
 
-@contextlib.contextmanager
-def show_log_on_failure(log, jobs):
-    try:
-        yield
-    except ml.TestFailure:
-        with open(log, errors="replace") as f:
-            ml.log("the daemon's log:\n" + "".join(f.readlines()[-60:]))
-        with contextlib.suppress(Exception):
-            ml.log(f"jobs: {json.dumps(jobs())}")
-        raise
-
-
 def two_jobs(tmp, name, seeds, self_registered):
     data, mp = ml.make_dirs(tmp, "data-" + name, "mnt-" + name)
     cfg = {"write": os.path.join(data, "env"), "kind": "lmdb", "n": 300,
@@ -194,9 +181,8 @@ def two_jobs(tmp, name, seeds, self_registered):
     # A failure here has come once in a few loaded runs and never when
     # watched: it shows the daemon's log and the jobs' status in full.
     log = os.path.join(tmp, f"{name}.log")
-    with ml.mounted(data, mp, "--mem", "64M", "--no-detect", "-t", "2", "--log-file", log,
-                    "--log-level", os.environ.get("CLAIRFS_TEST_LOG_LEVEL", "info")), \
-            show_log_on_failure(log, lambda: ml.status(mp).get("jobs")):
+    with ml.mounted_logged(data, mp, log, "--mem", "64M", "--no-detect", "-t", "2",
+                           also=lambda: f"jobs: {json.dumps(ml.status(mp).get('jobs'))}"):
         if not self_registered:
             for j, seed in seeds.items():
                 ml.register(mp, **registration(job=j, seed=seed))
