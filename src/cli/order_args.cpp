@@ -31,6 +31,8 @@ std::string set_key(OrderArgs& a, std::string key, const std::string& value) {
         a.iterator_step = s;
     } else if (key == "paths") {
         if (!config::parse_bool(value, a.paths)) return "invalid value for paths: " + value;
+    } else if (key == "binary") {
+        if (!config::parse_bool(value, a.binary)) return "invalid value for binary: " + value;
     } else {
         return order::set_job_key(a.spec, key, value);
     }
@@ -74,6 +76,7 @@ std::string parse_order_args(const std::vector<std::string>& args, OrderArgs& ou
     if (out.help) return "";
     if (out.n && !out.root.empty()) return "give either --n or --root, not both";
     if (!out.n && out.root.empty()) return "expected --n N or --root DIR";
+    if (out.binary && out.paths) return "--binary writes indices; it cannot go with --paths";
     if (out.iterator_step != 1 && out.spec.framework != order::Framework::tensorflow)
         return "iterator_step needs framework tensorflow";
     if (out.worker && *out.worker >= out.spec.num_workers)

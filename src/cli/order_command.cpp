@@ -20,7 +20,7 @@ int usage_error(const std::string& why) {
 
 void print_help() {
     printf("usage: clairfs order [KEYS] (--n N | --root DIR [--layout L] [--manifest FILE])\n"
-           "                     [--paths] [--config FILE]\n\n"
+           "                     [--paths | --binary] [--config FILE]\n\n"
            "Prints, one line per epoch, the JSON array of sample indices (or, with --paths,\n"
            "relative paths) that the job's DataLoader yields for one rank, batches\n"
            "concatenated (framework tensorflow: the files in the order the tf.data\n"
@@ -35,14 +35,17 @@ void print_help() {
     }
     printf("dataset:\n"
            "  %-26s %s\n  %-26s %s\n  %-26s %s\n  %-26s %s\n  %-26s %s\n  %-26s %s\n"
-           "  %-26s %s\n  %-26s %s\n",
+           "  %-26s %s\n  %-26s %s\n  %-26s %s\n",
            "--n N", "a dataset of N samples (no files needed)", "--root DIR",
            "the dataset directory, numbered by --layout", "--layout L",
            "imagefolder (torchvision rules), sorted, list or ranges [imagefolder; tensorflow: "
            "keras_directory or glob, by pipeline]",
            "--manifest FILE",
            "list: one relative path per line; ranges: clairfs ranges' output", "--paths",
-           "print relative paths instead of indices (ranges: PATH@OFFSET+LENGTH)", "--config FILE",
+           "print relative paths instead of indices (ranges: PATH@OFFSET+LENGTH)", "--binary",
+           "each epoch as a little-endian uint64 count and that many little-endian uint32 "
+           "indices, no newline (for huge n: numpy.fromfile)",
+           "--config FILE",
            "a JSON object with the keys above and n, root, layout, manifest", "--worker W",
            "print only what DataLoader worker W opens (batches W, W+num_workers, ...)",
            "--iterator-step S",
@@ -75,7 +78,9 @@ int order_command(const std::vector<std::string>& args) {
             order::worker_stream(epoch, a.spec.batch_size, a.spec.num_workers, *a.worker, mine);
             epoch.swap(mine);
         }
-        if (a.paths)
+        if (a.binary)
+            out.binary_indices(epoch);
+        else if (a.paths)
             out.paths(epoch, [&](order::Sample s) { return ds.path(s); });
         else
             out.indices(epoch);

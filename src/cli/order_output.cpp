@@ -17,6 +17,20 @@ void LineWriter::indices(const std::vector<order::Sample>& order) {
     buf_ += "]\n";
 }
 
+void LineWriter::binary_indices(const std::vector<order::Sample>& order) {
+    static_assert(sizeof(order::Sample) == 4);
+    auto put_le = [this](uint64_t v, int bytes) {
+        char le[8];
+        for (int i = 0; i < bytes; ++i) le[i] = static_cast<char>((v >> (8 * i)) & 0xff);
+        buf_.append(le, static_cast<size_t>(bytes));
+    };
+    put_le(order.size(), 8);
+    for (order::Sample s : order) {
+        put_le(s, 4);
+        if (buf_.size() > flush_at) flush();
+    }
+}
+
 // JSON escapes for quotes, backslashes and control bytes; other bytes pass
 // through, so UTF-8 names stay readable (and non-UTF-8 names stay exact).
 void LineWriter::json_string(std::string_view s) {

@@ -20,6 +20,10 @@ public:
     // One epoch as a JSON array of indices, then a newline.
     void indices(const std::vector<order::Sample>& order);
 
+    // One epoch as a little-endian uint64 count, then the indices as
+    // little-endian uint32 (the --binary format).
+    void binary_indices(const std::vector<order::Sample>& order);
+
     // One epoch as a JSON array of strings produced by path(i), then a newline.
     template <typename PathOf> void paths(const std::vector<order::Sample>& order, PathOf&& path) {
         buf_ += '[';

@@ -9,7 +9,8 @@
    Generator().manual_seed(SEED)) from real torch (torch_large_n.py: the
    loader's base_seed draw, then RandomSampler's randperm) must equal
    `clairfs order` for the same job told the same torch_version: a SHA-256
-   of the whole order (clairfs's 2 GB of JSON is parsed as it streams) plus
+   of the whole order (clairfs's --binary output, hashed as it streams;
+   --binary is first shown equal to the JSON order at n = 100,003) plus
    ~70 positions compared one by one. How many draws torch's randperm took
    (n - 1 or 2n) is checked against the algorithm the torch_version implies,
    and at n = 214,748,364 clairfs at the other level must differ from torch
@@ -22,7 +23,7 @@
 
 Under Debian's torch 1.13 (/usr/bin/python3), or with CLAIRFS_ORDER_TORCH=2.x
 the torch 2.x venv (meson's order_large_n_2x; tests/order/torch_python.py).
-Takes 2.5-5 minutes on 2 cores and a few GiB of memory (torch's int64
+Takes 1-2 minutes on 2 cores and a few GiB of memory (torch's int64
 permutation, clairfs's, and the parsing). Exit 0 pass, 1 fail, 77 only when
 the torch python cannot import torch (in CI: 1).
 
@@ -74,49 +75,44 @@ def other_randint_level(version):
 
 # ------------------------------------------------------------------ randperm
 
-def clairfs_order_digest(n, torch_version, positions, stop_if_differs=None):
-    """Runs clairfs for epoch 0 of the explicit-generator loader and digests
-    its one output line as it streams: (sha256 of the order as little-endian
-    int32, {position: index}, count, seconds). With stop_if_differs
-    ({position: index}), it stops at the first of those positions whose index
-    differs and returns digest None: that alone proves the orders differ, and
-    saves streaming 2 GB (about a minute of CI per torch)."""
-    t0 = time.monotonic()
-    argv = [CLAIRFS, "order", "--n", str(n), "--seed", str(SEED), "--generator", "explicit",
+def clairfs_order_args(n, torch_version):
+    return [CLAIRFS, "order", "--n", str(n), "--seed", str(SEED), "--generator", "explicit",
             "--epochs", "1", "--torch-version", torch_version]
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def clairfs_order_digest(n, torch_version, positions, stop_if_differs=None):
+    """Runs clairfs --binary for epoch 0 of the explicit-generator loader and
+    digests its output as it streams: (sha256 of the order as little-endian
+    int32, {position: index}, count, seconds). --binary (a uint64 count, then
+    uint32 indices) is hashed as it comes, where 2 GB of JSON took parsing
+    for a minute per order; check_binary_is_json proves it is the same order.
+    With stop_if_differs ({position: index}), it stops at the first of those
+    positions whose index differs and returns digest None: that alone proves
+    the orders differ."""
+    t0 = time.monotonic()
+    proc = subprocess.Popen(clairfs_order_args(n, torch_version) + ["--binary"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    head = proc.stdout.read(8)
+    if len(head) != 8:
+        proc.kill()
+        raise AssertionError(f"clairfs --binary wrote {len(head)} bytes, no count: "
+                             f"{proc.stderr.read().decode(errors='replace')[:300]}")
+    announced = int.from_bytes(head, "little")
     h = hashlib.sha256()
     want = sorted(positions)
     got = {}
     count = 0
     carry = b""
-    first = True
-    ended = False
     while True:
         data = proc.stdout.read(READ)
         if not data:
             break
-        if ended and data.strip():
-            raise AssertionError("clairfs printed more than one line for one epoch")
         data = carry + data
-        if first:
-            if not data.startswith(b"["):
-                raise AssertionError(f"clairfs output does not start with '[': {data[:80]!r}")
-            data, first = data[1:], False
-        end = data.find(b"]")
-        if end >= 0:
-            body, carry, ended = data[:end], b"", True
-            if data[end + 1:].strip():
-                raise AssertionError("clairfs printed more than one line for one epoch")
-        else:
-            cut = data.rfind(b",")
-            body, carry = data[:cut], data[cut + 1:]
-        if not body:
-            continue
-        values = np.fromstring(body, dtype=np.int64, sep=",")  # text mode: not deprecated
-        if len(values) != body.count(b",") + 1:
-            raise AssertionError(f"unparsable clairfs output near index {count}")
-        h.update(values.astype("<i4").tobytes())
+        whole = len(data) - len(data) % 4
+        body, carry = data[:whole], data[whole:]
+        # Indices are < 2^31 here, so uint32 and torch's int32 bytes agree.
+        h.update(body)
+        values = np.frombuffer(body, dtype="<u4")
         while want and want[0] < count + len(values):
             p = want.pop(0)
             got[p] = int(values[p - count])
@@ -128,9 +124,33 @@ def clairfs_order_digest(n, torch_version, positions, stop_if_differs=None):
     err = proc.stderr.read().decode(errors="replace")
     if proc.wait() != 0:
         raise AssertionError(f"clairfs exited {proc.returncode}: {err.strip()[:300]}")
-    if not ended:
-        raise AssertionError("clairfs output ended without ']'")
+    if carry or count != announced:
+        raise AssertionError(f"clairfs --binary announced {announced} indices and wrote "
+                             f"{count} and {len(carry)} bytes more")
     return h.hexdigest(), got, count, time.monotonic() - t0
+
+
+def check_binary_is_json(failures):
+    """The --binary output the large orders are digested from is the JSON
+    order `clairfs order` prints, for each algorithm (forward and
+    inside-out randperm), at a size JSON still affords."""
+    n = 100_003
+    for tv in ("1.13", "2.7"):
+        j = subprocess.run(clairfs_order_args(n, tv), capture_output=True, timeout=120)
+        b = subprocess.run(clairfs_order_args(n, tv) + ["--binary"], capture_output=True,
+                           timeout=120)
+        if j.returncode or b.returncode:
+            failures.append(f"binary vs json: clairfs exited {j.returncode}/{b.returncode}: "
+                            f"{(j.stderr or b.stderr).decode(errors='replace')[:300]}")
+            continue
+        as_json = json.loads(j.stdout)
+        count = int.from_bytes(b.stdout[:8], "little")
+        as_binary = np.frombuffer(b.stdout[8:], dtype="<u4").tolist()
+        if count != n or as_binary != as_json or len(as_json) != n:
+            failures.append(f"binary vs json at torch_version {tv}: count {count}, "
+                            f"{len(as_binary)} binary and {len(as_json)} JSON indices, equal "
+                            f"{as_binary == as_json}")
+    log(f"--binary equals the JSON order at n={n:,} for torch_version 1.13 and 2.7")
 
 
 def torch_order(n):
@@ -254,6 +274,7 @@ def main():
         if "replacement" in parts:
             check_replacement(version, failures, tmp)
         if "randperm" in parts:
+            check_binary_is_json(failures)
             check_randperm(version, failures)
     log(f"time: {time.monotonic() - t0:.0f} s")
     for f in failures:
