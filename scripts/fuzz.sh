@@ -1,19 +1,32 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Builds the libFuzzer targets (tests/fuzz) with clang in their own build
-# directory and runs each for SECONDS (default 60), starting from the
-# checked-in seed corpus. Prints, per target, the executions and the
-# coverage reached (libFuzzer's cov: edges, ft: features); exits non-zero
-# on any crash, leak, timeout or broken invariant, keeping the input in
-# $CLAIRFS_FUZZ_DIR/<target>/ (default build-fuzz/fuzz-runs).
+# directory and runs each from the checked-in seed corpus: for SECONDS
+# (default 60), or with --runs N for the seeds and then N inputs more (the
+# test suite's fuzz_smoke: a fixed amount of work, so a loaded machine
+# makes it slower, never shallower). Prints, per target, the executions and
+# the coverage the seeds reached and the run ended with (libFuzzer's cov:
+# edges, ft: features); exits non-zero on any crash, leak, timeout or broken
+# invariant, keeping the input in $CLAIRFS_FUZZ_DIR/<target>/ (default
+# build-fuzz/fuzz-runs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-seconds=${1:-60}
-case $seconds in '' | *[!0-9]*)
-  echo "usage: $0 [SECONDS]" >&2
+usage() {
+  echo "usage: $0 [SECONDS | --runs N]" >&2
   exit 2
-  ;;
+}
+seconds=60 max_runs=
+case ${1:-} in
+--runs) max_runs=${2:-} ;;
+'') ;;
+*) seconds=$1 ;;
 esac
+case ${max_runs:-$seconds} in '' | *[!0-9]*) usage ;; esac
+if [ -n "$max_runs" ]; then
+  bound=(-runs="$max_runs") label="$max_runs runs"
+else
+  bound=(-max_total_time="$seconds") label="${seconds}s"
+fi
 
 # clang and its libFuzzer runtime are in install-deps.sh's test list.
 install_clang() {
@@ -39,7 +52,7 @@ build_targets() {
   fi
 }
 
-# One target for $seconds from a copy of its seed corpus; prints its line
+# One target for its bound from a copy of its seed corpus; prints its line
 # and returns libFuzzer's status.
 run_target() {
   local name=$1 dir="$runs/$1" log rc=0
@@ -48,15 +61,17 @@ run_target() {
   log="$dir/log"
   local dict=() words="$PWD/tests/fuzz/${name#fuzz_}.dict"
   [ -f "$words" ] && dict=(-dict="$words")
-  (cd "$dir" && "$OLDPWD/build-fuzz/tests/fuzz/$name" -max_total_time="$seconds" \
+  (cd "$dir" && "$OLDPWD/build-fuzz/tests/fuzz/$name" "${bound[@]}" \
     -print_final_stats=1 -timeout=10 -rss_limit_mb=2048 -max_len=4096 "${dict[@]}" \
     corpus) >"$log" 2>&1 || rc=$?
-  local execs cov ft
+  local execs cov ft seeded
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
   ft=$(grep -o 'ft: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
-  printf 'fuzz: %-14s %4ss  %10s execs  cov %5s  ft %6s  %s\n' "$name" "$seconds" \
-    "${execs:-?}" "${cov:-?}" "${ft:-?}" "$([ $rc -eq 0 ] && echo ok || echo "FAILED (exit $rc, see $log)")"
+  # libFuzzer's INITED line: the coverage of the seed corpus alone.
+  seeded=$(grep -m1 'INITED' "$log" | grep -o 'cov: [0-9]*' | cut -d' ' -f2)
+  printf 'fuzz: %-14s %-11s %9s execs  cov %5s (seeds %5s)  ft %6s  %s\n' "$name" "$label" \
+    "${execs:-?}" "${cov:-?}" "${seeded:-?}" "${ft:-?}" "$([ $rc -eq 0 ] && echo ok || echo "FAILED (exit $rc, see $log)")"
   if [ $rc -ne 0 ]; then grep -m5 -E 'ERROR|invariant|SUMMARY|Test unit written' "$log" >&2 || true; fi
   return $rc
 }
@@ -66,8 +81,7 @@ runs=$(realpath -m "${CLAIRFS_FUZZ_DIR:-build-fuzz/fuzz-runs}")
 install_clang
 build_targets
 # As many targets at once as there are cores: each is one process, so on
-# two cores four targets of 30 s take a minute rather than two (CI's
-# fuzz_smoke). Each line is printed once its target is done, in order.
+# two cores four targets of 30 s take a minute rather than two. Each line is printed once its target is done, in order.
 parallel=$(nproc 2>/dev/null || echo 1)
 failed=0
 pids=() outs=()
