@@ -26,7 +26,12 @@ import scenarios  # noqa: E402
 import mountlib as ml  # noqa: E402
 from PIL import Image  # noqa: E402
 
-FILES, CLASSES, POOL = 120, 4, 96
+# A pool of 32 base images, not the benchmarks' 96: the pool is where the
+# time goes (a "reference" image is ~1.3 megapixels, encoded three times to
+# size it; 96 of them took 26 s per dataset, four datasets here), and at 32
+# the sizes, padding (5.2% against 5.2%) and density checked below are the
+# same; a bigger pool only steps the sizes more finely.
+FILES, CLASSES, POOL = 120, 4, 32
 
 
 def tree_digest(root):
