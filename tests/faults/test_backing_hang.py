@@ -11,7 +11,8 @@ returns), under `clairfs mount --io-timeout 2`:
 - both for files the RAM tier takes (a fetch is waited on) and with
   --mem 0 (each READ is a bounded call of its own);
 - `clairfs umount` completes while the backing read is still hung (the
-  rule is cleared only afterwards), and the mount is gone."""
+  rule is cleared only afterwards), and the mount is gone; once the read
+  is released the daemon exits."""
 import errno
 import os
 import sys
@@ -60,7 +61,7 @@ def one_case(mem):
         others = [rel for rel in sorted(expected) if rel != HUNG]
         with fl.faultfs(src, faulty) as ff:
             ff.rule(f"hang {HUNG}")
-            with ml.mounted(faulty, mp, "--mem", mem, "--io-timeout", str(TIMEOUT)):
+            with ml.mounted(faulty, mp, "--mem", mem, "--io-timeout", str(TIMEOUT)) as m:
                 box = {}
                 path = os.path.join(mp, HUNG)
                 hung = threading.Thread(target=lambda: box.update(r=timed_read(path)), daemon=True)
@@ -85,6 +86,12 @@ def one_case(mem):
                        f"faultfs {ff.counters()}")
                 ml.check(r.returncode == 0, f"umount failed: {r.stderr.strip()}")
                 ml.check(not ml.is_mounted(mp), "still mounted after clairfs umount")
+                # The daemon's thread in the hung read(2) holds the process
+                # until the read returns: release it, and the daemon ends
+                # (before, teardown waited 15 s for it, then killed it).
+                ff.rule("clear")
+                ml.check(ml.wait_exit(m.pids, 30),
+                         f"daemon {m.pids} still running 30 s after its hung read was released")
 
 
 if __name__ == "__main__":

@@ -324,6 +324,10 @@ def cleanup(m):
     if m.proc is not None:
         pids.add(m.proc.pid)
     if not wait_exit(pids, 10):
+        # Said, because it costs the test 10-15 s and usually means a daemon
+        # thread is stuck in a backing read the test never released.
+        print(f"teardown: daemon {sorted(pids)} of {m.given_mp} still running 10 s after "
+              "the unmount; killed", file=sys.stderr, flush=True)
         for p in pids:
             with contextlib.suppress(OSError):
                 os.kill(p, signal.SIGKILL)
