@@ -334,7 +334,16 @@ void Engine::check_agreement() {
     // registered this node's jobs alike: until then the homes may move.
     size_t live = 0;
     for (const auto& m : peers_->members()) live += peers_->usable(m.rank);
-    bool pending = !own.empty() && broken.empty() && agreeing < live;
+    // A job the scheduler already sees but this node has not shared yet
+    // (the controller activates a job, then shares it) is not agreed on:
+    // a peer's note judged in that moment against the older registrations
+    // once lifted the hold, and a round prefetched by the hash homes, whose
+    // nodes read from the backing store files the schedule gives others
+    // (tests/prefetch/test_peers_mpi.py: a node read 162 files, not 160).
+    const auto active = jobs();
+    const bool unshared = std::ranges::any_of(
+        *active, [&](const std::shared_ptr<Active>& j) { return !own.contains(j->id); });
+    bool pending = unshared || (!own.empty() && broken.empty() && agreeing < live);
     if ((agreement_pending_.exchange(pending) && !pending) || !due.empty()) {
         {
             std::lock_guard lk(wake_mu_);
