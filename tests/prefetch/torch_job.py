@@ -8,7 +8,9 @@ the job was served. Prints one JSON line per epoch: the samples it got, as
 [dataset index, sha1] pairs in the order the loop received them, the
 CLOCK_MONOTONIC time each batch arrived ("batch_t", so a test can measure
 a stall), and with "status": PATH in the config, that file's JSON as the
-epoch ended.
+epoch ended. With "stop_file": PATH, it stops after the epoch at whose end
+that file exists ("epochs" is then the most it runs): a test that waits for
+something the job causes ends the job once it has seen it.
 
 Samplers: "distributed" (DistributedSampler(seed=seed), set_epoch each
 epoch from "start_epoch", a resumed job), "sequential" (shuffle=False), else
@@ -17,6 +19,7 @@ shuffle=True with DataLoader(generator=Generator().manual_seed(seed)).
 usage: torch_job.py '{"root": ..., "seed": 0, "batch_size": 4, ...}'"""
 import hashlib
 import json
+import os
 import sys
 import time
 
@@ -71,6 +74,8 @@ def main():
             with open(cfg["status"]) as f:
                 line["status"] = json.load(f)
         print(json.dumps(line), flush=True)
+        if cfg.get("stop_file") and os.path.exists(cfg["stop_file"]):
+            break
 
 
 if __name__ == "__main__":
