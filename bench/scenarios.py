@@ -130,6 +130,9 @@ Config keys beyond the dataset, slow FS and job (bench/README.md):
   job.scenario_epochs   {"SCENARIO": N}: that scenario's job runs N epochs
                         instead of job.epochs (lmdb.json: direct runs epoch
                         0 only, which takes 18 minutes of page faults).
+  dataset.pool          jpeg: gen_dataset.py's --pool, the base images the
+                        files are cut from (96; fewer is faster to generate:
+                        the CI's cluster-3-sim-small takes 32)
   dataset.kind          jpeg (default: class folders, bench/gen_dataset.py) or
                         tfrecord: dataset.shards TFRecord shards of random
                         records (bench/gen_tfrecord.py, run with the frameworks
@@ -1123,6 +1126,7 @@ class Bench:
                                     ds.get("mean_kb", 110),
                                     ds.get("median_kb", 93),
                                     ds.get("seed", 0),
+                                    pool_n=ds.get("pool", 96),
                                     style=ds.get("style", "imagenet"),
                                     val_files=ds.get("val_files", 0))
         info["gen_s"] = round(time.perf_counter() - t0, 1)
