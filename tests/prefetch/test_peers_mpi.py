@@ -385,8 +385,13 @@ def case_peer_hung(tmp, expected, size):
         os.kill(g.pid(2), signal.SIGCONT)
         tl.check_bytes(tl.finish(procs[2], "rank 2"), expected, "rank 2, hung and continued",
                        share=len(expected) // NODES)
+        # Its links thread reads the closes the others sent while it was
+        # stopped once it runs again; its job can finish before (every file
+        # its own or held): wait for the closes, not for the job.
+        both = ml.wait_until(lambda: sorted(g.status(2)["peers"]["dead"]) == [0, 1],
+                             PEER_TIMEOUT + 5)
         s = g.status(2)
-        ml.check(sorted(s["peers"]["dead"]) == [0, 1] and s["peers"]["alive"] == 1,
+        ml.check(both and s["peers"]["alive"] == 1,
                  f"node 2 after it was continued: {s['peers']}")
         ml.log(f"node 2 after SIGCONT: {s['peers']['down_reasons']}")
         took = g.unmount_all()
