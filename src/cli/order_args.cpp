@@ -2,7 +2,7 @@
 #include "order_args.hpp"
 
 #include "clairfs/config/json_keys.hpp"
-#include "clairfs/config/option_registry.hpp"
+#include "clairfs/config/value_parsers.hpp"
 
 namespace clairfs::cli {
 namespace {

@@ -3,6 +3,7 @@
 // in one file (an LMDB, an HDF5 dataset, a packed binary), for a
 // registration with layout "ranges". The writers are in src/ranges/.
 #include "clairfs/cli/commands.hpp"
+#include "clairfs/config/value_parsers.hpp"
 #include "clairfs/layout/ranges_manifest.hpp"
 #include "ranges/manifest_file.hpp"
 #include "ranges/ranges_writers.hpp"

@@ -2,8 +2,8 @@
 #include "register_args.hpp"
 
 #include "clairfs/config/json_keys.hpp"
-#include "clairfs/config/option_registry.hpp"
 #include "clairfs/config/strict_json.hpp"
+#include "clairfs/config/value_parsers.hpp"
 #include "clairfs/order/job_spec.hpp"
 
 #include <algorithm>

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // `clairfs status MOUNT [--json | --prometheus] [--cluster] [--watch [SECONDS]]`.
 #include "clairfs/cli/commands.hpp"
-#include "clairfs/config/option_registry.hpp"
+#include "clairfs/config/value_parsers.hpp"
 #include "clairfs/log.hpp"
 #include "clairfs/sys/syscalls.hpp"
 #include "control_client.hpp"

@@ -5,7 +5,7 @@
 // that is still an empty directory, or a daemon still joining its peers,
 // would otherwise let the job start too early.
 #include "clairfs/cli/commands.hpp"
-#include "clairfs/config/option_registry.hpp"
+#include "clairfs/config/value_parsers.hpp"
 #include "control_client.hpp"
 
 #include <chrono>

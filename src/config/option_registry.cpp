@@ -3,7 +3,7 @@
 
 #include "clairfs/config/field_setters.hpp"
 #include "clairfs/config/utf8_text.hpp"
-#include "clairfs/order/generator.hpp"
+#include "clairfs/config/value_parsers.hpp"
 
 #include <bit>
 #include <charconv>
@@ -140,7 +140,7 @@ std::string set_detect_seeds(MountOptions& o, std::string_view v) {
     while (!v.empty()) {
         size_t comma = v.find(',');
         std::string_view one = v.substr(0, comma);
-        auto seed = order::parse_seed(one);
+        auto seed = parse_seed(one);
         if (!seed) return "expected seeds separated by commas, each an integer in [-2^63, 2^64)";
         seeds.push_back(seed->value);
         v = comma == std::string_view::npos ? std::string_view{} : v.substr(comma + 1);

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "clairfs/config/option_registry.hpp"
+#include "clairfs/config/value_parsers.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -61,6 +61,17 @@ bool parse_seconds(std::string_view text, double& out) {
     if (text.empty()) return false;
     auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
     return ec == std::errc{} && end == text.data() + text.size() && std::isfinite(out) && out >= 0;
+}
+
+std::optional<Seed> parse_seed(std::string_view text) {
+    bool negative = !text.empty() && text.front() == '-';
+    if (negative) text.remove_prefix(1);
+    uint64_t magnitude;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), magnitude);
+    if (text.empty() || ec != std::errc{} || end != text.data() + text.size()) return std::nullopt;
+    if (!negative) return Seed{magnitude, false};
+    if (magnitude > (uint64_t{1} << 63)) return std::nullopt; // below -2^63: torch overflows
+    return Seed{~magnitude + 1, magnitude != 0};
 }
 
 } // namespace clairfs::config

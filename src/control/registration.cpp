@@ -2,10 +2,10 @@
 // parse_control: one control-file write, typed key by key. The job keys go
 // through order::set_job_key, so the control file, `clairfs order` and its
 // --config agree on every range and message.
+#include "clairfs/config/value_parsers.hpp"
 #include "clairfs/control/registration.hpp"
 
 #include "clairfs/config/json_keys.hpp"
-#include "clairfs/config/option_registry.hpp"
 #include "clairfs/config/strict_json.hpp"
 #include "clairfs/config/utf8_text.hpp"
 #include "clairfs/layout/framework_layout.hpp"

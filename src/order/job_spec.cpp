@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+#include "clairfs/config/value_parsers.hpp"
 #include "clairfs/order/job_spec.hpp"
 
 #include "clairfs/config/field_setters.hpp"

@@ -5,7 +5,7 @@
 // never says something clairfs does not act on.
 #include "tf_keys.hpp"
 
-#include "clairfs/config/option_registry.hpp"
+#include "clairfs/config/value_parsers.hpp"
 
 #include <array>
 #include <charconv>

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
 // The simulator's config: every key typed and checked, an unknown key
 // refused by name (a typo must not silently leave a default in place).
+#include "clairfs/config/value_parsers.hpp"
 #include "clairfs/sim/sim_config.hpp"
 
 #include "clairfs/config/json_keys.hpp"
-#include "clairfs/config/option_registry.hpp"
 #include "clairfs/config/strict_json.hpp"
 
 #include <cmath>

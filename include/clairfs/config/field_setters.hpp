@@ -4,7 +4,7 @@
 // returns "" or the reason the value is invalid.
 #pragma once
 
-#include "clairfs/config/option_registry.hpp"
+#include "clairfs/config/value_parsers.hpp"
 
 #include <string>
 #include <string_view>

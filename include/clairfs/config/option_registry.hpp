@@ -33,14 +33,4 @@ const OptionSpec* find_option(std::string_view name);
 // "" on success, else a one-line reason naming the option.
 std::string apply_option(MountOptions& out, std::string_view name, std::string_view value);
 
-// A key as registries store it: dashes become underscores, so "max-read"
-// and "max_read" name one option everywhere (flags, -o, JSON).
-std::string canonical_key(std::string_view name);
-
-// Value parsers shared by the registry and other commands.
-bool parse_size(std::string_view text, uint64_t& out); // 4096, 64K, 1M, 1MiB, 2G
-bool parse_count(std::string_view text, uint64_t& out);
-bool parse_bool(std::string_view text, bool& out);
-bool parse_seconds(std::string_view text, double& out);
-
 } // namespace clairfs::config

@@ -4,6 +4,8 @@
 // take the high word first. Verified against torch 1.13.1 (tests/order/).
 #pragma once
 
+#include "clairfs/config/value_parsers.hpp"
+
 #include <cstdint>
 #include <optional>
 #include <random>
@@ -32,14 +34,8 @@ private:
     std::mt19937 mt_;
 };
 
-struct Seed {
-    uint64_t value; // as torch keeps it: two's complement for negatives
-    bool negative;
-    bool operator==(const Seed&) const = default;
-};
-
-// Parses a Python int seed: decimal, optionally negative, in [-2^63, 2^64),
-// the range torch.manual_seed accepts; nullopt otherwise.
-std::optional<Seed> parse_seed(std::string_view text);
+// A Python int seed as torch keeps it, parsed by config (value_parsers.hpp).
+using config::parse_seed;
+using config::Seed;
 
 } // namespace clairfs::order

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "clairfs/config/mount_args.hpp"
 #include "clairfs/config/option_registry.hpp"
+#include "clairfs/config/value_parsers.hpp"
 
 #include <cstdio>
 #include <doctest/doctest.h>
