@@ -39,12 +39,19 @@ install_clang() {
 
 build_targets() {
   local build=build-fuzz
+  local out
   if [ ! -f "$build/build.ninja" ]; then
-    CXX=clang++ meson setup "$build" -Dfuzz=true -Dtests=false -Dwerror=true >/dev/null
+    # meson says what is wrong on stdout: show it when setup fails (a
+    # source file the fuzz build lists and the tree no longer has, say).
+    if ! out=$(CXX=clang++ meson setup "$build" -Dfuzz=true -Dtests=false -Dwerror=true 2>&1); then
+      printf '%s\n' "$out" | tail -20 >&2
+      echo "fuzz: configuring $build failed (above)" >&2
+      rm -rf "$build"
+      return 1
+    fi
   fi
   # Only the fuzz targets: the daemon itself stays a g++ build.
   # Quiet when it works; ninja prints a failure on stdout, so show it then.
-  local out
   if ! out=$(ninja -C "$build" "${targets[@]/#/tests/fuzz/}" 2>&1); then
     printf '%s\n' "$out" | tail -40 >&2
     echo "fuzz: building the fuzz targets failed (above)" >&2
