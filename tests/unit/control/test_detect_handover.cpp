@@ -21,19 +21,6 @@
 using namespace clairfs;
 using namespace std::chrono_literals;
 
-namespace {
-
-bool wait_for(const std::function<bool()>& done, std::chrono::seconds bound) {
-    auto until = std::chrono::steady_clock::now() + bound;
-    while (!done()) {
-        if (std::chrono::steady_clock::now() > until) return false;
-        std::this_thread::sleep_for(2ms);
-    }
-    return true;
-}
-
-} // namespace
-
 TEST_CASE("the opens made while a detected job is built reach its tracker") {
     test::Dataset d(3000); // 1000 in class0
     const std::vector<index::NodeId> order = test::sorted_ids(d, "class0/");
@@ -71,13 +58,13 @@ TEST_CASE("the opens made while a detected job is built reach its tracker") {
         open_until(next + 50);
         std::this_thread::sleep_for(20ms);
     }
-    REQUIRE(wait_for([&] { return building.load(); }, 30s));
+    REQUIRE(test::eventually([&] { return building.load(); }, 30s));
     const size_t at_detection = next;
     // The loader goes on while the job is built: these reach only the
     // detector's queue.
     open_until(at_detection + 400);
     release.count_down();
-    REQUIRE(wait_for([&] { return engine.active_jobs() == 1; }, 30s));
+    REQUIRE(test::eventually([&] { return engine.active_jobs() == 1; }, 30s));
     // The rest of the epoch, with the job live.
     open_until(order.size());
 

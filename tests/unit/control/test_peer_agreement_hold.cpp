@@ -22,15 +22,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-bool wait_for(const std::function<bool()>& done, std::chrono::seconds bound) {
-    auto until = std::chrono::steady_clock::now() + bound;
-    while (!done()) {
-        if (std::chrono::steady_clock::now() > until) return false;
-        std::this_thread::sleep_for(2ms);
-    }
-    return true;
-}
-
 // Two members on loopback: the engine's, and a bare one standing in for
 // the other daemon. `self` picks which this Group is.
 peer::Group pair_group(const std::vector<uint16_t>& ports, int self) {
@@ -78,7 +69,7 @@ TEST_CASE("a peer's note while this node's job is not yet shared starts no prefe
     });
     engine.start();
     b.start();
-    REQUIRE(wait_for([&] { return a->settled() && b.settled(); }, 10s));
+    REQUIRE(test::eventually([&] { return a->settled() && b.settled(); }, 10s));
 
     // A DistributedSampler job over both nodes, rank 0 here.
     control::ControlRequest req;
@@ -94,7 +85,7 @@ TEST_CASE("a peer's note while this node's job is not yet shared starts no prefe
 
     // The other node's note arrives now (it registered nothing yet).
     b.share_note(R"({"jobs": {}, "ranks": {}})");
-    REQUIRE(wait_for([&] { return a->notes().size() == 1; }, 10s));
+    REQUIRE(test::eventually([&] { return a->notes().size() == 1; }, 10s));
     // Judged on the links thread just after it is stored; a round it let
     // run would start at once (the hold's end wakes the scheduler).
     std::this_thread::sleep_for(500ms);
@@ -105,7 +96,7 @@ TEST_CASE("a peer's note while this node's job is not yet shared starts no prefe
     // schedule and prefetching starts, from both nodes.
     engine.share_registrations({{"default", "same keys"}}, {{"default", {0}}});
     b.share_note(R"({"jobs": {"default": "same keys"}, "ranks": {"default": [1]}})");
-    CHECK(wait_for([&] { return backing_files(engine) > 0; }, 10s));
+    CHECK(test::eventually([&] { return backing_files(engine) > 0; }, 10s));
     nlohmann::json st;
     engine.status(st);
     CHECK(st["peers"]["homes"] == "schedule");
