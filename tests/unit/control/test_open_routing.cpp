@@ -7,18 +7,16 @@
 #include "../cache/dataset.hpp"
 #include "clairfs/control/controller.hpp"
 #include "clairfs/order/epoch_orders.hpp"
+#include "live_process.hpp"
 
 #include <algorithm>
+#include <array>
 #include <functional>
 #include <nlohmann/json.hpp>
 
 using namespace clairfs;
 
 namespace {
-
-// Thread ids no process has (above the kernel's pid_max): each stands for a
-// process of its own, with no parent (Engine::process_of).
-constexpr uint32_t first_reader = 5'000'000;
 
 nlohmann::json loader_of(const nlohmann::json& st, const std::string& job) {
     for (const auto& j : st["jobs"])
@@ -55,6 +53,8 @@ ptrdiff_t position(const std::vector<order::Sample>& e, order::Sample sample) {
 // `seed`, for random).
 struct TwoJobs {
     test::Dataset d{192}; // 64 in class0
+    // Readers are live processes, forked before the engine's threads start.
+    std::array<test::LiveProcess, 2> readers;
     std::vector<index::NodeId> order = test::sorted_ids(d, "class0/");
     std::unique_ptr<prefetch::Engine> engine;
     std::unique_ptr<control::Controller> control;
@@ -81,8 +81,8 @@ struct TwoJobs {
     nlohmann::json loader(const std::string& job) const {
         return loader_of(nlohmann::json::parse(control->status_text()), job);
     }
-    void open(uint32_t a_position, uint32_t reader) {
-        (void)engine->opened(order[a_position], first_reader + reader);
+    void open(uint32_t a_position, size_t reader) {
+        (void)engine->opened(order[a_position], readers.at(reader).id());
     }
 };
 

@@ -14,11 +14,10 @@
 // and 40 neither.
 #include "../cache/dataset.hpp"
 #include "clairfs/control/controller.hpp"
+#include "live_process.hpp"
 
-#include <csignal>
+#include <array>
 #include <nlohmann/json.hpp>
-#include <sys/wait.h>
-#include <unistd.h>
 
 using namespace clairfs;
 
@@ -26,10 +25,6 @@ namespace {
 
 constexpr uint64_t record = 16 << 10;
 constexpr size_t records = 64;
-// Thread ids no process has (above the kernel's pid_max): each stands for a
-// reader process of its own, with no parent (Engine::process_of).
-constexpr uint32_t first_reader = 5'000'000;
-
 // Sample i is record i + rotate (mod 64); with `swap_last`, samples 62 and
 // 63 are records 63 and 62.
 std::string manifest(const std::string& file, size_t rotate, bool swap_last = false) {
@@ -59,34 +54,17 @@ Counts loader(const nlohmann::json& st, const std::string& job) {
     return {};
 }
 
-// A live process of its own (a training script's stand-in) until destroyed:
-// a job whose registration names its loader process is retired once that
-// process exits, so the writers of these registrations must live.
-struct Child {
-    pid_t pid = ::fork();
-    Child() {
-        if (pid == 0) {
-            ::pause();
-            ::_exit(0);
-        }
-        REQUIRE(pid > 0);
-    }
-    ~Child() {
-        ::kill(pid, SIGKILL);
-        ::waitpid(pid, nullptr, 0);
-    }
-};
-
 // Jobs a and b over one packed file, b's manifest rotated by `rotate_b`
 // (and its last two samples swapped with `swap_last_b`). With
 // `from_loader`, each registration names its writer as the job's loader
-// process (clairfs.register() in each training script): this test process
-// wrote a's, a child of it b's.
+// process (clairfs.register() in each training script). Writers and
+// readers are live processes, forked before the engine's threads start.
 struct TwoJobs {
     test::Dataset d{1};
-    Child child;
-    const uint32_t writer_a = static_cast<uint32_t>(::getpid());
-    const uint32_t writer_b = static_cast<uint32_t>(child.pid);
+    test::LiveProcess process_a, process_b;
+    std::array<test::LiveProcess, 2> readers;
+    const uint32_t writer_a = process_a.id();
+    const uint32_t writer_b = process_b.id();
     std::unique_ptr<prefetch::Engine> engine;
     std::unique_ptr<control::Controller> control;
 
@@ -126,7 +104,7 @@ struct TwoJobs {
         return loader(nlohmann::json::parse(control->status_text()), job);
     }
     // The first page of a record, as a mapping's fault asks for it.
-    void read(uint64_t rec, uint32_t reader) { read_by(rec, first_reader + reader); }
+    void read(uint64_t rec, size_t reader) { read_by(rec, readers.at(reader).id()); }
     void read_by(uint64_t rec, uint32_t tid) {
         engine->read_range(d.id(0), rec * record, 4096, tid);
     }
@@ -137,7 +115,7 @@ struct TwoJobs {
 TEST_CASE("a READ of an unclaimed process is told only to the one job whose order it fits") {
     TwoJobs t(4);
     auto counts = [&](const std::string& job) { return t.counts(job); };
-    auto read = [&](uint64_t rec, uint32_t reader) { t.read(rec, reader); };
+    auto read = [&](uint64_t rec, size_t reader) { t.read(rec, reader); };
 
     SUBCASE("a READ that fits both jobs is told to neither") {
         for (uint64_t rec : {4, 6, 8}) read(rec, 0);
