@@ -6,6 +6,7 @@
 // is measured by bench/open_latency.py, not asserted here.
 #include "../cache/dataset.hpp"
 #include "clairfs/control/controller.hpp"
+#include "live_process.hpp"
 
 #include <algorithm>
 #include <future>
@@ -18,15 +19,15 @@ namespace {
 
 // Opens every file once in the order of a sequential job over the sorted
 // layout (byte order of the paths), as its loader would, through the
-// engine's open path.
-size_t open_in_order(prefetch::Engine& engine, const test::Dataset& d) {
+// engine's open path, as process `reader`.
+size_t open_in_order(prefetch::Engine& engine, const test::Dataset& d, uint32_t reader) {
     std::vector<size_t> order(d.ids.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
     std::sort(order.begin(), order.end(),
               [](size_t a, size_t b) { return test::sample_name(a) < test::sample_name(b); });
     size_t opened = 0;
     for (size_t i : order) {
-        (void)engine.opened(d.ids[i], 4242);
+        (void)engine.opened(d.ids[i], reader);
         ++opened;
     }
     return opened;
@@ -47,6 +48,7 @@ struct Gate {
 
 TEST_CASE("opens, status and the running job go on while a registration builds its job") {
     test::Dataset d(300);
+    test::LiveProcess reader; // a job whose readers all exited is retired
     prefetch::EngineOptions opt;
     opt.mem = 1 << 20;
     opt.fetch_threads = 2;
@@ -72,7 +74,7 @@ TEST_CASE("opens, status and the running job go on while a registration builds i
 
     // Each of these takes a lock a registration used to hold while it built.
     std::future<std::string> others = std::async(std::launch::async, [&] {
-        size_t opened = open_in_order(engine, d);
+        size_t opened = open_in_order(engine, d, reader.id());
         std::string text = control.status_text();
         text += control.control_text();
         return std::to_string(opened) + "\n" + text;
