@@ -335,7 +335,7 @@ uint64_t ChunkStore::ssd_room(uint64_t planned) const {
 }
 
 bool ChunkStore::stage_idle() const {
-    return (!pool_ || pool_->stats().background_queued == 0) &&
+    return (!pool_ || pool_->background_idle()) &&
            (!writer_ || writer_->stats().pending_bytes == 0);
 }
 

@@ -174,7 +174,7 @@ void Engine::stage_pass() {
         if (interrupted()) return;
         uint64_t now = target_bytes();
         if (now >= total) break;
-        bool idle = pool_->stats().background_queued == 0 &&
+        bool idle = pool_->background_idle() &&
                     (!writer_ || writer_->stats().pending_bytes == 0) &&
                     (!chunks || chunks->stage_idle());
         still = idle && now == last ? still + 1 : 0;

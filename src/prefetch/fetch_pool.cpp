@@ -245,6 +245,11 @@ void FetchPool::drop_background() {
     background_queue_.clear();
 }
 
+bool FetchPool::background_idle() const {
+    std::lock_guard lk(mu_);
+    return background_queue_.empty() && stats_.background_running == 0;
+}
+
 FetchStats FetchPool::stats() const {
     std::lock_guard lk(mu_);
     FetchStats s = stats_;
@@ -283,6 +288,8 @@ void FetchPool::run() {
             p->running = true;
             demanded = p->demanded;
             ++stats_.running;
+            // Nothing changes `background` of a running fetch.
+            if (p->background) ++stats_.background_running;
         }
 
         finish(id, *p, read_contained(read_, id, demanded));
@@ -314,6 +321,7 @@ void FetchPool::finish(index::NodeId id, Pending& p, FetchResult r) {
         p.done = true;
         pending_.erase(id);
         --stats_.running;
+        if (p.background) --stats_.background_running;
         if (p.background && !demanded)
             ++stats_.background;
         else if (!demanded)

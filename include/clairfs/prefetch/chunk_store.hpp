@@ -114,7 +114,7 @@ public:
     bool staged(ChunkId id) const;
     uint64_t ssd_bytes() const;               // the SSD tier's bytes (0 without one)
     uint64_t ssd_room(uint64_t planned) const; // as Engine::stage_room
-    bool stage_idle() const;                  // nothing queued for stage-in, nothing to write
+    bool stage_idle() const; // no stage-in fetch queued or being read, nothing to write
     // Status key "chunks" (clairfs-control(5)).
     void status(nlohmann::json& out) const;
 

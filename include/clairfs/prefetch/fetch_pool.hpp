@@ -36,6 +36,7 @@ struct FetchStats {
     uint64_t prefetched = 0; // prefetches completed
     uint64_t background = 0; // background fetches completed
     uint64_t background_queued = 0;
+    uint64_t background_running = 0; // background fetches being read now
     uint64_t stall_ns = 0; // total time demand() callers waited
     uint64_t queued = 0;   // prefetches waiting for a thread now
     uint64_t running = 0;  // fetches being read now
@@ -120,6 +121,10 @@ public:
     void drop_queued_prefetches();
     // Forgets queued background fetches.
     void drop_background();
+    // No background fetch queued or being read: a stage-in whose last
+    // fetch has left the queue is not over until that fetch lands (its
+    // bytes, or its error, are not counted before).
+    bool background_idle() const;
 
     FetchStats stats() const;
 
