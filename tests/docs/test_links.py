@@ -3,12 +3,12 @@
 """The user docs hold together: every relative link of README.md,
 docs/*.md, bench/RESULTS.md and tests/README.md reaches a file that
 exists, a `#anchor` a heading of that file, and a link to a man page
-section ("clairfs(1), FAILURES") a .SH or .SS of that page. And the shape
-a newcomer relies on: README.md at most 250 lines, the two commands
-(exactly as .ci/run and the scripts name them) within its first 40 lines,
-every guide linked from it and opening with a shell block, the guides
-linking their man page sections, and no internal issue number in
-README.md, docs/ or man/. Needs no mount."""
+section ("clairfs(1), FAILURES") a .SH or .SS of that page; every Python
+example parses. And the shape a newcomer relies on: README.md at most 250
+lines, the two commands (exactly as .ci/run and the scripts name them)
+within its first 40 lines, every guide linked from it and opening with a
+shell block, the guides linking their man page sections, and no internal
+issue number in README.md, docs/ or man/. Needs no mount."""
 import os
 import re
 import sys
@@ -110,6 +110,16 @@ def test():
             check(any("/man/" in l.target for l in doclib.links(g)),
                   f"{g} links no man page section")
 
+    # A Python example that does not parse would fail the first user who
+    # copies it; what it calls is python_register's to test.
+    pyblocks = [b for d in docs for b in doclib.blocks(d) if b.lang in ("python", "py")]
+    for b in pyblocks:
+        try:
+            compile("\n".join(b.lines), f"{b.doc}:{b.line}", "exec")
+        except SyntaxError as e:
+            check(False, f"{b.doc}:{b.line}: a Python block that does not parse: {e}")
+    check(len(pyblocks) >= 4, f"only {len(pyblocks)} Python blocks found")
+
     checked = 0
     for doc in docs + ["bench/RESULTS.md", "tests/README.md"]:
         checked += check_links(doc)
@@ -122,7 +132,8 @@ def test():
             check(not m, f"{doc}:{n}: an internal issue number ('{m and m.group(0)}'): "
                   f"{line.strip()}")
 
-    print(f"{len(docs)} docs, {checked} relative links, {len(man)} man pages checked", flush=True)
+    print(f"{len(docs)} docs, {checked} relative links, {len(pyblocks)} Python blocks, "
+          f"{len(man)} man pages checked", flush=True)
     if FAILED:
         print(f"FAIL: {len(FAILED)} problems", flush=True)
         sys.exit(1)
