@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""The README's "Planning a cluster" table, from `clairfs simulate`.
+"""The planning table of docs/planning.md, from `clairfs simulate`.
 
     bench/sim_plan.py [--base config/simulate-plan.json] [--nodes 16,64,256,1024]
                       [--datasets 1k,22k] [--clairfs BIN] [--out DIR] [--results-md]

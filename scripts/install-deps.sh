@@ -48,9 +48,11 @@ clang_rt() {
 # status_watch test runs `clairfs status --watch` in a real terminal and
 # reads its screen back (send-keys, capture-pane). python3-matplotlib: the
 # bench_plot test draws the benchmark plot and checks its bars and lines.
+# jq and curl: docs_commands runs the guides' commands, which read the
+# status with jq and the metrics port with curl, as a user would.
 test_pkgs=(python3 procps util-linux mount python3-torch python3-torchvision python3-pil
   python3-venv clang "$(clang_rt)" e2fsprogs python3-prometheus-client tmux
-  python3-matplotlib)
+  python3-matplotlib jq curl)
 bench_pkgs=(python3 procps bindfs mergerfs rclone python3-matplotlib python3-pil
   e2fsprogs)
 want=("${build_pkgs[@]}")

@@ -239,7 +239,7 @@ void Engine::ranges_round(const Jobs& jobs) {
 // each READ is then its own job's. Lent to jobs routed by fit, the wider
 // window let a READ of the job behind fit both, it went to the nearest, the
 // job ahead, and one of a same-seed pair fell back in 10 of 11 loaded runs
-// (README, "Two jobs reading one ranges file at once").
+// (docs/records.md, "Two jobs over one ranges file").
 void Engine::lend_reach(const Jobs& jobs,
                         const std::vector<std::vector<track::Snapshot>>& snaps) {
     if (jobs.size() < 2) return;

@@ -55,7 +55,7 @@ def log(msg):
 
 
 def level(version):
-    """The sampling level a torch version has, as the README documents it:
+    """The sampling level a torch version has, as docs/pytorch.md ("Torch versions") documents it:
     1.13 (1.x to 2.5), 2.6, 2.7 (2.7 and later)."""
     major, minor = (int(x) for x in version.split("+")[0].split(".")[:2])
     if major == 1 or minor <= 5:
