@@ -22,7 +22,9 @@
 # output (the testlog's stdout) is saved as DIR/TEST.RUN.log, meson's
 # console as DIR/TEST.RUN.meson.out. It ends with the passes and failures
 # of each test and the log of every failed run. The load starts before the
-# first run and is killed on exit, however the script ends.
+# first run and is killed on exit, however the script ends. The mounts use
+# FUSE over io_uring where the kernel has it, as scripts/test.sh's (CI's)
+# do; CLAIRFS_TEST_IO_URING=off runs them over /dev/fuse.
 # Exit status: 0 only if every run passed (a skip is not a pass), 1 if any
 # did not, 2 for a usage error.
 set -euo pipefail
@@ -114,7 +116,12 @@ stop_load() {
   fi
 }
 # An interrupted run's meson logs go too (finished runs' go after saving).
-trap 'stop_load; rm -f "$build/meson-logs/flake-hunt-$$-"*' EXIT
+# The mounts use the transport scripts/test.sh gives CI's run: io_uring
+# where the kernel has it (CLAIRFS_TEST_IO_URING=off for /dev/fuse).
+# shellcheck source=scripts/lib/io-uring-switch.sh
+. scripts/lib/io-uring-switch.sh
+io_uring_switch flake-hunt "$build"
+trap 'stop_load; rm -f "$build/meson-logs/flake-hunt-$$-"*; eval "$io_uring_restore"' EXIT
 trap 'exit 130' INT TERM
 for ((i = 0; i < busy; i++)); do
   sh -c 'while :; do :; done' &
@@ -144,6 +151,7 @@ fi
 held=''
 [ "$hog" = 0 ] || held=", $hog% of MemTotal held"
 echo "flake-hunt: ${#tests[@]} test(s) x $runs runs, $busy busy loop(s)$held; logs in $results"
+echo "flake-hunt: mounts use $transport"
 
 # One run's testlog entry to DIR/TEST.RUN.log; prints its result and time.
 save_log() {

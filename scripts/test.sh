@@ -25,42 +25,14 @@ bash scripts/install-deps.sh test
 bash scripts/build.sh
 build=${CLAIRFS_BUILD_DIR:-build}
 
-# FUSE over io_uring (--io-uring auto, the default) is used only while the
-# kernel's switch is on, which it is not by default and clairfs never
-# turns on. The suite turns it on for its run where the kernel has it
-# (CLAIRFS_TEST_IO_URING=off turns it off instead, to run over /dev/fuse),
-# puts it back afterwards, and says which transport the mounts used.
-switch=/sys/module/fuse/parameters/enable_uring
-want=${CLAIRFS_TEST_IO_URING:-on}
-case "$want" in
-on) value=Y ;;
-off) value=N ;;
-*)
-  echo "test: CLAIRFS_TEST_IO_URING must be on or off, not '$want'" >&2
-  exit 2
-  ;;
-esac
-if ! grep -q 'CLAIRFS_HAVE_IO_URING 1' "$build/clairfs_config.h"; then
-  transport="/dev/fuse (this build's libfuse has no io_uring: see scripts/install-deps.sh)"
-elif [ ! -e "$switch" ]; then
-  transport="/dev/fuse (this kernel has no FUSE over io_uring: no $switch)"
-else
-  was=$(cat "$switch")
-  if [ "$was" != "$value" ]; then
-    if echo "$value" 2>/dev/null >"$switch"; then
-      trap 'echo "$was" >"$switch"' EXIT
-      trap 'exit 130' INT TERM
-      restored=", $was restored afterwards"
-    else
-      echo "test: cannot set $switch to $value (not root?); it stays $was" >&2
-    fi
-  fi
-  now=$(cat "$switch")
-  if [ "$now" = Y ]; then
-    transport="io_uring ($switch is Y for this run${restored:-})"
-  else
-    transport="/dev/fuse ($switch is $now for this run${restored:-})"
-  fi
+# Mounts run over FUSE over io_uring where the kernel has it, as CI's do
+# (scripts/lib/io-uring-switch.sh; CLAIRFS_TEST_IO_URING=off for /dev/fuse).
+# shellcheck source=scripts/lib/io-uring-switch.sh
+. scripts/lib/io-uring-switch.sh
+io_uring_switch test "$build"
+if [ -n "$io_uring_restore" ]; then
+  trap 'eval "$io_uring_restore"' EXIT
+  trap 'exit 130' INT TERM
 fi
 echo "test: mounts use $transport"
 
