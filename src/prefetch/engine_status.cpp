@@ -60,18 +60,6 @@ nlohmann::json text_or_null(const std::string& s) {
     return s.empty() ? nlohmann::json(nullptr) : nlohmann::json(s);
 }
 
-const char* sampler_name(order::SamplerKind k) {
-    switch (k) {
-    case order::SamplerKind::random:
-        return "random";
-    case order::SamplerKind::distributed:
-        return "distributed";
-    case order::SamplerKind::sequential:
-        return "sequential";
-    }
-    return "random";
-}
-
 // Which of a Keras validation_split's datasets a loader reads: "training"
 // or "validation" (subset="both" registers one loader of each, over one
 // root); null without a split.
@@ -117,8 +105,9 @@ void Engine::job_status(const Active& job, nlohmann::json& out) const {
         loaders.push_back({{"root", l.job->root},
                            {"layout", l.ranges ? "ranges" : "files"},
                            {"framework", order::framework_name(l.job->spec.framework)},
-                           {"sampler", tf ? nlohmann::json(nullptr)
-                                          : nlohmann::json(sampler_name(l.job->spec.sampler))},
+                           {"sampler",
+                            tf ? nlohmann::json(nullptr)
+                               : nlohmann::json(order::sampler_name(l.job->spec.sampler))},
                            {"subset", subset_json(l.job->spec)},
                            {"mode", track::mode_name(s.mode)},
                            {"reason", text_or_null(s.reason)},
