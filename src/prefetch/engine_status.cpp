@@ -280,7 +280,7 @@ void Engine::status(nlohmann::json& out) const {
     if (peers_) {
         peers_->status(out);
         auto h = homes();
-        out["peers"]["homes"] = h->by;
+        out["peers"]["homes"] = home_placement_name(h->by);
         char digest[17];
         snprintf(digest, sizeof digest, "%016llx", static_cast<unsigned long long>(h->digest));
         out["peers"]["homes_digest"] = digest;
