@@ -269,7 +269,7 @@ void Engine::status(nlohmann::json& out) const {
         const OneCopy m = open_count_ ? opt_.one_copy : OneCopy::never;
         const uint64_t room = room_.load(std::memory_order_relaxed);
         out["prefetch"]["one_copy"] = {
-            {"mode", m == OneCopy::always ? "always" : m == OneCopy::automatic ? "auto" : "never"},
+            {"mode", config::when_name(m)},
             {"dropping", dropping_.load(std::memory_order_relaxed)},
             {"room_bytes", room == UINT64_MAX ? nlohmann::json(nullptr) : nlohmann::json(room)},
             {"switches", one_copy_switches_.load(std::memory_order_relaxed)}};

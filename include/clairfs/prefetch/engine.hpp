@@ -9,6 +9,7 @@
 #include "clairfs/cache/backing_store.hpp"
 #include "clairfs/cache/ram_tier.hpp"
 #include "clairfs/cache/tier.hpp"
+#include "clairfs/config/mount_choices.hpp"
 #include "clairfs/peer/source_model.hpp"
 #include "clairfs/plan/job.hpp"
 #include "clairfs/prefetch/chunk_store.hpp"
@@ -67,7 +68,7 @@ struct EngineOptions {
     // bytes once (Engine::drop_if_last): never, always, or (automatic)
     // while the tier's bytes would take more than half the page cache's
     // room (Engine::weigh_room).
-    enum class When : uint8_t { never, automatic, always };
+    using When = config::When;
     using OneCopy = When;
     OneCopy one_copy = OneCopy::never;
     // --drop-behind: a sequential reader's pages of files held by chunk
