@@ -85,8 +85,8 @@ prefetch::EngineOptions engine_options(const config::MountOptions& o) {
     // --kernel-opens drops files' pages after use, to see every open as a
     // READ; peers are served from the RAM tier, which must then hold the
     // bytes itself.
-    e.watch_opens = o.opens == "fanotify";
-    e.handover = o.handover && !o.kernel_opens && !e.watch_opens && o.peers.empty();
+    e.watch_opens = o.opens == config::Opens::fanotify;
+    e.handover = o.handover && !o.kernel_opens && !e.watch_opens && o.peers == config::Peers::none;
     // With opens told after the fact, the push ahead is the only push.
     e.push_ahead = o.push_ahead || e.watch_opens;
     // --kernel-opens makes no OPEN to push at; --push-ahead pushes the same
@@ -95,17 +95,12 @@ prefetch::EngineOptions engine_options(const config::MountOptions& o) {
     // --kernel-opens sees no RELEASE to drop at and drops pages itself; a
     // file handed over has only the kernel's copy; --push-ahead pushes a
     // file before its open, which a drop at the last close would undo.
-    using When = prefetch::EngineOptions::When;
-    // auto, always or never, as the option registry checked it.
-    auto when = [](const std::string& v) {
-        return v == "always" ? When::always : v == "never" ? When::never : When::automatic;
-    };
     // Under --opens fanotify a drop comes at the close event, after which
     // the file is pushed again when next due.
     e.one_copy = o.kernel_opens || (o.push_ahead && !e.watch_opens) || e.handover
-                     ? When::never
-                     : when(o.one_copy);
-    e.drop_behind = when(o.drop_behind);
+                     ? config::When::never
+                     : o.one_copy;
+    e.drop_behind = o.drop_behind;
     return e;
 }
 
@@ -220,15 +215,15 @@ int mount_command(const std::vector<std::string>& args) {
     // --opens: the fanotify group is made here, where a refusal (not root)
     // can still fail the command; auto settles for OPENs then.
     fuse::OpenWatch watch;
-    std::string opens_why = o.opens == "fuse" ? "--opens fuse" : "";
-    if (o.opens != "fuse") {
+    std::string opens_why = o.opens == config::Opens::fuse ? "--opens fuse" : "";
+    if (o.opens != config::Opens::fuse) {
         if (auto why = watch.prepare(); !why.empty()) {
-            if (o.opens == "fanotify") return fail("--opens fanotify: " + why);
+            if (o.opens == config::Opens::fanotify) return fail("--opens fanotify: " + why);
             LOG_INFO("opens are followed through OPEN round trips: %s", why.c_str());
-            o.opens = "fuse";
+            o.opens = config::Opens::fuse;
             opens_why = why;
         } else {
-            o.opens = "fanotify";
+            o.opens = config::Opens::fanotify;
         }
     }
 
@@ -239,7 +234,7 @@ int mount_command(const std::vector<std::string>& args) {
     // --peers: from here on this is the daemon, forked off the process the
     // MPI launcher started, which joined the group for it (peer_launch.cpp).
     PeerLaunch launch;
-    if (!o.peers.empty()) {
+    if (o.peers != config::Peers::none) {
         if (eo.mem == 0) return fail("--peers needs the RAM tier (--mem above 0)");
         if (auto why = launch_peers(o, idx, eo.mem, launch); !why.empty()) return fail(why);
         LOG_INFO("peer group: rank %d of %d", launch.group.self, launch.group.size());
@@ -275,7 +270,7 @@ int mount_command(const std::vector<std::string>& args) {
                                              describe_chunks(idx, chunks->map()),
                                              chunks->map().chunks(), need.chunks, total));
     }
-    if (!o.peers.empty()) {
+    if (o.peers != config::Peers::none) {
         peer::PeerOptions po;
         po.timeout = std::chrono::milliseconds(static_cast<int64_t>(o.peer_timeout * 1000));
         po.wait_bound = io_timeout_of(o);
@@ -304,13 +299,13 @@ int mount_command(const std::vector<std::string>& args) {
         fs.on_start = [&metrics] { metrics.start(); };
         fs.on_stop = [&metrics] { metrics.stop(); };
     }
-    if (!o.peers.empty()) {
+    if (o.peers != config::Peers::none) {
         fs.ready_fd = launch.ready_fd;
         fs.predetached = true;
     }
     fs.engine = &engine;
     fs.control = &control;
-    if (o.opens == "fanotify") fs.open_watch = &watch;
+    if (o.opens == config::Opens::fanotify) fs.open_watch = &watch;
     control.add_status_part([&fs, &opens_why](nlohmann::json& j) {
         nlohmann::json& r = j["requests"];
         r = nlohmann::json::object();

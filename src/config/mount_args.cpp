@@ -122,10 +122,10 @@ std::string parse_mount_args(const std::vector<std::string>& args, MountArgs& ou
     // READs are all the tracker sees.
     if (out.options.push_ahead && out.options.kernel_opens)
         return "--push-ahead needs the opens that --kernel-opens hides; use one of them";
-    if (out.options.opens == "fanotify" && out.options.kernel_opens)
+    if (out.options.opens == Opens::fanotify && out.options.kernel_opens)
         return "--kernel-opens leaves opens unseen, --opens fanotify has fanotify see them; "
                "use one of them";
-    if (out.options.kernel_opens) out.options.opens = "fuse"; // auto: not fanotify
+    if (out.options.kernel_opens) out.options.opens = Opens::fuse; // auto: not fanotify
     out.options.backing = positional[0];
     out.options.mountpoint = positional[1];
     return "";

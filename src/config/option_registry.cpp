@@ -52,50 +52,17 @@ std::string set_cache_timeout(MountOptions& o, std::string_view v) {
     return parse_seconds(v, o.cache_timeout) ? "" : "expected a non-negative number of seconds";
 }
 
+// Not set_choice_field: its message says what mpi means.
 std::string set_peers(MountOptions& o, std::string_view v) {
-    if (v != "mpi" && v != "none")
-        return "expected mpi (the daemons of one MPI launch form the group) or none";
-    o.peers = v == "none" ? "" : std::string(v);
-    return "";
-}
-
-// --one-copy and --drop-behind: auto, always or never.
-std::string set_when(std::string& field, std::string_view v) {
-    if (v != "auto" && v != "always" && v != "never") return "expected auto, always or never";
-    field = std::string(v);
-    return "";
-}
-
-std::string set_one_copy(MountOptions& o, std::string_view v) {
-    return set_when(o.one_copy, v);
-}
-
-std::string set_drop_behind(MountOptions& o, std::string_view v) {
-    return set_when(o.drop_behind, v);
-}
-
-std::string set_opens(MountOptions& o, std::string_view v) {
-    if (v != "auto" && v != "fanotify" && v != "fuse") return "expected auto, fanotify or fuse";
-    o.opens = std::string(v);
-    return "";
-}
-
-std::string set_io_uring(MountOptions& o, std::string_view v) {
-    if (v == "auto")
-        o.io_uring = IoUring::auto_;
-    else if (v == "on")
-        o.io_uring = IoUring::on;
-    else if (v == "off")
-        o.io_uring = IoUring::off;
-    else
-        return "expected auto, on or off";
-    return "";
+    return parse_choice(peers_words, v, o.peers)
+               ? ""
+               : "expected mpi (the daemons of one MPI launch form the group) or none";
 }
 
 std::string set_no_one_copy(MountOptions& o, std::string_view v) {
     bool off;
     if (!parse_bool(v, off)) return "expected true or false";
-    o.one_copy = off ? "never" : "auto";
+    o.one_copy = off ? When::never : When::automatic;
     return "";
 }
 
@@ -268,7 +235,7 @@ constexpr OptionSpec specs[] = {
      "fanotify (the kernel opens files itself and fanotify tells the daemon afterwards, in "
      "batches; the files due next are pushed into the page cache ahead of their opens; needs "
      "root), or auto (fanotify where the daemon may use it, else fuse)",
-     set_opens},
+     set_choice_field<&MountOptions::opens, opens_words>},
     {"log_level", 0, OptionType::choice, "LEVEL", "info", "error, warn, info or debug",
      set_log_level},
     {"log_file", 0, OptionType::text, "FILE", "",
@@ -323,12 +290,12 @@ constexpr OptionSpec specs[] = {
      "the requester's CPU; Linux 6.14 or later with its fuse.enable_uring switch on, which "
      "clairfs never sets) or through /dev/fuse: auto (io_uring where the switch is on), on "
      "(fail the mount where it cannot), off (/dev/fuse)",
-     set_io_uring},
+     set_choice_field<&MountOptions::io_uring, io_uring_words>},
     {"one_copy", 0, OptionType::choice, "WHEN", "auto",
      "when the last open of a file the RAM tier holds is closed, drop its pages from the "
      "kernel's page cache, so its bytes are in memory once: always, never, or auto (while the "
      "tier's bytes would take more than half the room the page cache has)",
-     set_one_copy},
+     set_choice_field<&MountOptions::one_copy, when_words>},
     {"no_one_copy", 0, OptionType::flag, "", "false",
      "let the kernel's page cache keep files the RAM tier also holds (--one-copy never)",
      set_no_one_copy},
@@ -336,7 +303,7 @@ constexpr OptionSpec specs[] = {
      "drop the pages of a file held by chunk from the kernel's page cache once a sequential "
      "reader is 1 MiB past them: always, never, or auto (while the files held by chunk would "
      "take more than half the room the page cache has)",
-     set_drop_behind},
+     set_choice_field<&MountOptions::drop_behind, when_words>},
     {"cache_dir", 0, OptionType::text, "DIR", "",
      "local-disk directory for the SSD tier's cache file and journal (one pair per dataset); "
      "a later mount of the unchanged dataset with the same DIR reuses what it holds",

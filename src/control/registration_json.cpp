@@ -11,18 +11,6 @@
 namespace clairfs::control {
 namespace {
 
-const char* sampler_name(order::SamplerKind k) {
-    switch (k) {
-    case order::SamplerKind::random:
-        return "random";
-    case order::SamplerKind::distributed:
-        return "distributed";
-    case order::SamplerKind::sequential:
-        return "sequential";
-    }
-    return "random";
-}
-
 // The torch_version value that selects the same level again.
 const char* torch_version_name(order::TorchVersion v) {
     switch (v) {
@@ -119,7 +107,7 @@ nlohmann::ordered_json loader_json(const Registration& reg) {
     // ordered_json: the keys in the order clairfs-control(5) documents them.
     nlohmann::ordered_json j;
     j["seed"] = seed_json({s.seed, s.seed_negative});
-    j["sampler"] = sampler_name(s.sampler);
+    j["sampler"] = order::sampler_name(s.sampler);
     j["generator"] = s.generator == order::GeneratorKind::global ? "global" : "explicit";
     j["epochs"] = reg.epochs_given ? nlohmann::ordered_json(s.epochs) : nullptr;
     j["start_epoch"] = s.start_epoch;

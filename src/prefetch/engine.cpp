@@ -101,13 +101,13 @@ void Engine::attach_peers(std::unique_ptr<peer::Peers> peers) {
     std::vector<int16_t> of(index_.size(), -1);
     for (index::NodeId id = 0; id < index_.size(); ++id)
         if (tier_size_[id] != not_tiered) of[id] = static_cast<int16_t>(peers_->home_of(id));
-    homes_.store(std::make_shared<const Homes>(make_homes(std::move(of), "hash")));
+    homes_.store(std::make_shared<const Homes>(make_homes(std::move(of), HomePlacement::hash)));
     peers_->set_server([this](index::NodeId id) { return serve_peer(id); });
     peers_->set_note_handler([this] { check_agreement(); });
     peers_->set_summary([this] { return summary_for_peers(); });
 }
 
-Engine::Homes Engine::make_homes(std::vector<int16_t> of, const char* by) const {
+Engine::Homes Engine::make_homes(std::vector<int16_t> of, HomePlacement by) const {
     Homes h;
     h.by = by;
     h.here.assign(index_.size(), 0);
@@ -137,7 +137,7 @@ Engine::Homes Engine::make_homes(std::vector<int16_t> of, const char* by) const 
 void Engine::plan_homes(const std::string& job_id,
                         const std::map<int, std::vector<uint32_t>>& ranks) {
     auto cur = homes_.load();
-    if (!cur || std::string(cur->by) == "schedule") return;
+    if (!cur || cur->by == HomePlacement::schedule) return;
     std::shared_ptr<const Active> job;
     for (const auto& j : *jobs())
         if (j->id == job_id) job = j;
@@ -161,7 +161,7 @@ void Engine::plan_homes(const std::string& job_id,
     for (index::NodeId id = 0; id < of.size(); ++id)
         if (of[id] >= 0 && first[id] != UINT32_MAX) // tiered, and opened that epoch
             of[id] = node_of_rank[first[id] % spec.world_size];
-    auto placed = make_homes(std::move(of), "schedule");
+    auto placed = make_homes(std::move(of), HomePlacement::schedule);
     placed.job = job_id;
     auto next = std::make_shared<const Homes>(std::move(placed));
     // Every node switches on the same notes, so the homes stay the same on
@@ -315,7 +315,7 @@ void Engine::check_agreement() {
     // places the homes first; once placed, later notes queue nothing.
     std::map<std::string, std::map<int, std::vector<uint32_t>>> due;
     auto cur = homes_.load();
-    if (broken.empty() && cur && std::string(cur->by) != "schedule")
+    if (broken.empty() && cur && cur->by != HomePlacement::schedule)
         for (auto& [id, by_node] : placed)
             if (by_node.size() == static_cast<size_t>(peers_->size()))
                 due.emplace(id, std::move(by_node));

@@ -60,18 +60,6 @@ nlohmann::json text_or_null(const std::string& s) {
     return s.empty() ? nlohmann::json(nullptr) : nlohmann::json(s);
 }
 
-const char* sampler_name(order::SamplerKind k) {
-    switch (k) {
-    case order::SamplerKind::random:
-        return "random";
-    case order::SamplerKind::distributed:
-        return "distributed";
-    case order::SamplerKind::sequential:
-        return "sequential";
-    }
-    return "random";
-}
-
 // Which of a Keras validation_split's datasets a loader reads: "training"
 // or "validation" (subset="both" registers one loader of each, over one
 // root); null without a split.
@@ -117,8 +105,9 @@ void Engine::job_status(const Active& job, nlohmann::json& out) const {
         loaders.push_back({{"root", l.job->root},
                            {"layout", l.ranges ? "ranges" : "files"},
                            {"framework", order::framework_name(l.job->spec.framework)},
-                           {"sampler", tf ? nlohmann::json(nullptr)
-                                          : nlohmann::json(sampler_name(l.job->spec.sampler))},
+                           {"sampler",
+                            tf ? nlohmann::json(nullptr)
+                               : nlohmann::json(order::sampler_name(l.job->spec.sampler))},
                            {"subset", subset_json(l.job->spec)},
                            {"mode", track::mode_name(s.mode)},
                            {"reason", text_or_null(s.reason)},
@@ -280,7 +269,7 @@ void Engine::status(nlohmann::json& out) const {
         const OneCopy m = open_count_ ? opt_.one_copy : OneCopy::never;
         const uint64_t room = room_.load(std::memory_order_relaxed);
         out["prefetch"]["one_copy"] = {
-            {"mode", m == OneCopy::always ? "always" : m == OneCopy::automatic ? "auto" : "never"},
+            {"mode", config::when_name(m)},
             {"dropping", dropping_.load(std::memory_order_relaxed)},
             {"room_bytes", room == UINT64_MAX ? nlohmann::json(nullptr) : nlohmann::json(room)},
             {"switches", one_copy_switches_.load(std::memory_order_relaxed)}};
@@ -291,7 +280,7 @@ void Engine::status(nlohmann::json& out) const {
     if (peers_) {
         peers_->status(out);
         auto h = homes();
-        out["peers"]["homes"] = h->by;
+        out["peers"]["homes"] = home_placement_name(h->by);
         char digest[17];
         snprintf(digest, sizeof digest, "%016llx", static_cast<unsigned long long>(h->digest));
         out["peers"]["homes_digest"] = digest;

@@ -4,6 +4,7 @@
 // returns "" or the reason the value is invalid.
 #pragma once
 
+#include "clairfs/config/choice_words.hpp"
 #include "clairfs/config/value_parsers.hpp"
 
 #include <string>
@@ -37,6 +38,12 @@ std::string set_count_field(owner_of<Field>& target, std::string_view v) {
         return "expected an integer from " + std::to_string(Lo) + " to " + std::to_string(Hi);
     target.*Field = static_cast<std::remove_reference_t<decltype(target.*Field)>>(n);
     return "";
+}
+
+// An enum field that takes one of the words in Words (choice_words.hpp).
+template <auto Field, const auto& Words>
+std::string set_choice_field(owner_of<Field>& target, std::string_view v) {
+    return parse_choice(Words, v, target.*Field) ? "" : "expected " + word_list(Words);
 }
 
 } // namespace clairfs::config

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include "clairfs/config/mount_choices.hpp"
 #include "clairfs/index/scanner.hpp"
 #include "clairfs/log.hpp"
 
@@ -19,21 +20,6 @@ inline constexpr uint64_t auto_mem = UINT64_MAX;
 // free space if that is less, resolved at mount.
 inline constexpr uint64_t auto_ssd = UINT64_MAX;
 
-// --io-uring: whether the kernel's requests come over FUSE's io_uring
-// rings (libfuse 3.18 with liburing, and the kernel's enable_uring switch
-// on) or are read from /dev/fuse. auto takes io_uring where both allow it;
-// on fails the mount where they do not; off keeps /dev/fuse.
-enum class IoUring { auto_, on, off };
-
-inline const char* io_uring_name(IoUring m) {
-    switch (m) {
-    case IoUring::on: return "on";
-    case IoUring::off: return "off";
-    case IoUring::auto_: break;
-    }
-    return "auto";
-}
-
 struct MountOptions {
     std::string backing;
     std::string mountpoint;
@@ -49,10 +35,7 @@ struct MountOptions {
     // made as root for a job's user (a Slurm prolog). -1: nobody else.
     int64_t control_owner = -1;
     bool kernel_opens = false; // FUSE no_open: faster cached opens, but unseen by the daemon
-    // How the daemon sees opens: "fuse" (an OPEN round trip each),
-    // "fanotify" (the kernel opens, fanotify tells; needs CAP_SYS_ADMIN),
-    // "auto" (fanotify where the daemon may, else fuse).
-    std::string opens = "fuse";
+    Opens opens = Opens::fuse; // how the daemon sees opens (mount_choices.hpp)
     log::Level log_level = log::Level::info;
     std::string log_file; // empty: stderr in the foreground, syslog otherwise
     index::Progress progress = index::Progress::auto_;
@@ -65,7 +48,7 @@ struct MountOptions {
     std::string cache_dir;       // local-SSD tier directory; empty: no SSD tier
     uint64_t ssd = auto_ssd;     // SSD tier budget in bytes; auto_ssd: see above
     bool stage = false;          // copy the whole dataset into the tiers at mount
-    std::string peers;           // "mpi": form a group with the daemons of this MPI launch
+    Peers peers = Peers::none;   // mpi: form a group with the daemons of this MPI launch
     double peer_timeout = 2;     // seconds a peer may stay silent before it counts as dead
     std::string peer_address;    // where the others reach this daemon; empty: the host name
     unsigned peer_port = 0;      // its listener's TCP port; 0: any free one
@@ -76,8 +59,8 @@ struct MountOptions {
     bool open_push = true;       // at an open, put the RAM tier's copy into the page cache
     bool passthrough = true;     // the kernel reads files the tiers do not take itself
     IoUring io_uring = IoUring::auto_; // the transport: io_uring rings or /dev/fuse
-    std::string one_copy = "auto"; // auto, always, never: drop a RAM-tier file's pages at its last close
-    std::string drop_behind = "auto"; // auto, always, never: drop a chunked file's pages once read past
+    When one_copy = When::automatic;    // drop a RAM-tier file's pages at its last close
+    When drop_behind = When::automatic; // drop a chunked file's pages once read past
     std::vector<uint64_t> detect_seeds; // searched deep besides the usual ones (torch's form)
     double detect_cpu = 2;       // percent of one core job detection's searches may use
 

@@ -20,6 +20,20 @@ enum class SamplerKind {
     sequential,  // DataLoader(shuffle=False)
 };
 
+// The word the "sampler" key takes for `k` (set_job_key reads it back), as
+// registrations and status write it.
+inline const char* sampler_name(SamplerKind k) {
+    switch (k) {
+    case SamplerKind::random:
+        return "random";
+    case SamplerKind::distributed:
+        return "distributed";
+    case SamplerKind::sequential:
+        return "sequential";
+    }
+    return "random";
+}
+
 enum class GeneratorKind {
     global,   // torch.manual_seed(seed); DataLoader without a generator
     explicit_ // DataLoader(generator=torch.Generator().manual_seed(seed))

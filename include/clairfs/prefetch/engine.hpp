@@ -9,10 +9,12 @@
 #include "clairfs/cache/backing_store.hpp"
 #include "clairfs/cache/ram_tier.hpp"
 #include "clairfs/cache/tier.hpp"
+#include "clairfs/config/mount_choices.hpp"
 #include "clairfs/peer/source_model.hpp"
 #include "clairfs/plan/job.hpp"
 #include "clairfs/prefetch/chunk_store.hpp"
 #include "clairfs/prefetch/fetch_pool.hpp"
+#include "clairfs/prefetch/home_placement.hpp"
 #include "clairfs/sys/bounded_calls.hpp"
 #include "clairfs/track/tracker.hpp"
 
@@ -66,7 +68,7 @@ struct EngineOptions {
     // bytes once (Engine::drop_if_last): never, always, or (automatic)
     // while the tier's bytes would take more than half the page cache's
     // room (Engine::weigh_room).
-    enum class When : uint8_t { never, automatic, always };
+    using When = config::When;
     using OneCopy = When;
     OneCopy one_copy = OneCopy::never;
     // --drop-behind: a sequential reader's pages of files held by chunk
@@ -349,12 +351,12 @@ private:
         uint64_t here_bytes = 0;   // tiered bytes of the files homed here
         uint64_t here_files = 0;
         bool pin = false; // the group's RAM budgets add up to the dataset
-        const char* by = "hash"; // or "schedule"
-        std::string job;         // by "schedule": the job whose first epoch placed them
-        uint64_t digest = 0;     // of `of`: equal on every member that placed alike
+        HomePlacement by = HomePlacement::hash;
+        std::string job;     // by schedule: the job whose first epoch placed them
+        uint64_t digest = 0; // of `of`: equal on every member that placed alike
     };
     std::shared_ptr<const Homes> homes() const { return homes_.load(); }
-    Homes make_homes(std::vector<int16_t> of, const char* by) const;
+    Homes make_homes(std::vector<int16_t> of, HomePlacement by) const;
     void plan_homes(const std::string& job_id, const std::map<int, std::vector<uint32_t>>& ranks);
     void place_due_homes();
     // With the group's RAM short of the dataset: the next use of a file

@@ -153,13 +153,13 @@ TEST_CASE("--control-owner takes a user name or a uid") {
 TEST_CASE("--opens: fuse by default; --kernel-opens settles auto for no fanotify") {
     MountArgs a;
     REQUIRE(parse({"/d", "/m"}, a) == "");
-    CHECK(a.options.opens == "fuse");
+    CHECK(a.options.opens == Opens::fuse);
     MountArgs b;
     REQUIRE(parse({"/d", "/m", "--opens", "auto"}, b) == "");
-    CHECK(b.options.opens == "auto");
+    CHECK(b.options.opens == Opens::auto_);
     MountArgs c;
     REQUIRE(parse({"/d", "/m", "-o", "opens=auto", "--kernel-opens"}, c) == "");
-    CHECK(c.options.opens == "fuse");
+    CHECK(c.options.opens == Opens::fuse);
     CHECK(c.options.kernel_opens);
 }
 

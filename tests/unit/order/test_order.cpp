@@ -204,6 +204,26 @@ TEST_CASE("invalid specs are refused with a reason") {
     CHECK(d.torch_version == TorchVersion::v2_7);
 }
 
+// Registrations and status write sampler_name; a job registered from what
+// they wrote must get the same sampler back.
+TEST_CASE("every sampler's name reads back as that sampler, and no other word does") {
+    for (SamplerKind k :
+         {SamplerKind::random, SamplerKind::distributed, SamplerKind::sequential}) {
+        JobSpec d;
+        d.sampler = k == SamplerKind::random ? SamplerKind::sequential : SamplerKind::random;
+        CAPTURE(sampler_name(k));
+        CHECK(set_job_key(d, "sampler", sampler_name(k)) == "");
+        CHECK(d.sampler == k);
+    }
+    JobSpec d;
+    for (const char* bad : {"", "Random", "random ", "distributedsampler", "seq"}) {
+        CAPTURE(bad);
+        CHECK(set_job_key(d, "sampler", bad) ==
+              "invalid value for sampler: " + std::string(bad) +
+                  " (expected random, distributed or sequential)");
+    }
+}
+
 TEST_CASE("torch_version: 1.x to 2.5 are 1.13, 2.6 is its own, 2.7 and later are 2.7") {
     JobSpec d;
     struct Case {
