@@ -84,8 +84,16 @@ struct Mount {
         engine.released(id, 0, how);
     }
     bool wait_dropping(bool want) {
+        return wait([&] { return one_copy()["dropping"].get<bool>() == want; });
+    }
+    // Until the engine has weighed the room once at `bytes` (about once a
+    // second, later on a loaded host).
+    bool wait_room(uint64_t bytes) {
+        return wait([&] { return one_copy()["room_bytes"] == bytes; }); // null until weighed
+    }
+    template <class Pred> static bool wait(Pred done) {
         auto until = std::chrono::steady_clock::now() + 10s;
-        while (one_copy()["dropping"].get<bool>() != want)
+        while (!done())
             if (std::chrono::steady_clock::now() > until) return false;
             else std::this_thread::sleep_for(20ms);
         return true;
@@ -132,8 +140,7 @@ TEST_CASE("one copy auto: drops while the tier's bytes exceed half the page cach
     // Room for both copies many times over: the kernel keeps its own.
     m.room = held * 10;
     REQUIRE(m.wait_dropping(false));
-    std::this_thread::sleep_for(1100ms); // weighed at least once with this room
-    CHECK(m.one_copy()["room_bytes"] == held * 10);
+    REQUIRE(m.wait_room(held * 10)); // weighed at least once with this room
     for (index::NodeId id : m.d.ids) m.open_close(id);
     CHECK(m.kernel.total() == 0);
 
