@@ -5,7 +5,7 @@
 // page cache has, and stay again once they fit in a third. The room is a
 // number the test sets; the kernel is the range dropper's log. And the
 // drop thread's stop, bounded when a drop hangs.
-#include "../disk_tree.hpp"
+#include "../cache/dataset.hpp"
 #include "clairfs/prefetch/chunk_store.hpp"
 #include "clairfs/prefetch/engine.hpp"
 #include "prefetch/drop_behind.hpp"
@@ -66,11 +66,7 @@ struct Mount {
         ::close(fd);
     }
     bool wait_on(bool want) {
-        auto until = std::chrono::steady_clock::now() + 10s;
-        while (engine->chunks()->drop_behind() != want)
-            if (std::chrono::steady_clock::now() > until) return false;
-            else std::this_thread::sleep_for(20ms);
-        return true;
+        return test::eventually([&] { return engine->chunks()->drop_behind() == want; });
     }
     // The whole shard in 64 KiB READs, as a sequential reader makes them.
     void stream() {
@@ -87,9 +83,7 @@ struct Mount {
             std::lock_guard lk(mu);
             return dropped.size();
         };
-        for (auto until = std::chrono::steady_clock::now() + 10s;
-             count() < want && std::chrono::steady_clock::now() < until;)
-            std::this_thread::sleep_for(2ms);
+        test::eventually([&] { return count() >= want; });
         std::this_thread::sleep_for(50ms);
         return count();
     }
@@ -144,16 +138,14 @@ TEST_CASE("drop-behind: a drop stuck past the bound makes stop() false, not a ha
     d->start();
     d->queue(1, 0, 1 << 20);
     d->queue(1, 1 << 20, 1 << 20); // queued behind the stuck one: never dropped
-    for (int i = 0; i < 500 && calls == 0; ++i) std::this_thread::sleep_for(2ms);
-    REQUIRE(calls == 1);
+    REQUIRE(test::eventually([&] { return calls == 1; }));
     auto t0 = std::chrono::steady_clock::now();
     CHECK_FALSE(d->stop(100ms));
     CHECK(std::chrono::steady_clock::now() - t0 < 5s);
     release.set_value(); // the abort: the drop returns, and the thread ends
     // Counted once the detached thread runs again: waited for, not slept
     // for (50 ms was too short beside two busy loops, 1 run of 30).
-    for (int i = 0; i < 5000 && d->dropped() == 0; ++i) std::this_thread::sleep_for(2ms);
-    CHECK(d->dropped() == 1);
+    CHECK(test::eventually([&] { return d->dropped() == 1; }));
     CHECK(calls == 1); // the range queued behind it is left: the mount is going
 
     // Not stuck: stop() joins at once, and what is queued is left.
@@ -164,8 +156,7 @@ TEST_CASE("drop-behind: a drop stuck past the bound makes stop() false, not a ha
     });
     ok.start();
     ok.queue(2, 0, 4096);
-    for (int i = 0; i < 500 && ok.dropped() == 0; ++i) std::this_thread::sleep_for(2ms);
-    CHECK(ok.dropped() == 1);
+    CHECK(test::eventually([&] { return ok.dropped() == 1; }));
     CHECK(ok.stop(100ms));
     ok.queue(2, 4096, 4096); // after stop: refused
     CHECK(fast == 1);

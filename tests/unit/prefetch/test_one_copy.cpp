@@ -84,19 +84,12 @@ struct Mount {
         engine.released(id, 0, how);
     }
     bool wait_dropping(bool want) {
-        return wait([&] { return one_copy()["dropping"].get<bool>() == want; });
+        return test::eventually([&] { return one_copy()["dropping"].get<bool>() == want; });
     }
     // Until the engine has weighed the room once at `bytes` (about once a
     // second, later on a loaded host).
     bool wait_room(uint64_t bytes) {
-        return wait([&] { return one_copy()["room_bytes"] == bytes; }); // null until weighed
-    }
-    template <class Pred> static bool wait(Pred done) {
-        auto until = std::chrono::steady_clock::now() + 10s;
-        while (!done())
-            if (std::chrono::steady_clock::now() > until) return false;
-            else std::this_thread::sleep_for(20ms);
-        return true;
+        return test::eventually([&] { return one_copy()["room_bytes"] == bytes; }); // null until weighed
     }
 };
 
