@@ -21,9 +21,19 @@ namespace {
 
 // Far more than a node's loader processes at once (the least recent one
 // makes room), and far more opens than a search or a confirmation needs
-// of one: at most 2 MiB, however long a job nobody recognises runs.
+// of one: at most 2 MiB, however long a job nobody recognises runs (and
+// max_replay_opens' 3 MiB below).
 constexpr size_t max_processes = 512;
 constexpr size_t max_opens_per_process = 1024;
+// A process's opens past those are kept only to be told to the trackers of
+// the job that claims it (register_detected), every one: a tracker told a
+// loader's first 1024 opens and then its latest ones saw a jump, judged
+// the opens after it as a next epoch that fit no seed and fell back (a job
+// found only after one process had opened more: a loader without workers,
+// persistent workers, tf.data's threads, a search that ran late). At most
+// this many over all processes, 3 MiB; a process whose opens overflow it
+// is told none (as one seen from the middle of its epoch).
+constexpr size_t max_replay_opens = 1 << 18;
 // A tf.data search judges at most this many of the first files opened:
 // enough that a listed pipeline's odds of fitting by chance are far below
 // its bound on any dataset of a few thousand files or more, few enough
@@ -136,6 +146,7 @@ void Detector::run() {
         }
         if (was_reset) {
             procs_.clear();
+            replay_opens_ = 0;
             candidates_.clear();
             pending_.reset();
             chain_.reset();
@@ -187,22 +198,35 @@ void Detector::run() {
     }
 }
 
+void Detector::forget(std::map<uint32_t, Process>::iterator it) {
+    replay_opens_ -= it->second.later.size();
+    procs_.erase(it);
+}
+
 void Detector::take(std::deque<std::pair<index::NodeId, uint32_t>>& batch) {
     for (auto [id, pid] : batch) {
         auto it = procs_.find(pid);
         if (it == procs_.end()) {
             if (procs_.size() >= max_processes)
-                procs_.erase(std::min_element(procs_.begin(), procs_.end(),
-                                              [](const auto& a, const auto& b) {
-                                                  return a.second.last < b.second.last;
-                                              }));
+                forget(std::min_element(procs_.begin(), procs_.end(),
+                                        [](const auto& a, const auto& b) {
+                                            return a.second.last < b.second.last;
+                                        }));
             it = procs_.emplace(pid, Process{}).first;
         }
-        if (it->second.opens.size() < max_opens_per_process) {
-            it->second.opens.push_back(id);
-            it->second.seq.push_back(opens_);
+        Process& p = it->second;
+        if (p.opens.size() < max_opens_per_process) {
+            p.opens.push_back(id);
+            p.seq.push_back(opens_);
+        } else if (!p.overflowed && replay_opens_ < max_replay_opens) {
+            p.later.emplace_back(opens_, id);
+            ++replay_opens_;
+        } else if (!p.overflowed) {
+            p.overflowed = true;
+            replay_opens_ -= p.later.size();
+            p.later = {};
         }
-        it->second.last = opens_++;
+        p.last = opens_++;
     }
     batch.clear();
 }
@@ -682,15 +706,29 @@ bool Detector::register_detected(JobRegistration job, std::span<const uint32_t> 
     // job's trackers would miss that epoch's start and fall back).
     std::vector<std::string> roots;
     for (const Registration& r : job.loaders) roots.push_back(r.root);
+    // Not those that began before the job's evidence did: an earlier
+    // epoch's workers, seen from the middle of their epoch (detection
+    // started over there, after a job was dropped) and searched in vain.
+    // The job begins at the epoch its evidence is, so told first, their
+    // opens read as a next epoch that fits no seed, and the job fell back
+    // as it went live (tests/unit/control/test_late_detection.cpp).
+    uint64_t begun = UINT64_MAX;
+    for (uint32_t pid : pids)
+        if (auto it = procs_.find(pid); it != procs_.end() && !it->second.seq.empty())
+            begun = std::min(begun, it->second.seq.front());
     std::vector<uint32_t> claimed(pids.begin(), pids.end());
     for (const auto& [pid, p] : procs_)
-        if (std::ranges::find(pids, pid) == pids.end() && !p.opens.empty() && only_under(p, roots))
+        if (std::ranges::find(pids, pid) == pids.end() && !p.opens.empty() &&
+            p.seq.front() > begun && only_under(p, roots))
             claimed.push_back(pid);
     std::vector<std::tuple<uint64_t, index::NodeId, uint32_t>> timed;
-    for (uint32_t pid : claimed)
-        if (auto it = procs_.find(pid); it != procs_.end())
-            for (size_t i = 0; i < it->second.opens.size(); ++i)
-                timed.emplace_back(it->second.seq[i], it->second.opens[i], pid);
+    for (uint32_t pid : claimed) {
+        auto it = procs_.find(pid);
+        if (it == procs_.end() || it->second.overflowed) continue;
+        const Process& p = it->second;
+        for (size_t i = 0; i < p.opens.size(); ++i) timed.emplace_back(p.seq[i], p.opens[i], pid);
+        for (auto [seq, id] : p.later) timed.emplace_back(seq, id, pid);
+    }
     std::sort(timed.begin(), timed.end());
     std::vector<std::pair<index::NodeId, uint32_t>> mine;
     for (const auto& [seq, id, pid] : timed) mine.emplace_back(id, pid);
@@ -709,8 +747,12 @@ bool Detector::register_detected(JobRegistration job, std::span<const uint32_t> 
         // the processes whose opens it covers without having needed them
         // as evidence (tf.data threads that began the next iterator):
         // searched again, they would find nothing and say so.
-        for (uint32_t pid : pids) procs_.erase(pid);
-        std::erase_if(procs_, [this](const auto& kv) { return only_under(kv.second, taken_roots_); });
+        for (uint32_t pid : pids)
+            if (auto it = procs_.find(pid); it != procs_.end()) forget(it);
+        for (auto it = procs_.begin(); it != procs_.end();) {
+            auto at = it++;
+            if (only_under(at->second, taken_roots_)) forget(at);
+        }
         searched_pids_.clear();
         candidates_.clear();
     } else {

@@ -96,6 +96,10 @@ private:
         std::vector<index::NodeId> opens;
         std::vector<uint64_t> seq; // opens_ at each of them: their order among all
         uint64_t last = 0; // opens_ at its latest open: the least recent goes first
+        // Past the first max_opens_per_process: (opens_, file), kept to be
+        // told to the trackers of a job that claims it, not searched.
+        std::vector<std::pair<uint64_t, index::NodeId>> later;
+        bool overflowed = false; // more than the detector keeps: told nothing
     };
     // A dataset a job may be reading, built once per root and layout.
     struct Candidate {
@@ -109,6 +113,7 @@ private:
 
     void run();
     void take(std::deque<std::pair<index::NodeId, uint32_t>>& batch);
+    void forget(std::map<uint32_t, Process>::iterator it); // erases, freeing its `later`
     void round();
     std::vector<std::pair<std::string, layout::LayoutKind>> roots() const;
     const Candidate& candidate(const std::string& root, layout::LayoutKind kind);
@@ -161,6 +166,7 @@ private:
 
     // The detector thread's own state.
     std::map<uint32_t, Process> procs_;
+    size_t replay_opens_ = 0; // in every process's `later`
     uint64_t opens_ = 0;           // opens taken since the last reset
     uint64_t opens_at_search_ = 0; // opens_ when the last search failed
     size_t tf_evidence_ = 256;     // the first opens a tf.data search judges (detector.cpp)
