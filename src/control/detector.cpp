@@ -44,6 +44,14 @@ constexpr size_t max_replay_opens = 1 << 18;
 constexpr size_t tf_evidence_opens = 256;
 constexpr size_t max_queue = 1 << 16;
 
+// A job found is registered once every rank's loader opened `accept_opens`
+// files where it predicts, and its opens showed the worker count itself
+// (order::DetectedJob::layout_shown): until some worker reaches its second
+// batch, one yet to start would be left out of the registration.
+bool confirmed(const order::DetectedJob& j, uint32_t accept_opens) {
+    return j.fewest >= accept_opens && j.layout_shown;
+}
+
 // Whether two datasets open the same files in the same order (an
 // ImageFolder and a sorted listing of the same root often do).
 bool same_files(const index::Index& idx, const layout::Dataset& a, const layout::Dataset& b) {
@@ -400,7 +408,7 @@ void Detector::round() {
             pending_->job = *now;
             LOG_DEBUG("job detection: confirming, %llu opens of the fewest rank predicted",
                       static_cast<unsigned long long>(now->fewest));
-            if (now->fewest >= opt_.accept_opens) accept(*now);
+            if (confirmed(*now, opt_.accept_opens)) accept(*now);
             return;
         }
     }
@@ -524,7 +532,7 @@ void Detector::chain_slice() {
         LOG_DEBUG("job detection: %s", what);
         pending_ = std::make_unique<Pending>(
             Pending{found->job, c.root, c.kind, c.dataset, c.sample_of, true});
-        if (found->job.fewest >= opt_.accept_opens) accept(found->job);
+        if (confirmed(found->job, opt_.accept_opens)) accept(found->job);
         return;
     }
     if (chain_->done()) {
@@ -650,7 +658,7 @@ bool Detector::search() {
     pending_ = std::make_unique<Pending>(Pending{*found, root, kind, ds, sample_of, false});
     // The opens seen while the search ran may confirm it already (a fast
     // epoch ends before a slow search does, and no later open may come).
-    if (found->fewest >= opt_.accept_opens) accept(*found);
+    if (confirmed(*found, opt_.accept_opens)) accept(*found);
     return true;
 }
 

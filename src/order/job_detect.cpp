@@ -253,6 +253,18 @@ private:
         }
         uint64_t seen_workers = 1;
         for (const Claim& cl : claims) seen_workers = std::max(seen_workers, cl.stream[0] / batch + 1);
+        // Without a jump, several workers of a rank say only that there are
+        // at least as many as have opened (and a batch size the spacing of
+        // their first samples allows): a worker slow to start is missed.
+        // One process of a rank is taken as its loader without workers, as
+        // before (seen from the middle of its epoch, its first open is not
+        // position 0, and no later open tells it from a lone worker).
+        const bool jumped = workers != 0;
+        std::vector<uint64_t> claim_ranks;
+        for (const Claim& cl : claims) claim_ranks.push_back(cl.rank);
+        std::sort(claim_ranks.begin(), claim_ranks.end());
+        const bool one_per_rank =
+            std::adjacent_find(claim_ranks.begin(), claim_ranks.end()) == claim_ranks.end();
         if (workers == 0) workers = seen_workers;
         if (seen_workers > workers || batch > UINT32_MAX || workers > UINT32_MAX) return std::nullopt;
 
@@ -263,6 +275,7 @@ private:
         job.world = static_cast<uint32_t>(world);
         job.batch = static_cast<uint32_t>(batch);
         job.workers = workers == 1 && batch == 1 ? 0 : static_cast<uint32_t>(workers);
+        job.layout_shown = jumped || one_per_rank;
         std::vector<std::pair<uint64_t, uint64_t>> per_rank_opens; // rank -> opens
         uint64_t longest = 0; // the most opens of one process judged
         for (const Claim& cl : claims) {
@@ -291,10 +304,16 @@ private:
         std::sort(job.pids.begin(), job.pids.end());
         std::sort(per_rank_opens.begin(), per_rank_opens.end());
         job.fewest = UINT64_MAX;
+        bool whole_epoch = true; // every rank opened all of its share
         for (auto [r, k] : per_rank_opens) {
             job.ranks.push_back(static_cast<uint32_t>(r));
             job.fewest = std::min(job.fewest, k);
+            whole_epoch &= r < n_ && k >= std::min(per_rank, (n_ - r + world - 1) / world);
         }
+        // An epoch of no more batches than workers never shows a jump, but
+        // once all of it is opened no worker is left to come: one with no
+        // batch opens nothing, and the batches went to the workers seen.
+        job.layout_shown |= whole_epoch;
         return job;
     }
 

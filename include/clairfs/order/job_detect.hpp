@@ -57,6 +57,13 @@ struct DetectedJob {
     std::vector<uint32_t> pids;  // the processes it explains
     uint64_t opens = 0;          // their opens at the positions it predicts
     uint64_t fewest = 0;         // of its ranks, the fewest opens predicted
+    // The batch size and worker count are what the opens show, not a lower
+    // bound: some worker's opens jumped to its next batch, or one process
+    // per rank opened them all. Several workers none of which has reached
+    // its second batch leave out any worker yet to open (a job of three
+    // workers whose third started late was registered with two, and fell
+    // back at its next epoch).
+    bool layout_shown = true;
 };
 
 struct DetectOptions {

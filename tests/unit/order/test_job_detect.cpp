@@ -85,6 +85,54 @@ TEST_CASE("first batches only: the batch size from where the workers begin") {
     CHECK(j->batch == 16);
     CHECK(j->workers == 4);
     CHECK(j->opens == 3 * 16 + 3);
+    // Every worker seen, but none past its first batch: four could be more.
+    CHECK_FALSE(j->layout_shown);
+}
+
+// The failure this guards against (tests/prefetch/test_detect.py,
+// distributed_default_seed, on a loaded host): three workers of batch 32,
+// the third not yet started, read as two, registered so, and the job fell
+// back at its next epoch.
+TEST_CASE("a worker yet to start: the worker count is not shown until one reaches its second batch") {
+    const uint32_t n = 4096;
+    auto procs = loader_opens(distributed(0, 8, 5, 32, 3), n, 2, 100);
+    auto first_batches = procs;
+    first_batches[0].samples.resize(32);
+    first_batches[1].samples.resize(32);
+    first_batches.pop_back(); // worker 2 has opened nothing
+    DetectStats stats;
+    auto j = detect_job(n, first_batches, quick(), stats);
+    REQUIRE(j);
+    CHECK(j->workers == 2); // what the opens allow so far ...
+    CHECK_FALSE(j->layout_shown); // ... and that it is only that
+    // Worker 0 opens its next batch (batch 3): the count shows, three.
+    first_batches[0].samples.assign(procs[0].samples.begin(), procs[0].samples.begin() + 33);
+    // The detector's recheck of the job pending confirmation sees it.
+    auto now = recheck_job(n, *j, first_batches);
+    REQUIRE(now);
+    CHECK(now->workers == 3);
+    CHECK(now->batch == 32);
+    CHECK(now->layout_shown);
+    // An epoch of no more batches than workers (64 samples of rank 5 of 8,
+    // batch 32, four workers: two batches): no worker reaches a second
+    // batch, but once the whole epoch is opened none is left out.
+    auto small = loader_opens(distributed(0, 8, 5, 32, 4), 512, 2, 300);
+    small.resize(2); // workers 2 and 3 get no batch
+    j = detect_job(512, small, quick(), stats);
+    REQUIRE(j);
+    CHECK(j->workers == 2);
+    CHECK(j->layout_shown);
+    small[1].samples.resize(31); // the epoch's last sample not yet opened
+    j = detect_job(512, small, quick(), stats);
+    REQUIRE(j);
+    CHECK_FALSE(j->layout_shown);
+    // One process per rank shows its layout at once: nothing is left out.
+    auto alone = loader_opens(distributed(0, 8, 5, 32, 0), n, 2, 200);
+    alone[0].samples.resize(40);
+    j = detect_job(n, alone, quick(), stats);
+    REQUIRE(j);
+    CHECK(j->workers == 0);
+    CHECK(j->layout_shown);
 }
 
 TEST_CASE("several local ranks, a resumed epoch, and processes that are not loaders") {
