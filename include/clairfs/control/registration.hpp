@@ -62,6 +62,9 @@ struct ControlRequest {
     // job's loader process (clairfs.register() in the training script), so
     // its opens and READs, and its workers', are this job's.
     bool from_loader = false;
+    // "replace": true: replaces an active job of the same id even while
+    // processes other than its writer run it (Controller::register_job).
+    bool replace = false;
     JobRegistration job;     // job.id names the job to unregister, if any
     std::vector<Registration>& loaders() { return job.loaders; }
 };
