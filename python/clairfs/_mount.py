@@ -70,8 +70,9 @@ def status(mount):
 
 
 def write_control(mount, body):
-    """Writes one registration in one write(2); a refusal (EINVAL) raises
-    ClairfsError with the mount's reason from its status."""
+    """Writes one registration in one write(2); a refusal (EINVAL, or EBUSY
+    for a job name another process's running job holds) raises ClairfsError
+    with the mount's reason from its status."""
     path = os.path.join(mount, ".clairfs", "control")
     text = json.dumps(body) + "\n"
     try:
@@ -90,7 +91,7 @@ def write_control(mount, body):
 
 
 def _write_error(mount, path, e):
-    if e.errno == errno.EINVAL:
+    if e.errno in (errno.EINVAL, errno.EBUSY):
         try:
             reason = status(mount).get("error") or "(status gives no reason)"
         except ClairfsError as s:

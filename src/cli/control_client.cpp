@@ -13,7 +13,8 @@ namespace clairfs::cli {
 namespace {
 
 // Writes `text` to the control file in one write(2); 0 or the -errno of
-// the open, the write or the close (a refused registration is -EINVAL).
+// the open, the write or the close (a refused registration is -EINVAL, or
+// -EBUSY when another process's running job holds its job's name).
 int write_control_file(const std::string& abs_mount, const std::string& text) {
     int fd =
         sys::neg_errno(::open(control_path(abs_mount).c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC));
@@ -29,7 +30,7 @@ int write_control_file(const std::string& abs_mount, const std::string& text) {
 
 // A one-line failure of a write to the control file, for stderr; exit_failure.
 int report_write_failure(const std::string& abs_mount, int err) {
-    if (err == -EINVAL)
+    if (err == -EINVAL || err == -EBUSY)
         LOG_ERROR("registration refused: %s", refusal_reason(abs_mount).c_str());
     else if (err == -EACCES || err == -EPERM)
         LOG_ERROR("cannot write %s: %s (only root, the user who mounted it and its --control-owner may register)",

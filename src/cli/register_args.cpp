@@ -42,6 +42,8 @@ const ExtraKey extra_keys[] = {
     {"pre_draws_max", Kind::number, "N",
      "how far down the global generator's chain to search for the first epoch's seed when its "
      "opens do not fit: the draws a model's initialisation may make [1073741824]"},
+    {"replace", Kind::boolean, "",
+     "replace the job of this name even while another process runs it (refused otherwise)"},
 };
 
 bool key_kind(const std::string& key, Kind& out) {
@@ -270,7 +272,7 @@ void print_register_help() {
            "(--no-shuffle). Defaults are PyTorch's.\n\n"
            "  --config FILE          a JSON object of keys, overridden by the flags\n");
     for (const auto& k : extra_keys) {
-        std::string flag = std::string("--") + k.name + " " + k.value_name;
+        std::string flag = std::string("--") + k.name + (*k.value_name ? " " : "") + k.value_name;
         printf("  %-22s %s\n", flag.c_str(), k.help);
     }
     for (const auto& k : order::job_keys()) {

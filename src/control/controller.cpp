@@ -2,6 +2,7 @@
 #include <map>
 #include "clairfs/control/controller.hpp"
 
+#include "clairfs/config/json_keys.hpp"
 #include "clairfs/config/utf8_text.hpp"
 #include "clairfs/index/resolve.hpp"
 #include "clairfs/layout/framework_layout.hpp"
@@ -9,11 +10,40 @@
 #include "clairfs/sys/syscalls.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <sys/stat.h>
 
 namespace clairfs::control {
+namespace {
+
+// The process thread `tid` belongs to (Tgid in /proc/TID/status): a job's
+// writer is its process, whichever of its threads wrote. The thread itself
+// when that cannot be read (it is gone).
+uint32_t process_of(uint32_t tid) {
+    std::string text;
+    if (tid == 0 || !config::read_text_file("/proc/" + std::to_string(tid) + "/status", text, 8192))
+        return tid;
+    size_t at = text.find("\nTgid:");
+    if (at == std::string::npos) return tid;
+    at += 6;
+    while (at < text.size() && (text[at] == ' ' || text[at] == '\t')) ++at;
+    uint32_t pid = 0;
+    std::from_chars(text.data() + at, text.data() + text.size(), pid);
+    return pid != 0 ? pid : tid;
+}
+
+// How many of job `id`'s processes still run, `writer` not counted: a
+// job's only process may register it anew (a job registered at mount,
+// registered again by its script); only other processes' jobs are kept.
+size_t others_running(const prefetch::Engine& engine, const std::string& id, uint32_t writer) {
+    std::vector<uint32_t> live = engine.live_processes(id);
+    return static_cast<size_t>(
+        std::ranges::count_if(live, [&](uint32_t p) { return p != writer; }));
+}
+
+} // namespace
 
 Controller::Controller(const index::Index& idx, prefetch::Engine& engine)
     : index_(idx), engine_(engine) {
@@ -57,14 +87,33 @@ int Controller::write_control(std::string_view text, std::string& why, uint32_t 
     if (!why.empty()) return refuse(why);
     if (req.unregister) return unregister(req.job.id, why);
     const std::string id = req.job.id;
-    int rv = register_job(std::move(req.job), req.stage, why);
+    req.job.writer = process_of(writer); // /proc is read here, before any lock
+    int rv = register_job(std::move(req.job), req.stage, req.replace, why);
     // Bound after the registration took: each rank's process writes the
     // same one, which leaves the job as it was but still names its loader.
     if (rv >= 0 && req.from_loader && writer != 0) engine_.bind_loader(id, writer);
     return rv;
 }
 
-int Controller::register_job(JobRegistration job, bool stage, std::string& why,
+const JobRegistration* Controller::contested_by(const JobRegistration& job) const {
+    for (const JobRegistration& j : active_)
+        if (!j.detected && j.id == job.id) {
+            // A script registering itself again may change its mind.
+            if (j.writer != 0 && j.writer == job.writer) return nullptr;
+            return job_json(j) == job_json(job) ? nullptr : &j;
+        }
+    return nullptr;
+}
+
+std::string Controller::busy_reason(const std::string& id, uint32_t writer, size_t live) {
+    std::string by = writer != 0 ? "registered by pid " + std::to_string(writer) + ", " : "";
+    return "job '" + id + "' is active (" + by + std::to_string(live) + " of its processes " +
+           (live == 1 ? "still runs" : "still run") +
+           "): add \"job\": \"<name>\" (--job) to register another job beside it, or "
+           "\"replace\": true (--replace) to replace it";
+}
+
+int Controller::register_job(JobRegistration job, bool stage, bool replace, std::string& why,
                              std::span<const std::pair<index::NodeId, uint32_t>> replay,
                              const std::function<prefetch::Engine::Opens()>& late) {
     // The same registration again (each rank of a node writing it, as
@@ -74,6 +123,7 @@ int Controller::register_job(JobRegistration job, bool stage, std::string& why,
     if (!job.detected) {
         std::string text = job_json(job);
         bool unchanged = false;
+        std::optional<uint32_t> held_by; // its writer: judged after the lock
         {
             std::lock_guard lock(mu_);
             unchanged = std::ranges::any_of(active_, [&](const JobRegistration& j) {
@@ -82,12 +132,23 @@ int Controller::register_job(JobRegistration job, bool stage, std::string& why,
             if (unchanged) {
                 error_.clear();
                 ++registrations_;
+            } else if (const JobRegistration* j = replace ? nullptr : contested_by(job)) {
+                held_by = j->writer;
             }
         }
         if (unchanged) {
             LOG_INFO("job %s registered again, unchanged: it goes on as it was", job.id.c_str());
             if (stage) engine_.stage();
             return 0;
+        }
+        // Refused before the build, which takes seconds for millions of
+        // files. A job nobody runs any more, or yet (a typo fixed before
+        // the job starts), is no one's to keep.
+        if (held_by) {
+            if (size_t live = others_running(engine_, job.id, job.writer); live > 0) {
+                why = busy_reason(job.id, *held_by, live);
+                return refuse(why, EBUSY);
+            }
         }
     }
     std::vector<plan::Job> resolved;
@@ -129,6 +190,16 @@ int Controller::register_job(JobRegistration job, bool stage, std::string& why,
             why = "a job was registered meanwhile";
             return -EINVAL;
         }
+        // Judged again: another process's job may have been registered, or
+        // begun to run, while this one was built (two scripts started at
+        // once). Signal-0 probes only, no I/O, under the lock.
+        if (const JobRegistration* held = detected || replace ? nullptr : contested_by(job)) {
+            if (size_t live = others_running(engine_, id, job.writer); live > 0) {
+                why = busy_reason(id, held->writer, live);
+                error_ = why;
+                return -EBUSY;
+            }
+        }
         if (!detected) {
             for (const JobRegistration& j : active_) {
                 if (!j.detected || j.id == id) continue;
@@ -161,7 +232,7 @@ void Controller::enable_detection(DetectorOptions opt) {
                const std::function<prefetch::Engine::Opens()>& late) {
             job.detected = true;
             std::string why;
-            register_job(std::move(job), false, why, opens, late);
+            register_job(std::move(job), false, false, why, opens, late);
             return why;
         },
         [this] { return drop_finished_detected(); });
@@ -245,12 +316,12 @@ void Controller::share_with_peers() {
     engine_.share_registrations(std::move(keys), std::move(ranks));
 }
 
-int Controller::refuse(const std::string& why) {
+int Controller::refuse(const std::string& why, int err) {
     // Not logged here: the caller says it where it belongs (the daemon's
     // log for control-file writes, stderr for mount --register).
     std::lock_guard lock(mu_);
     error_ = why;
-    return -EINVAL;
+    return -err;
 }
 
 // One job reads back as its registration; several as {"jobs": [...]},

@@ -234,7 +234,8 @@ std::string parse_loader(const json& j, Registration& reg, std::string& job, boo
             job_given = true;
             continue;
         }
-        if (name == "stage" || name == "unregister" || name == "loaders" || name == "from_loader")
+        if (name == "stage" || name == "unregister" || name == "loaders" || name == "from_loader" ||
+            name == "replace")
             return name + " belongs to the whole registration, not to one loader";
         if (auto why = set_key(reg, name, value); !why.empty()) return why;
     }
@@ -356,6 +357,14 @@ std::string parse_control(std::string_view text, ControlRequest& out) {
                 return "";
             }
             j.erase(u);
+        }
+        // After unregister, which takes no other key: replacing is only
+        // about a registration.
+        if (auto r = j.find("replace"); r != j.end()) {
+            if (!r->is_boolean()) return "replace must be true or false";
+            req.replace = r->get<bool>();
+            j.erase(r);
+            if (j.empty()) return "replace goes with a registration, not on its own";
         }
         req.job.listed = j.contains("loaders");
         if (auto why = loader_objects(j, loaders); !why.empty()) return why;

@@ -144,4 +144,12 @@ bool Engine::Active::exited() const {
         p, [](uint32_t pid) { return kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH; });
 }
 
+// As exited() judges them: a process of another user (EPERM) still runs.
+std::vector<uint32_t> Engine::Active::live_pids() const {
+    std::vector<uint32_t> p = pids();
+    std::erase_if(
+        p, [](uint32_t pid) { return kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH; });
+    return p;
+}
+
 } // namespace clairfs::prefetch

@@ -56,6 +56,8 @@ struct Engine::Active {
     std::vector<uint32_t> pids() const;
     // Whether every process bound has exited (false if none was bound).
     bool exited() const;
+    // The processes bound that have not exited.
+    std::vector<uint32_t> live_pids() const;
 
     std::atomic<bool> retired{false};
     // Its registration named its loader process (Engine::bind_loader): its

@@ -998,6 +998,16 @@ bool Engine::is_active(const std::string& id) const {
     return std::ranges::any_of(*jobs_, [&](const auto& j) { return j->id == id; });
 }
 
+std::vector<uint32_t> Engine::live_processes(const std::string& id) const {
+    std::shared_ptr<Active> job;
+    {
+        std::lock_guard lk(job_mu_);
+        for (const auto& j : *jobs_)
+            if (j->id == id) job = j;
+    }
+    return job ? job->live_pids() : std::vector<uint32_t>{};
+}
+
 std::vector<std::string> Engine::job_ids() const {
     std::lock_guard lk(job_mu_);
     std::vector<std::string> ids;

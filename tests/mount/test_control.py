@@ -4,9 +4,11 @@
 reachable; a registration written to .clairfs/control is read back and
 switches the mode; every invalid registration fails its write or close
 with EINVAL, says why in .clairfs/status and leaves the previous
-registration running; only the mount's owner may register; nothing in the
-dataset can be written; `clairfs register`, `unregister`, `status` and
-`mount --register` work end to end with their exit codes."""
+registration running; a different registration over another process's
+running job of the same name fails with EBUSY; only the mount's owner may
+register; nothing in the dataset can be written; `clairfs register`,
+`unregister`, `status` and `mount --register` work end to end with their
+exit codes."""
 import errno
 import json
 import os
@@ -15,8 +17,9 @@ import stat
 import subprocess
 import time
 
-from mountlib import (AS_NOBODY, CLAIRFS, check, clairfs, daemon_pids, expect_errno, is_mounted,
-                      log, main, mounted, raw_readdir, run, run_cases, temp_dir, tree_checksum)
+from mountlib import (AS_NOBODY, CLAIRFS, SOURCE_ROOT, check, clairfs, daemon_pids, expect_errno,
+                      in_thread, is_mounted, log, main, mounted, raw_readdir, run, run_cases,
+                      temp_dir, tree_checksum)
 
 CLASSES = ["bird", "cat", "dog"]
 PER_CLASS = 4
@@ -203,6 +206,98 @@ def same_again_case(mp):
     c.register(**dict(keys, seed=12))
     check(opens() == 0, f"a different seed did not replace the job: run_opens {opens()}")
     log("the same registration again: job kept (run_opens 1); another seed: replaced")
+
+
+# A training script's process: registers argv[2] without a job name, holds
+# the job's first three files open (sequential, batch 1: the first three
+# it predicts) and runs until its stdin closes.
+HOLDER_SCRIPT = r"""
+import os, sys
+mp = sys.argv[1]
+with open(mp + "/.clairfs/control", "w") as f:
+    f.write(sys.argv[2])
+held = [open(os.path.join(mp, "train", "bird", f"{i}.jpg"), "rb") for i in range(3)]
+for f in held:
+    f.read()
+print("ready", flush=True)
+sys.stdin.read()
+"""
+
+# The Python helper's write (what clairfs.register() ends in) of argv[3] to
+# mount argv[2]; exit 3 with the message of the ClairfsError it raised.
+HELPER_SCRIPT = r"""
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from clairfs import ClairfsError
+from clairfs._mount import write_control
+try:
+    write_control(sys.argv[2], json.loads(sys.argv[3]))
+except ClairfsError as e:
+    print(e)
+    sys.exit(3)
+"""
+
+
+def busy_case(mp):
+    """Two training scripts on one mount register without a job name: while
+    the first one's job runs, the second's different registration fails
+    with EBUSY, and the reason names the job and the way out; the first job
+    goes on. Under a name of its own it is added beside the first; with
+    replace it replaces it."""
+    c = Control(mp)
+    first = {"root": "train", "sampler": "sequential", "batch_size": 1}
+    other = {"root": "train", "sampler": "sequential", "batch_size": 2}
+    other_flags = ["--root", "train", "--sampler", "sequential", "--batch-size", "2"]
+
+    def default_job(s):
+        return next((j for j in s.get("jobs") or [] if j.get("id") == "default"), {})
+
+    holder = subprocess.Popen(["/usr/bin/python3", "-c", HOLDER_SCRIPT, mp, json.dumps(first)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        check(holder.stdout.readline().strip() == "ready", "the first job's process did not start")
+        s = c.status()
+        check(holder.pid in default_job(s).get("pids", []),
+              f"the first job's process {holder.pid} is not its: {s.get('jobs')}")
+        # This test's process writes next: not the first job's.
+        try:
+            c.write(json.dumps(other))
+            check(False, "a different registration over another process's running job was accepted")
+        except OSError as e:
+            check(e.errno == errno.EBUSY, f"{errno.errorcode.get(e.errno)} instead of EBUSY")
+        s = c.status()
+        err = s["error"] or ""
+        check("job 'default' is active" in err and '"job"' in err and f"pid {holder.pid}" in err
+              and "\n" not in err, f"status error {err!r}")
+        check(c.registration()["batch_size"] == 1 and holder.pid in default_job(s).get("pids", []),
+              f"the first job did not go on: {c.registration()}, {s.get('jobs')}")
+        r = run(["/usr/bin/python3", "-c", HELPER_SCRIPT, os.path.join(SOURCE_ROOT, "python"), mp,
+                 json.dumps(other)])
+        check(r.returncode == 3 and "refused the registration: job 'default' is active" in r.stdout,
+              f"the Python helper: exit {r.returncode}, {r.stdout!r} {r.stderr!r}")
+        r = clairfs("register", mp, *other_flags)
+        lines = r.stderr.strip().splitlines()
+        check(r.returncode == 1 and len(lines) == 1 and
+              lines[0].startswith("clairfs: registration refused: job 'default' is active"),
+              f"clairfs register: exit {r.returncode}, {r.stderr!r}")
+
+        c.register(job="b", **other)
+        s = c.status()
+        active = sorted(j["id"] for j in s["jobs"] if j["state"] == "active")
+        check(active == ["b", "default"] and s["error"] is None,
+              f"with a job name of its own: active jobs {active}, error {s['error']!r}")
+        check(clairfs("unregister", mp, "--job", "b").returncode == 0, "unregister --job b failed")
+
+        r = clairfs("register", mp, "--replace", *other_flags)
+        check(r.returncode == 0, f"clairfs register --replace: exit {r.returncode}, {r.stderr!r}")
+        check(c.registration()["batch_size"] == 2, f"--replace did not replace: {c.registration()}")
+    finally:
+        holder.stdin.close()
+        holder.kill()
+        holder.wait()
+        c.write("{}")
+    log("busy: another process's running job 'default' kept (EBUSY, Python helper and CLI "
+        "refused), a named job added beside it, --replace replaced it")
 
 
 INVALID = [
@@ -414,7 +509,7 @@ def cli_case(tmp, mp):
 def mount_register_case(tmp, backing):
     good = os.path.join(tmp, "good.json")
     with open(good, "w") as f:
-        json.dump({"seed": 77, "root": "train", "batch_size": 2}, f)
+        json.dump({"seed": 77, "root": "train", "batch_size": 2, "sampler": "sequential"}, f)
     mp = os.path.join(tmp, "mnt-register")
     os.makedirs(mp)
     with mounted(backing, mp, "--register", good):
@@ -422,10 +517,21 @@ def mount_register_case(tmp, backing):
         check(s["registered"] is True and s["mode"] == "clairvoyant",
               f"mount --register: status {s}")
         check(Control(mp).registration()["seed"] == 77, "mount --register: wrong registration")
+        # This process reads the job's files in its order, from a thread of
+        # its own, as a training script would: the job's only process may
+        # register it anew, though the mount wrote it.
+        done, _, exc = in_thread(check_data, backing, mp)
+        check(done and exc is None, f"mount --register: reading the job's files: {exc}")
+        pids = Control(mp).status()["jobs"][0]["pids"]
+        check(os.getpid() in pids, f"mount --register: the reader {os.getpid()} is not the "
+              f"job's: its pids {pids}")
         # The job registered at mount was built before the daemon forked; a
         # new registration replaces (and destroys) it in the daemon. A thread
-        # started before the fork once made this write hang for ever.
-        Control(mp).write(json.dumps({"seed": 78, "root": "train", "batch_size": 2}))
+        # started before the fork once made this write hang for ever. Written
+        # from another thread than the reads: both are this one process.
+        done, _, exc = in_thread(Control(mp).write,
+                                 json.dumps({"seed": 78, "root": "train", "batch_size": 2}))
+        check(done and exc is None, f"mount --register: re-registering: {exc}")
         check(Control(mp).registration()["seed"] == 78, "mount --register: re-registration lost")
     bad = os.path.join(tmp, "bad.json")
     with open(bad, "w") as f:
@@ -455,6 +561,7 @@ def test():
                       ("requests", lambda: requests_case(mp)),
                       ("register", lambda: register_case(mp)),
                       ("same again", lambda: same_again_case(mp)),
+                      ("busy", lambda: busy_case(mp)),
                       ("invalid, whole writes", lambda: invalid_case(backing, mp, "whole")),
                       ("invalid, byte by byte", lambda: invalid_case(backing, mp, "pieces")),
                       ("unregister", lambda: unregister_case(mp)),

@@ -9,6 +9,7 @@
 #include "clairfs/prefetch/engine.hpp"
 
 #include <atomic>
+#include <cerrno>
 #include <functional>
 #include <memory>
 #include <nlohmann/json_fwd.hpp>
@@ -32,6 +33,11 @@ public:
     // refused write leaves the previous mode running.
     // `writer`: the thread that wrote it (FUSE's pid of the request), 0 if
     // unknown; a registration with "from_loader" binds its process to the job.
+    // A registration that would replace an active written job of its id,
+    // different from it, that another process wrote and that processes
+    // other than the writer still run, is refused with -EBUSY instead
+    // (unless it says "replace": true): two scripts registering without a
+    // job name must not silently end each other's prefetching.
     int write_control(std::string_view text, std::string& why, uint32_t writer = 0);
 
     // Job detection (--detect): watches opens while nothing is registered.
@@ -42,8 +48,8 @@ public:
     void stop_detection();
 
     // A write refused before it could be parsed (too large): recorded as
-    // the error like any other refusal. Returns -EINVAL.
-    int refuse(const std::string& why);
+    // the error like any other refusal. Returns -err.
+    int refuse(const std::string& why, int err = EINVAL);
     void share_with_peers();
 
     // What reading .clairfs/control returns: the active registration as
@@ -64,13 +70,23 @@ private:
     // through the backing store so it is the scanned version.
     std::string read_manifest(const std::string& path, std::string& text);
     int unregister(const std::string& id, std::string& why);
-    // Builds and activates `job` (written, or detected); 0 or -EINVAL.
+    // Builds and activates `job` (written, or detected); 0, -EINVAL, or
+    // -EBUSY for a written job another process's running job holds the id
+    // of (busy_reason), unless `replace`.
     // `replay`: opens made before, told to the job's trackers first;
     // `late`: the opens detection has not looked at yet, told to them as
     // the job goes live (Engine::activate).
-    int register_job(JobRegistration job, bool stage, std::string& why,
+    int register_job(JobRegistration job, bool stage, bool replace, std::string& why,
                      std::span<const std::pair<index::NodeId, uint32_t>> replay = {},
                      const std::function<prefetch::Engine::Opens()>& late = {});
+    // Under mu_: the active written job of `job`'s id that `job` differs
+    // from and that another process wrote (or an unknown one), which only
+    // a process of its own may replace while it runs; null if none.
+    const JobRegistration* contested_by(const JobRegistration& job) const;
+    // Why a registration may not replace job `id`, written by `writer`,
+    // whose processes `live` still run: one line, naming the job and what
+    // to do instead.
+    static std::string busy_reason(const std::string& id, uint32_t writer, size_t live);
     // A detected job that is over (fell back, or retired: every process
     // of it exited) is dropped, so detection can start over (the next job
     // may be another). True if it did.

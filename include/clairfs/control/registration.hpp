@@ -48,6 +48,10 @@ struct JobRegistration {
     std::vector<Registration> loaders;
     bool listed = false; // written as a list of loaders: read back as one
     bool detected = false; // registered by job detection, not written by the job
+    // The process that wrote it (the thread group of the writing thread),
+    // 0 if unknown (mount --register) or detected: it may replace its own
+    // job while the job's processes run, another process may not.
+    uint32_t writer = 0;
 };
 
 // spec.epochs when the registration gives none: predict until the job
@@ -62,6 +66,9 @@ struct ControlRequest {
     // job's loader process (clairfs.register() in the training script), so
     // its opens and READs, and its workers', are this job's.
     bool from_loader = false;
+    // "replace": true: replaces an active job of the same id even while
+    // processes other than its writer run it (Controller::register_job).
+    bool replace = false;
     JobRegistration job;     // job.id names the job to unregister, if any
     std::vector<Registration>& loaders() { return job.loaders; }
 };

@@ -301,6 +301,12 @@ public:
     size_t active_jobs() const;
     // Whether job `id` is registered and not retired.
     bool is_active(const std::string& id) const;
+    // The processes of job `id` still running: those whose opens were its,
+    // and its loader process (bind_loader). Empty when no active job has
+    // that id, when no process is its yet, or when none of them runs any
+    // more (the scheduler retires it soon). Probes each with signal 0: no
+    // I/O, and no lock of the engine's held meanwhile.
+    std::vector<uint32_t> live_processes(const std::string& id) const;
     // Job `id`'s loader process is the one thread `tid` belongs to (its
     // registration said "from_loader" and this thread wrote it): its opens
     // and READs, and its workers', are that job's from the first, with no

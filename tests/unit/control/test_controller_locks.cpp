@@ -49,6 +49,9 @@ struct Gate {
 TEST_CASE("opens, status and the running job go on while a registration builds its job") {
     test::Dataset d(300);
     test::LiveProcess reader; // a job whose readers all exited is retired
+    // Both registrations come from one process: the second replaces the
+    // first, whose reader runs, only as its own writer's.
+    test::LiveProcess writer;
     prefetch::EngineOptions opt;
     opt.mem = 1 << 20;
     opt.fetch_threads = 2;
@@ -56,8 +59,9 @@ TEST_CASE("opens, status and the running job go on while a registration builds i
     engine.start();
     control::Controller control(d.idx, engine);
     std::string why;
-    REQUIRE(control.write_control(R"({"layout": "sorted", "sampler": "sequential", "seed": 1, "batch_size": 4})", why) ==
-            0);
+    REQUIRE(control.write_control(
+                R"({"layout": "sorted", "sampler": "sequential", "seed": 1, "batch_size": 4})", why,
+                writer.id()) == 0);
     REQUIRE(engine.mode() == track::Mode::clairvoyant);
 
     Gate gate;
@@ -68,7 +72,7 @@ TEST_CASE("opens, status and the running job go on while a registration builds i
     std::future<int> second = std::async(std::launch::async, [&] {
         std::string w;
         return control.write_control(
-            R"({"layout": "sorted", "seed": 2, "batch_size": 4, "epochs": 3})", w);
+            R"({"layout": "sorted", "seed": 2, "batch_size": 4, "epochs": 3})", w, writer.id());
     });
     gate.in_build.wait();
 
