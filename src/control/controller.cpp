@@ -2,15 +2,14 @@
 #include <map>
 #include "clairfs/control/controller.hpp"
 
-#include "clairfs/config/json_keys.hpp"
 #include "clairfs/config/utf8_text.hpp"
 #include "clairfs/index/resolve.hpp"
 #include "clairfs/layout/framework_layout.hpp"
 #include "clairfs/log.hpp"
+#include "clairfs/sys/process_ids.hpp"
 #include "clairfs/sys/syscalls.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <sys/stat.h>
@@ -18,19 +17,11 @@
 namespace clairfs::control {
 namespace {
 
-// The process thread `tid` belongs to (Tgid in /proc/TID/status): a job's
-// writer is its process, whichever of its threads wrote. The thread itself
-// when that cannot be read (it is gone).
+// The process thread `tid` belongs to: a job's writer is its process,
+// whichever of its threads wrote. The thread itself when that cannot be
+// read (it is gone).
 uint32_t process_of(uint32_t tid) {
-    std::string text;
-    if (tid == 0 || !config::read_text_file("/proc/" + std::to_string(tid) + "/status", text, 8192))
-        return tid;
-    size_t at = text.find("\nTgid:");
-    if (at == std::string::npos) return tid;
-    at += 6;
-    while (at < text.size() && (text[at] == ' ' || text[at] == '\t')) ++at;
-    uint32_t pid = 0;
-    std::from_chars(text.data() + at, text.data() + text.size(), pid);
+    const uint32_t pid = sys::process_ids(tid).pid;
     return pid != 0 ? pid : tid;
 }
 

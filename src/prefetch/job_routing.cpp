@@ -6,11 +6,10 @@
 // that forked it, so the workers it forks next epoch are the job's at once.
 // A job whose processes have all exited is retired.
 #include "active_job.hpp"
-#include "clairfs/config/json_keys.hpp"
 #include "clairfs/log.hpp"
+#include "clairfs/sys/process_ids.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <string>
 
 namespace clairfs::prefetch {
@@ -22,29 +21,12 @@ constexpr size_t max_remembered = 65536; // pids; cleared past this (pids are re
 // then (one in n / (batch_size * workers)); three in a row practically never.
 constexpr uint32_t claim_after = 3;
 
-// The Tgid and PPid lines of /proc/TID/status. FUSE's request names the
-// thread that opened: tf.data opens from a pool of threads, whose opens are
-// one process's; /proc/TID exists for every thread, listed or not.
-void read_process(uint32_t tid, uint32_t& pid, uint32_t& ppid) {
-    std::string text;
-    if (!config::read_text_file("/proc/" + std::to_string(tid) + "/status", text, 8192)) return;
-    auto field = [&text](std::string_view name) {
-        uint32_t v = 0;
-        size_t at = text.find(name);
-        if (at == std::string::npos) return v;
-        at += name.size();
-        while (at < text.size() && (text[at] == ' ' || text[at] == '\t')) ++at;
-        std::from_chars(text.data() + at, text.data() + text.size(), v);
-        return v;
-    };
-    pid = field("\nTgid:");
-    ppid = field("\nPPid:");
-}
-
 } // namespace
 
-// Read once per thread: a loader's workers ask once each epoch. A thread
-// gone before it was read counts as its own process.
+// FUSE's request names the thread that opened: tf.data opens from a pool of
+// threads, whose opens are one process's. Read once per thread: a loader's
+// workers ask once each epoch. A thread gone before it was read counts as
+// its own process.
 Engine::Process Engine::process_of(uint32_t tid) {
     if (tid == 0) return {};
     {
@@ -52,7 +34,9 @@ Engine::Process Engine::process_of(uint32_t tid) {
         if (auto it = processes_.find(tid); it != processes_.end()) return it->second;
     }
     Process p;
-    read_process(tid, p.pid, p.ppid);
+    const sys::ProcessIds ids = sys::process_ids(tid);
+    p.pid = ids.pid;
+    p.ppid = ids.ppid;
     if (p.pid == 0) p.pid = tid;
     std::lock_guard lk(bind_mu_);
     if (processes_.size() >= max_remembered) processes_.clear();
