@@ -111,10 +111,10 @@ int Controller::register_job(JobRegistration job, bool stage, bool replace, std:
     // clairfs.register() in every process does) changes nothing while the
     // job runs: replacing it would restart its tracking in the middle of an
     // epoch. A retired job registered again starts afresh, as a new run.
+    std::optional<uint32_t> held_by; // the contested job's writer: judged after the lock
     if (!job.detected) {
         std::string text = job_json(job);
         bool unchanged = false;
-        std::optional<uint32_t> held_by; // its writer: judged after the lock
         {
             std::lock_guard lock(mu_);
             unchanged = std::ranges::any_of(active_, [&](const JobRegistration& j) {
@@ -132,15 +132,6 @@ int Controller::register_job(JobRegistration job, bool stage, bool replace, std:
             if (stage) engine_.stage();
             return 0;
         }
-        // Refused before the build, which takes seconds for millions of
-        // files. A job nobody runs any more, or yet (a typo fixed before
-        // the job starts), is no one's to keep.
-        if (held_by) {
-            if (size_t live = others_running(engine_, job.id, job.writer); live > 0) {
-                why = busy_reason(job.id, *held_by, live);
-                return refuse(why, EBUSY);
-            }
-        }
     }
     std::vector<plan::Job> resolved;
     size_t samples = 0;
@@ -157,6 +148,17 @@ int Controller::register_job(JobRegistration job, bool stage, bool replace, std:
         }
         samples += loader.dataset.samples.size();
         resolved.push_back(std::move(loader));
+    }
+    // Judged once the registration is known valid (a bad one is refused for
+    // what is wrong with it, EINVAL, whoever runs: stress_large's invalid
+    // registrations got EBUSY), and before the planners are built. A job
+    // nobody runs any more, or yet (a typo fixed before the job starts),
+    // is no one's to keep.
+    if (held_by) {
+        if (size_t live = others_running(engine_, job.id, job.writer); live > 0) {
+            why = busy_reason(job.id, *held_by, live);
+            return refuse(why, EBUSY);
+        }
     }
     chain_loaders(resolved);
     std::vector<std::shared_ptr<const plan::Job>> loaders;

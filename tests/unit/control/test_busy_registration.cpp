@@ -111,6 +111,17 @@ TEST_CASE("a registration over another process's running job of its name") {
         auto live = m.engine->live_processes(control::default_job);
         CHECK(std::ranges::find(live, m.reader->id()) != live.end());
     }
+    SUBCASE("is refused with EINVAL, for what is wrong with it, when it is invalid") {
+        // A bad registration says what is wrong, whoever runs (stress_large
+        // wrote invalid ones over a running job and got EBUSY).
+        m.read_a();
+        CHECK(m.write(R"({"seed": 1, "layout": "ranges", "manifest": "no-such-manifest.txt"})",
+                      m.writer_b.id(), why) == -EINVAL);
+        INFO(why);
+        CHECK(why.find("is active") == std::string::npos);
+        CHECK(why.find("manifest") != std::string::npos);
+        CHECK(m.batch_size() == 1); // A goes on
+    }
     SUBCASE("replaces it when its own writer writes again") {
         m.read_a();
         CHECK(m.write(job_b, m.writer_a.id(), why) == 0);
