@@ -10,6 +10,12 @@
 namespace clairfs::prefetch {
 namespace {
 
+// Signal 0 says whether a process exists without touching it: a process of
+// another user (EPERM) still runs.
+bool gone(uint32_t pid) {
+    return kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
+}
+
 LoaderRun make_loader(std::shared_ptr<const plan::Job> job, const index::Index& idx) {
     LoaderRun l;
     l.job = std::move(job);
@@ -126,8 +132,7 @@ bool Engine::Active::bind(uint32_t pid) {
     std::lock_guard lk(pids_mu_);
     if (std::ranges::find(pids_, pid) != pids_.end()) return false;
     // Workers respawned every epoch pile up: keep the list to live ones.
-    if (pids_.size() >= 256)
-        std::erase_if(pids_, [](uint32_t p) { return kill(static_cast<pid_t>(p), 0) != 0 && errno == ESRCH; });
+    if (pids_.size() >= 256) std::erase_if(pids_, gone);
     pids_.push_back(pid);
     return true;
 }
@@ -139,16 +144,12 @@ std::vector<uint32_t> Engine::Active::pids() const {
 
 bool Engine::Active::exited() const {
     std::vector<uint32_t> p = pids();
-    if (p.empty()) return false;
-    return std::ranges::all_of(
-        p, [](uint32_t pid) { return kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH; });
+    return !p.empty() && std::ranges::all_of(p, gone);
 }
 
-// As exited() judges them: a process of another user (EPERM) still runs.
 std::vector<uint32_t> Engine::Active::live_pids() const {
     std::vector<uint32_t> p = pids();
-    std::erase_if(
-        p, [](uint32_t pid) { return kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH; });
+    std::erase_if(p, gone);
     return p;
 }
 
