@@ -11,7 +11,7 @@
 // in its batch size. Writers and readers are live processes, forked before
 // the engine's threads start: the engine reads /proc/PID/status, and
 // retires a job whose processes have all exited.
-#include "../cache/dataset.hpp"
+#include "small_engine.hpp"
 #include "clairfs/control/controller.hpp"
 #include "live_process.hpp"
 
@@ -47,11 +47,7 @@ struct Mount {
 
     Mount() {
         REQUIRE(order.size() == 64);
-        prefetch::EngineOptions opt;
-        opt.mem = 4 << 20;
-        opt.fetch_threads = 2;
-        engine = std::make_unique<prefetch::Engine>(d.idx, d.root_fd, opt);
-        engine->start();
+        engine = test::small_engine(d);
         control = std::make_unique<control::Controller>(d.idx, *engine);
     }
     ~Mount() {
@@ -176,12 +172,7 @@ TEST_CASE("a registration over another process's running job of its name") {
         // Both scripts started at once: B's write found A without a process,
         // and A's reader opened its files while B's job was built.
         std::latch in_build{1}, resume{1};
-        struct Resume { // however the case ends, or the build waits for ever
-            std::latch& l;
-            ~Resume() {
-                if (!l.try_wait()) l.count_down();
-            }
-        } resume_at_end{resume};
+        test::OpenAtEnd resume_at_end{resume}; // however the case ends
         m.engine->set_prepare_hook([&] {
             in_build.count_down();
             resume.wait();
@@ -203,12 +194,7 @@ TEST_CASE("a registration over another process's running job of its name") {
         // first to finish its build runs the job before the others do.
         REQUIRE(m.write("{}", m.writer_a.id(), why) == 0);
         std::latch in_build{1}, resume{1};
-        struct Resume {
-            std::latch& l;
-            ~Resume() {
-                if (!l.try_wait()) l.count_down();
-            }
-        } resume_at_end{resume};
+        test::OpenAtEnd resume_at_end{resume}; // however the case ends
         std::atomic<int> builds{0};
         m.engine->set_prepare_hook([&] {
             if (builds++ > 0) return; // the first build only
@@ -233,11 +219,8 @@ TEST_CASE("a written registration replaces a detected job of its name") {
     test::Dataset d(3000); // 1000 in class0
     test::LiveProcess reader, writer;
     const std::vector<index::NodeId> order = test::sorted_ids(d, "class0/");
-    prefetch::EngineOptions opt;
-    opt.mem = 4 << 20;
-    opt.fetch_threads = 2;
-    prefetch::Engine engine(d.idx, d.root_fd, opt);
-    engine.start();
+    const auto engine_ptr = test::small_engine(d);
+    prefetch::Engine& engine = *engine_ptr;
     control::Controller control(d.idx, engine);
     control.enable_detection({});
     control.start_detection();

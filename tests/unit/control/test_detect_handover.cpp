@@ -8,7 +8,7 @@
 // run of tests/prefetch/test_detect.py, on a loaded machine). Here the
 // build is held still with the engine's test hook while the loader opens
 // 400 files, so the gap is certain rather than a matter of timing.
-#include "../cache/dataset.hpp"
+#include "small_engine.hpp"
 #include "clairfs/control/controller.hpp"
 
 #include <algorithm>
@@ -24,22 +24,14 @@ using namespace std::chrono_literals;
 TEST_CASE("the opens made while a detected job is built reach its tracker") {
     test::Dataset d(3000); // 1000 in class0
     const std::vector<index::NodeId> order = test::sorted_ids(d, "class0/");
-    prefetch::EngineOptions opt;
-    opt.mem = 4 << 20;
-    opt.fetch_threads = 2;
-    prefetch::Engine engine(d.idx, d.root_fd, opt);
-    engine.start();
+    const auto engine_ptr = test::small_engine(d);
+    prefetch::Engine& engine = *engine_ptr;
     control::Controller control(d.idx, engine);
     control.enable_detection({});
 
     std::atomic<bool> building{false};
     std::latch release{1};
-    struct Opener { // opens the gate however the test ends
-        std::latch& l;
-        ~Opener() {
-            if (!l.try_wait()) l.count_down();
-        }
-    } opener{release};
+    test::OpenAtEnd opener{release}; // however the case ends
     engine.set_prepare_hook([&] {
         building = true;
         release.wait();

@@ -22,7 +22,7 @@
 // The build of the detected job is held with the engine's test hook while
 // the loader opens on, so the number of opens replayed is set by the case,
 // not by timing.
-#include "../cache/dataset.hpp"
+#include "small_engine.hpp"
 #include "clairfs/control/controller.hpp"
 #include "clairfs/order/epoch_orders.hpp"
 #include "clairfs/order/worker_split.hpp"
@@ -105,11 +105,7 @@ struct LateJob {
     // a detected job was dropped mid-epoch and detection started over).
     LateJob(Loader kind, size_t unseen, size_t queued) : kind(kind), orders(spec(kind), 1000) {
         REQUIRE(files.size() == 1000);
-        prefetch::EngineOptions opt;
-        opt.mem = 4 << 20;
-        opt.fetch_threads = 2;
-        engine = std::make_unique<prefetch::Engine>(d.idx, d.root_fd, opt);
-        engine->start();
+        engine = test::small_engine(d);
         control = std::make_unique<control::Controller>(d.idx, *engine);
         new_epoch();
         open(unseen);

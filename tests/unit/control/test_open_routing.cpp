@@ -4,7 +4,7 @@
 // as a READ does not for jobs over byte ranges (test_range_routing.cpp).
 // Also: an open that fits two jobs whose orders differ is neither's, and
 // one that fits two of one order (a sweep of one seed) is the first's.
-#include "../cache/dataset.hpp"
+#include "small_engine.hpp"
 #include "clairfs/control/controller.hpp"
 #include "clairfs/order/epoch_orders.hpp"
 #include "live_process.hpp"
@@ -61,11 +61,7 @@ struct TwoJobs {
 
     TwoJobs(const std::string& b_sampler, uint64_t seed) {
         REQUIRE(order.size() == 64);
-        prefetch::EngineOptions opt;
-        opt.mem = 4 << 20;
-        opt.fetch_threads = 2;
-        engine = std::make_unique<prefetch::Engine>(d.idx, d.root_fd, opt);
-        engine->start();
+        engine = test::small_engine(d);
         control = std::make_unique<control::Controller>(d.idx, *engine);
         auto reg = [](const std::string& job, const std::string& sampler, uint64_t seed) {
             return R"({"job": ")" + job + R"(", "root": "class0", "layout": "sorted", "sampler": ")" +
