@@ -97,24 +97,24 @@ LoaderRun make_loader(std::shared_ptr<const plan::Job> job, const index::Index& 
 
 } // namespace
 
-Engine::Active::Active(std::string job_id,
+ActiveJob::ActiveJob(std::string job_id,
                        const std::vector<std::shared_ptr<const plan::Job>>& loader_jobs,
                        const index::Index& idx)
     : id(std::move(job_id)) {
     for (const auto& j : loader_jobs) loaders.push_back(make_loader(j, idx));
 }
 
-bool Engine::Active::covering(index::NodeId node) const {
+bool ActiveJob::covering(index::NodeId node) const {
     return std::ranges::any_of(loaders, [node](const LoaderRun& l) { return l.covering(node); });
 }
 
-bool Engine::Active::fits_this_epoch(index::NodeId node, uint32_t pid, uint32_t ppid) const {
+bool ActiveJob::fits_this_epoch(index::NodeId node, uint32_t pid, uint32_t ppid) const {
     return std::ranges::any_of(loaders, [&](const LoaderRun& l) {
         return l.covering(node) && l.tracker->would_match(node, pid, ppid, false);
     });
 }
 
-bool Engine::Active::reads_as(const Active& other) const {
+bool ActiveJob::reads_as(const ActiveJob& other) const {
     if (loaders.size() != other.loaders.size()) return false;
     for (size_t i = 0; i < loaders.size(); ++i)
         if (!same_order(loaders[i], other.loaders[i])) return false;
@@ -128,7 +128,7 @@ bool same_order(const LoaderRun& a, const LoaderRun& b) {
     return a.ranges->ranges_hash() == b.ranges->ranges_hash();
 }
 
-bool Engine::Active::bind(uint32_t pid) {
+bool ActiveJob::bind(uint32_t pid) {
     std::lock_guard lk(pids_mu_);
     if (std::ranges::find(pids_, pid) != pids_.end()) return false;
     // Workers respawned every epoch pile up: keep the list to live ones.
@@ -137,17 +137,17 @@ bool Engine::Active::bind(uint32_t pid) {
     return true;
 }
 
-std::vector<uint32_t> Engine::Active::pids() const {
+std::vector<uint32_t> ActiveJob::pids() const {
     std::lock_guard lk(pids_mu_);
     return pids_;
 }
 
-bool Engine::Active::exited() const {
+bool ActiveJob::exited() const {
     std::vector<uint32_t> p = pids();
     return !p.empty() && std::ranges::all_of(p, gone);
 }
 
-std::vector<uint32_t> Engine::Active::live_pids() const {
+std::vector<uint32_t> ActiveJob::live_pids() const {
     std::vector<uint32_t> p = pids();
     std::erase_if(p, gone);
     return p;

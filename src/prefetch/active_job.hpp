@@ -6,7 +6,7 @@
 
 #include "clairfs/plan/epoch_plan.hpp"
 #include "clairfs/plan/job.hpp"
-#include "clairfs/prefetch/engine.hpp"
+#include "clairfs/index/index.hpp"
 #include "clairfs/track/tracker.hpp"
 #include "range_follow.hpp"
 
@@ -37,8 +37,8 @@ struct LoaderRun {
 // READ that fits both is then either's (Engine::route_open, follow_read).
 bool same_order(const LoaderRun& a, const LoaderRun& b);
 
-struct Engine::Active {
-    Active(std::string id, const std::vector<std::shared_ptr<const plan::Job>>& loaders,
+struct ActiveJob {
+    ActiveJob(std::string id, const std::vector<std::shared_ptr<const plan::Job>>& loaders,
            const index::Index& idx);
 
     const std::string id;
@@ -49,7 +49,7 @@ struct Engine::Active {
     // Whether some loader would match this open now, in its current epoch.
     bool fits_this_epoch(index::NodeId id, uint32_t pid, uint32_t ppid) const;
     // Whether every loader reads as `other`'s does (same_order).
-    bool reads_as(const Active& other) const;
+    bool reads_as(const ActiveJob& other) const;
     // Records a process whose opens matched this job; false if known.
     bool bind(uint32_t pid);
     // The processes bound so far (for status, and to retire the job).

@@ -5,7 +5,7 @@
 // opens fit: the opener, and, for a DataLoader worker, the loader process
 // that forked it, so the workers it forks next epoch are the job's at once.
 // A job whose processes have all exited is retired.
-#include "active_job.hpp"
+#include "job_table.hpp"
 #include "clairfs/log.hpp"
 #include "clairfs/sys/process_ids.hpp"
 
@@ -27,7 +27,7 @@ constexpr uint32_t claim_after = 3;
 // threads, whose opens are one process's. Read once per thread: a loader's
 // workers ask once each epoch. A thread gone before it was read counts as
 // its own process.
-Engine::Process Engine::process_of(uint32_t tid) {
+JobTable::Process JobTable::process_of(uint32_t tid) {
     if (tid == 0) return {};
     {
         std::lock_guard lk(bind_mu_);
@@ -44,7 +44,7 @@ Engine::Process Engine::process_of(uint32_t tid) {
     return p;
 }
 
-std::shared_ptr<Engine::Active> Engine::bound_job(uint32_t pid, uint32_t ppid) {
+std::shared_ptr<ActiveJob> JobTable::bound_job(uint32_t pid, uint32_t ppid) {
     std::lock_guard lk(bind_mu_);
     for (uint32_t key : {pid, ppid}) {
         if (key <= 1) continue;
@@ -56,7 +56,7 @@ std::shared_ptr<Engine::Active> Engine::bound_job(uint32_t pid, uint32_t ppid) {
     return nullptr;
 }
 
-bool Engine::bind_loader(const std::string& id, uint32_t tid) {
+bool JobTable::bind_loader(const std::string& id, uint32_t tid) {
     const Process p = process_of(tid);
     if (p.pid <= 1) return false;
     auto jobs = this->jobs();
@@ -86,7 +86,7 @@ bool Engine::bind_loader(const std::string& id, uint32_t tid) {
     return false;
 }
 
-void Engine::bind(const std::shared_ptr<Active>& job, uint32_t pid, uint32_t ppid, bool workers) {
+void JobTable::bind(const std::shared_ptr<ActiveJob>& job, uint32_t pid, uint32_t ppid, bool workers) {
     if (pid == 0) return;
     bool fresh = job->bind(pid);
     if (workers && ppid > 1) fresh |= job->bind(ppid);
@@ -99,8 +99,8 @@ void Engine::bind(const std::shared_ptr<Active>& job, uint32_t pid, uint32_t ppi
 
 // The open, told to the job's loaders whose samples include the file (one,
 // unless their roots overlap: the last one judges it).
-track::Observation Engine::observe_in(Active& job, index::NodeId id, uint32_t pid, uint32_t ppid,
-                                      track::ObserveMode mode) {
+track::Observation JobTable::observe_in(ActiveJob& job, index::NodeId id, uint32_t pid, uint32_t ppid,
+                                        track::ObserveMode mode) {
     track::Observation o;
     LoaderRun* last = nullptr;
     for (LoaderRun& l : job.loaders)
@@ -115,7 +115,7 @@ track::Observation Engine::observe_in(Active& job, index::NodeId id, uint32_t pi
     return o;
 }
 
-void Engine::replay(const std::shared_ptr<Active>& prepared,
+void JobTable::replay(const std::shared_ptr<ActiveJob>& prepared,
                     std::span<const std::pair<index::NodeId, uint32_t>> opens) {
     bool workers = false;
     for (const LoaderRun& l : prepared->loaders) workers |= l.job->spec.num_workers > 0;
@@ -128,7 +128,7 @@ void Engine::replay(const std::shared_ptr<Active>& prepared,
 }
 
 // Another open of `pid` that fit `job` alone: whether it is now the job's.
-bool Engine::claim(const Active& job, uint32_t pid) {
+bool JobTable::claim(const ActiveJob& job, uint32_t pid) {
     std::lock_guard lk(bind_mu_);
     if (streak_.size() >= max_remembered) streak_.clear();
     auto& [who, run] = streak_[pid];
@@ -141,19 +141,19 @@ bool Engine::claim(const Active& job, uint32_t pid) {
     return true;
 }
 
-track::Observation Engine::route_open(const Jobs& jobs, index::NodeId id, uint32_t tid) {
+track::Observation JobTable::route_open(const Jobs& jobs, index::NodeId id, uint32_t tid) {
     auto [pid, ppid] = process_of(tid);
-    auto workers = [](const Active& j) {
+    auto workers = [](const ActiveJob& j) {
         for (const LoaderRun& l : j.loaders)
             if (l.job->spec.num_workers > 0) return true;
         return false;
     };
-    auto run = [&](const std::shared_ptr<Active>& j, track::ObserveMode mode) {
+    auto run = [&](const std::shared_ptr<ActiveJob>& j, track::ObserveMode mode) {
         track::Observation o = observe_in(*j, id, pid, ppid, mode);
         if (o.matched) bind(j, pid, ppid, workers(*j));
         return o;
     };
-    std::shared_ptr<Active> owner = jobs.size() == 1 ? jobs.front() : bound_job(pid, ppid);
+    std::shared_ptr<ActiveJob> owner = jobs.size() == 1 ? jobs.front() : bound_job(pid, ppid);
     if (owner && owner->covering(id)) return run(owner, track::ObserveMode::normal);
     // A process bound to a job that opens a file only another job covers:
     // one script's loader process forks the workers of two jobs (a
@@ -164,7 +164,7 @@ track::Observation Engine::route_open(const Jobs& jobs, index::NodeId id, uint32
         other_opens_.fetch_add(1, std::memory_order_relaxed);
         return {};
     }
-    std::vector<std::shared_ptr<Active>> covering;
+    std::vector<std::shared_ptr<ActiveJob>> covering;
     for (const auto& j : jobs)
         if (j->covering(id)) covering.push_back(j);
     if (covering.empty()) {
@@ -180,7 +180,7 @@ track::Observation Engine::route_open(const Jobs& jobs, index::NodeId id, uint32
     // one that fits jobs whose orders differ says nothing of whose it is,
     // and is taken by none: told to one of them it would move that job's
     // cursors with another job's reader (as READs did: follow_read).
-    std::vector<std::shared_ptr<Active>> fits;
+    std::vector<std::shared_ptr<ActiveJob>> fits;
     for (const auto& j : covering)
         if (j->fits_this_epoch(id, pid, ppid)) fits.push_back(j);
     if (fits.size() == 1) {
@@ -207,14 +207,14 @@ track::Observation Engine::route_open(const Jobs& jobs, index::NodeId id, uint32
 }
 
 // Scheduler thread, about once a second.
-void Engine::retire_exited() {
+void JobTable::retire_exited() {
     auto now = std::chrono::steady_clock::now();
     if (now - last_retire_check_ < std::chrono::seconds(1)) return;
     last_retire_check_ = now;
     auto jobs = this->jobs();
     for (const auto& j : *jobs) {
         if (!j->exited()) continue;
-        std::shared_ptr<Active> forgotten; // freed after the lock
+        std::shared_ptr<ActiveJob> forgotten; // freed after the lock
         {
             std::lock_guard lk(job_mu_);
             Jobs kept;

@@ -5,8 +5,11 @@
 // due soonest into the kernel's page cache. The ranges' files are held by
 // chunk (prefetch/chunk_store.hpp); a file small enough to be held whole is
 // fetched whole at its first READ and needs nothing more.
+#include "clairfs/prefetch/engine.hpp"
 #include "active_job.hpp"
 #include "clairfs/sys/contained.hpp"
+#include "job_table.hpp"
+#include "page_cache.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -66,11 +69,9 @@ void each_ranges_loader(const Engine::Jobs& jobs,
 
 } // namespace
 
-void Engine::count_range_loaders() {
-    uint32_t n = 0;
-    for (const auto& j : *jobs_)
-        for (const LoaderRun& l : j->loaders) n += l.ranges != nullptr;
-    range_loaders_.store(n, std::memory_order_relaxed);
+// One atomic load while no ranges job is registered.
+void Engine::read_range(index::NodeId id, uint64_t off, uint64_t size, uint32_t tid) {
+    if (table_->range_loaders() != 0) follow_read(id, off, size, tid);
 }
 
 void Engine::follow_read(index::NodeId id, uint64_t off, uint64_t size, uint32_t tid) {
@@ -78,13 +79,13 @@ void Engine::follow_read(index::NodeId id, uint64_t off, uint64_t size, uint32_t
     // As for opens (Engine::opened): following the job is an optimisation,
     // and a failure inside it ends the prediction, not the READ.
     auto why = sys::contained("following a read", [&] {
-        auto [pid, ppid] = process_of(tid);
+        auto [pid, ppid] = table_->process_of(tid);
         auto following = [&](const LoaderRun& l) {
             return l.ranges && l.ranges->covers(id) &&
                    l.tracker->mode() == track::Mode::clairvoyant;
         };
         // Several jobs (a sweep): a process a job claimed tells that job
-        // alone, as its opens would (Engine::route_open). An unclaimed
+        // alone, as its opens would (JobTable::route_open). An unclaimed
         // one's READ is told only to a loader whose current epoch it fits
         // (track::ObserveMode::this_epoch), and only if it fits one job's
         // order alone, or several of one order (one seed's sweep: equal
@@ -95,8 +96,8 @@ void Engine::follow_read(index::NodeId id, uint64_t off, uint64_t size, uint32_t
         // job's reader, and on a loaded host took a position from the job
         // whose it was, or began a job's next epoch, and that job fell
         // back. Fitting one job alone three times in a row claims the
-        // process (Engine::claim), and its READs are that job's from then on.
-        std::shared_ptr<Active> owner = jobs->size() > 1 ? bound_job(pid, ppid) : nullptr;
+        // process (JobTable::claim), and its READs are that job's from then on.
+        std::shared_ptr<Active> owner = jobs->size() > 1 ? table_->bound_job(pid, ppid) : nullptr;
         const LoaderRun* only = nullptr;
         bool claimable = false;
         if (jobs->size() > 1 && !owner) {
@@ -140,8 +141,8 @@ void Engine::follow_read(index::NodeId id, uint64_t off, uint64_t size, uint32_t
                     only ? track::ObserveMode::this_epoch : track::ObserveMode::normal);
                 if (!o.matched) continue;
                 push_rest(*l.ranges, sample, off + size, static_cast<uint32_t>(o.epoch + 1));
-                if (!only || (claimable && claim(*j, pid)))
-                    bind(j, pid, ppid, l.job->spec.num_workers > 0);
+                if (!only || (claimable && table_->claim(*j, pid)))
+                    table_->bind(j, pid, ppid, l.job->spec.num_workers > 0);
                 matched_opens_.fetch_add(1, std::memory_order_relaxed);
                 // Once the samples due are pushed, a READ told is the
                 // reader at the edge of what was pushed: push on at once,
@@ -169,20 +170,19 @@ void Engine::follow_read(index::NodeId id, uint64_t off, uint64_t size, uint32_t
 // only one the kernel holds locked for this reader, and the pushed pages
 // come after it. A page another READ in flight has locked (a second reader
 // of the sample, a pread's readahead) holds the push until a FUSE thread
-// answers that READ: as for pushes at open (Engine::push_on_open), pushes
+// answers that READ: as for pushes at open (PageCache::push_on_open), pushes
 // never take more than half the threads, and one that would is not made.
 void Engine::push_rest(RangeFollow& rf, uint32_t sample, uint64_t from, uint32_t tag) {
     if (!push_range_ || !chunks_ || rf.pushed_for(sample, tag)) return;
-    const unsigned most = std::max(1u, opt_.fuse_threads / 2);
-    if (pushing_.fetch_add(1, std::memory_order_relaxed) >= most) {
-        pushing_.fetch_sub(1, std::memory_order_relaxed);
+    PushSlots& slots = page_->slots();
+    if (!slots.take()) {
         range_push_busy_.fetch_add(1, std::memory_order_relaxed);
         return;
     }
     struct Release {
-        std::atomic<unsigned>& n;
-        ~Release() { n.fetch_sub(1, std::memory_order_relaxed); }
-    } release{pushing_};
+        PushSlots& slots;
+        ~Release() { slots.give(); }
+    } release{slots};
     const layout::ByteRange& br = rf.range(sample);
     if (!chunks_->covers(br.node)) return;
     from = (from + page - 1) / page * page;
@@ -378,7 +378,7 @@ void Engine::push_ranges(const Jobs& jobs,
 // simply left behind for LRU to evict.
 void Engine::prefetch_ranges(const Jobs& jobs,
                              const std::vector<std::vector<track::Snapshot>>& snaps) {
-    if (!chunks_ || range_loaders_.load(std::memory_order_relaxed) == 0) return;
+    if (!chunks_ || table_->range_loaders() == 0) return;
     const ChunkMap& map = chunks_->map();
     const uint64_t budget = chunks_->ram_capacity() / 2;
     uint64_t walked = 0;

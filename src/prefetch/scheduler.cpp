@@ -3,12 +3,16 @@
 // stands into what the RAM tier should hold (the files needed soonest, up to
 // the budget: Belady's choice, since the future is known) and prefetches
 // what it lacks, soonest first.
+#include "clairfs/prefetch/engine.hpp"
 #include "active_job.hpp"
 #include "clairfs/log.hpp"
 #include "clairfs/prefetch/cache_rules.hpp"
 #include "clairfs/sys/contained.hpp"
 #include "eviction.hpp"
 #include "group_uses.hpp"
+#include "job_table.hpp"
+#include "page_cache.hpp"
+#include "peer_homes.hpp"
 #include "timeline.hpp"
 
 #include <algorithm>
@@ -31,15 +35,6 @@ constexpr auto min_round_gap = 10ms;
 // Without opens (the job between epochs, a prefetch finishing) the window
 // still moves on.
 constexpr auto idle_round = 50ms;
-// A file read is dropped from the kernel's page cache once the reader has
-// surely copied it out (one read() of st_blksize takes a sample whole):
-// when `drop_behind` files were read after it and a little time passed, or
-// at the latest after `drop_after`. Dropped any sooner, the reader's own
-// read would find the pages gone and ask again (harmless, but counted as a
-// second open).
-constexpr size_t drop_behind = 64;
-constexpr auto drop_settle = 20ms;
-constexpr auto drop_after = 1s;
 
 } // namespace
 
@@ -157,24 +152,25 @@ void Engine::schedule_loop() {
         // if unregistered); retrying it every few milliseconds would only
         // flood the log with the same failure.
         auto why = sys::contained("a prefetch round", [&] {
-            retire_exited();
-            if (push_on_land_ && push_) push_landed();
-            if (jobs->empty()) pages_dropped_ = false; // a job registered later drops anew
+            table_->retire_exited();
+            page_->push_landed();
+            if (jobs->empty()) page_->jobs_gone(); // a job registered later drops anew
             // holding() before the placements: check_agreement() queues
             // them before it lifts the hold.
-            const bool hold = holding();
-            if (peers_ && !hold) place_due_homes();
+            const bool hold = group_->holding();
+            if (group_->on() && !hold) group_->place_due_homes();
             // Samples as byte ranges: every wake-up, since a READ told is
             // rare once the samples due are pushed, and each one matters.
-            if (range_loaders_.load(std::memory_order_relaxed) != 0 && !hold)
+            if (table_->range_loaders() != 0 && !hold)
                 ranges_round(*jobs);
             if (!jobs->empty() && !hold && round_due(*jobs)) {
                 schedule_round(*jobs);
                 // The open that makes the next round due wakes it.
                 round_at_.store(last_opens_ + round_step(), std::memory_order_relaxed);
             }
-            if (drop_) drop_pages(!jobs->empty() && mode() == track::Mode::clairvoyant);
-            weigh_room();
+            if (page_->drops_reads())
+                page_->drop_reads(!jobs->empty() && mode() == track::Mode::clairvoyant);
+            page_->weigh_room();
         });
         if (!why.empty())
             for (const auto& j : *jobs)
@@ -196,10 +192,11 @@ void Engine::schedule_loop() {
             bool ranges = std::exchange(ranges_waiting_, false);
             lk.unlock();
             if (files)
-                if (auto failed = sys::contained("a push of landed files", [&] { push_landed(); });
+                if (auto failed =
+                        sys::contained("a push of landed files", [&] { page_->push_landed(); });
                     !failed.empty())
                     LOG_WARN("pushing landed files failed: %s", failed.c_str());
-            if (ranges && !holding()) {
+            if (ranges && !group_->holding()) {
                 auto current = this->jobs();
                 if (auto failed = sys::contained("a ranges round", [&] { ranges_round(*current); });
                     !failed.empty())
@@ -248,39 +245,6 @@ void Engine::snapshot_jobs(const Jobs& jobs, std::vector<std::vector<track::Snap
     }
 }
 
-std::function<uint64_t(index::NodeId)>
-Engine::group_next_use(const Homes& homes, const Jobs& jobs,
-                       const std::vector<std::vector<track::Snapshot>>& snaps) {
-    if (homes.job.empty()) return {};
-    for (size_t i = 0; i < jobs.size(); ++i) {
-        if (jobs[i]->id != homes.job || snaps[i].size() != 1 || jobs[i]->loaders.front().ranges)
-            continue;
-        const track::Snapshot& snap = snaps[i].front();
-        if (snap.mode != track::Mode::clairvoyant) return {};
-        // The slowest local rank stands for the group's step.
-        const track::RankProgress* slow = nullptr;
-        for (const auto& r : snap.ranks)
-            if (r.current && (!slow || std::pair(r.current->epoch, r.frontier) <
-                                           std::pair(slow->current->epoch, slow->frontier)))
-                slow = &r;
-        if (!slow || !slow->current->seed_epoch) return {};
-        std::optional<uint64_t> next;
-        if (slow->next) next = slow->next->seed_epoch;
-        if (!group_uses_) group_uses_ = std::make_unique<GroupUses>();
-        group_uses_->set(*jobs[i]->loaders.front().job, index_, *slow->current->seed_epoch,
-                        slow->current->size(), slow->frontier, next);
-        // In the window's units: this node's timeline interleaves its ranks,
-        // so one position of every rank is that many files of it.
-        const uint64_t per_position = std::max<size_t>(snap.ranks.size(), 1);
-        const Homes* h = &homes; // outlives the round: the caller holds it
-        return [this, h, per_position](index::NodeId id) {
-            uint64_t d = h->here[id] ? group_uses_->next_use(id) : UINT64_MAX;
-            return d == UINT64_MAX ? d : d * per_position;
-        };
-    }
-    return {};
-}
-
 void Engine::schedule_round(const Jobs& jobs) {
     // Read before the snapshot: an open or a landing after these loads is
     // seen by the next round at the latest.
@@ -317,12 +281,8 @@ void Engine::schedule_round(const Jobs& jobs) {
     // With peers, while the group's RAM holds the dataset, room the files
     // homed here will take is not free for files from elsewhere
     // (Engine::admit() would not keep them).
-    auto homes = this->homes();
-    const int64_t reserved =
-        !homes || !homes->pin
-            ? 0
-            : static_cast<int64_t>(homes->here_bytes -
-                                   std::min(homes->here_bytes, homed_held_.load()));
+    auto homes = group_->homes();
+    const int64_t reserved = homes ? static_cast<int64_t>(group_->reserved(*homes)) : 0;
     std::vector<std::pair<uint64_t, index::NodeId>> victims; // built on first need
     bool victims_built = false;
     uint64_t lead = 0;
@@ -357,7 +317,7 @@ void Engine::schedule_round(const Jobs& jobs) {
                 if (homes && homes->pin)
                     std::erase_if(held, [&](index::NodeId h) { return homes->here[h] != 0; });
                 else if (homes)
-                    group = group_next_use(*homes, jobs, snaps);
+                    group = group_->group_next_use(*homes, jobs, snaps);
                 victims = eviction_order(future, held,
                                          WindowMarks{in_window_, window_index_, round, window.size()},
                                          group);
@@ -373,9 +333,8 @@ void Engine::schedule_round(const Jobs& jobs) {
             uint64_t keep_upto = evict_beyond(i, lead_target_);
             while (free < need && !victims.empty() && victims.back().first > keep_upto) {
                 index::NodeId v = victims.back().second;
-                uint64_t freed = evict_file(v);
-                if (homes && homes->here[v])
-                    homed_held_.fetch_sub(std::min(freed, homed_held_.load()));
+                uint64_t freed = page_->evict(v);
+                if (homes && homes->here[v]) group_->let_go(freed);
                 free += static_cast<int64_t>(freed);
                 victims.pop_back();
             }
@@ -397,116 +356,12 @@ void Engine::schedule_round(const Jobs& jobs) {
     // daemon. Only that far ahead, so the pages are still there when the
     // file is opened and the page cache never holds a second copy of the
     // whole budget.
-    if (push_ && opt_.push_ahead) {
+    if (page_->pushes_ahead()) {
         std::vector<index::NodeId> next;
         size_t reach = std::min<size_t>(lead, lead_target_ / 2);
         for (size_t i = 0; i < reach; ++i) next.push_back(window[i]);
-        push_ahead(next);
+        page_->push_ahead(next);
     }
-}
-
-void Engine::drop_pages(bool following) {
-    std::vector<std::pair<index::NodeId, std::chrono::steady_clock::time_point>> fresh;
-    {
-        std::lock_guard lk(drop_mu_);
-        fresh.swap(read_log_);
-    }
-    auto drop = [this](index::NodeId id) {
-        // ENOENT: the kernel holds no inode for it, so no pages either.
-        if (int rv = drop_(id); rv == 0 || rv == -ENOENT)
-            drops_.fetch_add(1, std::memory_order_relaxed);
-        else
-            drop_errors_.fetch_add(1, std::memory_order_relaxed);
-    };
-    // Unregistered or in fallback nothing follows the opens, and pages the
-    // kernel keeps are reads saved.
-    if (!following) {
-        to_drop_.clear();
-        return;
-    }
-    if (!pages_dropped_) {
-        // Whatever was read before the registration may still be cached.
-        // Nothing was if no file has been read since the mount (a job
-        // registered with --register): then no notification per file.
-        pages_dropped_ = true;
-        to_drop_.clear();
-        if (read_any_.load(std::memory_order_relaxed))
-            for (index::NodeId id = 0; id < index_.size(); ++id)
-                if (S_ISREG(index_.node(id).mode)) drop(id);
-    }
-    to_drop_.insert(to_drop_.end(), fresh.begin(), fresh.end());
-    auto now = std::chrono::steady_clock::now();
-    auto due = [&] {
-        auto age = now - to_drop_.front().second;
-        return age >= drop_after || (to_drop_.size() > drop_behind && age >= drop_settle);
-    };
-    while (!to_drop_.empty() && due()) {
-        drop(to_drop_.front().first);
-        to_drop_.pop_front();
-    }
-}
-
-void Engine::push_ahead(const std::vector<index::NodeId>& next) {
-    for (index::NodeId id : next) {
-        if (pushed_for_use(id)) continue;
-        cache::BlobRef b = ram_.peek(id);
-        // Still on its way (--opens fanotify): pushed when it lands, since
-        // no open will push it either.
-        if (!b && push_on_land_) {
-            push_on_land_[id].store(true, std::memory_order_relaxed);
-            // Landed in between: its admit() may have looked already.
-            if (!(b = ram_.peek(id)) || !push_on_land_[id].exchange(false)) continue;
-        }
-        if (b) push_one(id, *b);
-    }
-}
-
-// One file due, its bytes in the RAM tier: into the page cache, once per
-// use (pushed_at_ against the open count), and under --opens fanotify by
-// push_due()'s rule.
-void Engine::push_one(index::NodeId id, const cache::Blob& b) {
-    // A large file's pages would crowd out many small ones; its READs
-    // are few and large anyway.
-    if (b.size > max_push || pushed_for_use(id)) return;
-    pushed_at_[id] = opens_.load(std::memory_order_relaxed) + 1;
-    if (watch_state_ && !push_due(id)) return;
-    int rv = push_(id, b);
-    // Stored whole: the kernel's page cache holds it now.
-    if (rv == 0 && handover_.load(std::memory_order_relaxed)) ram_.hand_over(id, b.size);
-    // ENOENT: the kernel has no inode for it yet (never looked up).
-    (rv == 0         ? pushes_
-     : rv == -ENOENT ? push_skipped_
-                     : push_errors_)
-        .fetch_add(1, std::memory_order_relaxed);
-}
-
-void Engine::push_landed() {
-    std::vector<index::NodeId> landed;
-    {
-        std::lock_guard lk(landed_mu_);
-        landed.swap(to_push_);
-    }
-    for (index::NodeId id : landed)
-        if (cache::BlobRef b = ram_.peek(id)) push_one(id, *b);
-}
-
-
-// --opens fanotify: whether a file due goes into the page cache ahead of
-// its open. There is no OPEN to push at, so the push ahead is the only
-// one; but a push the kernel did not need copies over pages it held. The
-// same rule as at an open (Engine::push_on_open): files the kernel cannot
-// have (never opened since the mount, or dropped at their last close) are
-// pushed; the others are pushed unless 3 in 4 watched files were kept,
-// and one in 16 is watched (left unpushed, its close then says whether a
-// READ at 0 was needed). Called once per file and use: pushed_at_ records
-// the decision.
-bool Engine::push_due(index::NodeId id) {
-    if (open_count_ && dropping_.load(std::memory_order_relaxed)) return true;
-    if (!open_seen_[id].load(std::memory_order_relaxed)) return true;
-    if (!watch_next()) return true;
-    open_watched_.fetch_add(1, std::memory_order_relaxed);
-    watch_state_[id].store(1, std::memory_order_relaxed);
-    return false;
 }
 
 } // namespace clairfs::prefetch

@@ -5,6 +5,7 @@
 // says which of them open next (list_files: the shards, in the order the
 // pipeline opens them): their first chunks are fetched before the opens,
 // soonest first, from the SSD tier if it holds them.
+#include "clairfs/prefetch/engine.hpp"
 #include "active_job.hpp"
 #include "timeline.hpp"
 

@@ -59,7 +59,7 @@ public:
     using Dropper = std::function<int(index::NodeId id, uint64_t off, uint64_t size)>;
     void set_dropper(Dropper drop);
     // Whether to drop them: while the chunked files would not fit in the
-    // page cache's room (Engine::weigh_chunk_room). Off at first.
+    // page cache's room (PageCache::weigh_chunk_room). Off at first.
     void set_drop_behind(bool on) { drop_on_.store(on, std::memory_order_relaxed); }
     bool drop_behind() const { return drop_on_.load(std::memory_order_relaxed); }
     bool can_drop_behind() const { return behind_ != nullptr; }

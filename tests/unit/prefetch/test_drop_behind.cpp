@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Drop-behind as the engine decides it (Engine::weigh_chunk_room): a
+// Drop-behind as the engine decides it (PageCache::weigh_chunk_room): a
 // sequential reader's pages of files held by chunk leave the page cache
 // once passed, while those files would take more than half the room the
 // page cache has, and stay again once they fit in a third. The room is a

@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: MIT
+// What a mount asks of its prefetch engine: the budgets and the page-cache
+// choices. Apart from engine.hpp so that the engine's parts take it without
+// the engine.
+#pragma once
+
+#include "clairfs/config/mount_choices.hpp"
+
+#include <chrono>
+#include <cstdint>
+
+namespace clairfs::prefetch {
+
+struct EngineOptions {
+    uint64_t mem = 0;            // RAM tier budget in bytes; 0 disables the tiers
+    unsigned fetch_threads = 16; // backing-store readers
+    uint64_t max_file = 0;       // larger files bypass the tiers; 0 = mem / 16
+    bool stage = false;          // begin a stage-in pass at start()
+    // --io-timeout: the longest a reader waits for a backing-store or SSD
+    // read; 0 = no bound.
+    std::chrono::milliseconds io_timeout{60000};
+    unsigned fuse_threads = 16; // readers that may wait on a backing call at once
+    // --handover: a file the kernel's page cache holds whole leaves the
+    // RAM tier (cache/ram_tier.hpp, hand_over()).
+    bool handover = false;
+    // --push-ahead: the files due next go into the kernel's page cache
+    // from the scheduler thread (PageCache::push_ahead).
+    bool push_ahead = false;
+    // --open-push: at its open, a file the RAM tier holds goes into the
+    // kernel's page cache unless the kernel kept it (PageCache::push_on_open).
+    bool open_push = false;
+    // --one-copy: when the last open of a file the RAM tier holds is
+    // released, its pages leave the kernel's page cache, so RAM holds its
+    // bytes once (OneCopy, PageCache::released): never, always, or (automatic)
+    // while the tier's bytes would take more than half the page cache's
+    // room (PageCache::weigh_room).
+    using When = config::When;
+    using OneCopy = When;
+    OneCopy one_copy = OneCopy::never;
+    // --drop-behind: a sequential reader's pages of files held by chunk
+    // leave the kernel's page cache once passed (ChunkStore::read_done):
+    // never, always, or (automatic) while those files would take more
+    // than half the page cache's room (PageCache::weigh_chunk_room). Needs
+    // set_range_dropper.
+    When drop_behind = When::never;
+    // --opens fanotify: opens and closes are told after the fact
+    // (watched_open, watched_close), with no OPEN to pin or push at; the
+    // files due next are pushed ahead (push_ahead must be on), and a drop
+    // at the last close is the caller's (it holds a descriptor of the file).
+    bool watch_opens = false;
+    // --chunk-size: files above max_file are held by chunks of this many
+    // bytes (prefetch/chunk_store.hpp); 0 reads them through range by range.
+    uint32_t chunk_size = 0;
+    // The part of `mem` their chunks take, set by the engine from the
+    // dataset (Engine::split_budget); `mem` is then the rest.
+    uint64_t chunk_mem = 0;
+};
+
+// What an OPEN did about the kernel's page cache (PageCache::push_on_open),
+// for its RELEASE to learn from.
+enum class OpenPush : uint8_t {
+    none,    // --no-open-push, or nothing to learn (a file's first open)
+    pushed,  // the bytes were pushed
+    watched, // not pushed: the open's READs show whether the kernel kept it
+};
+
+} // namespace clairfs::prefetch
