@@ -148,6 +148,8 @@ def nm_symbols(nm, archive):
         if len(fields) < 2 or fields[1] in ('w', 'v'):
             continue  # weak undefined: the link does not need it
         member = where[where.find('[') + 1:-1] if where.endswith(']') else where
+        if os.path.isabs(member):  # meson's thin archives name their objects
+            member = os.path.relpath(member)
         yield member, fields[0], fields[1] != 'U'
 
 
