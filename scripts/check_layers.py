@@ -19,6 +19,8 @@ call would link too. The build runs this twice instead:
   check_layers.py graph [-v]
       prints which area includes which, and how often (-v: every include).
 
+--root DIR checks another tree than the one this script is in (its test).
+
 One line per violation, naming the file, what it reaches and the rule.
 """
 
@@ -196,6 +198,7 @@ def print_graph(verbose):
 
 
 def main():
+    global ROOT
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     sub = parser.add_subparsers(dest='mode', required=True)
     inc = sub.add_parser('includes')
@@ -207,8 +210,10 @@ def main():
     sym.add_argument('archives', nargs='+')
     graph = sub.add_parser('graph')
     graph.add_argument('-v', action='store_true')
+    for p in (inc, sym, graph):
+        p.add_argument('--root', default=ROOT)
     args = parser.parse_args()
-
+    ROOT = os.path.abspath(args.root)
     table, errors = read_table()
     if args.mode == 'graph':
         print_graph(args.v)
