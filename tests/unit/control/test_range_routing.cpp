@@ -12,8 +12,8 @@
 // workers, so each one's window (eight batches: active_job.cpp) holds its
 // next nine records: records 4-8 fit both, 1-3 fit a alone, 9-12 b alone,
 // and 40 neither.
-#include "../cache/dataset.hpp"
 #include "clairfs/control/controller.hpp"
+#include "dataset.hpp"
 #include "live_process.hpp"
 
 #include <array>

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Which sample a READ stands for (prefetch/range_follow.hpp), against a
 // real tracker over hand-built plans whose positions are sample numbers.
-#include "../track/plans.hpp"
 #include "prefetch/range_follow.hpp"
+#include "tracker_plans.hpp"
 
 using namespace clairfs;
 using namespace clairfs::test;

@@ -2,7 +2,7 @@
 // The ways a prediction fails, each recognised and named: a wrong seed (or
 // sampler, or batch size), a forgotten set_epoch, a job running past the
 // registered epochs. And the orders that only look like failures.
-#include "plans.hpp"
+#include "tracker_plans.hpp"
 
 using namespace clairfs;
 using namespace clairfs::test;

@@ -2,7 +2,7 @@
 // The tracker following opens that keep to the registered order: worker
 // streams interleaved by timing, epoch changes, several local ranks, opens
 // that never come, and files that are no samples.
-#include "plans.hpp"
+#include "tracker_plans.hpp"
 
 #include <atomic>
 #include <numeric>

@@ -2,7 +2,7 @@
 // The tracker's planner thread: an open that begins an epoch never builds
 // the one after it, opens go on while that build runs, and an open of the
 // epoch still being built waits for it instead of counting as a miss.
-#include "plans.hpp"
+#include "tracker_plans.hpp"
 
 #include <atomic>
 #include <future>

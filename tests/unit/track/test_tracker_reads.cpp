@@ -3,7 +3,7 @@
 // match_distance): opens there are READs, some of which the kernel made, so
 // one READ that fits the next epoch's first samples must not end the epoch
 // under way, and the READ's candidate nearest a cursor is the one told.
-#include "plans.hpp"
+#include "tracker_plans.hpp"
 
 using namespace clairfs;
 using namespace clairfs::test;

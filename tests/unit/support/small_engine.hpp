@@ -5,8 +5,8 @@
 // that a failed REQUIRE cannot leave a thread waiting on it for ever.
 #pragma once
 
-#include "../cache/dataset.hpp"
 #include "clairfs/prefetch/engine.hpp"
+#include "dataset.hpp"
 
 #include <latch>
 #include <memory>
