@@ -14,7 +14,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-const track::Clock::time_point t0 = track::Clock::time_point{} + 1000s;
 constexpr size_t index_size = 40;
 
 track::TrackerOptions loaders(uint32_t batch, uint32_t workers) {

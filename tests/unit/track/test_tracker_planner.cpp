@@ -15,8 +15,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-const track::Clock::time_point t0 = track::Clock::time_point{} + 1000s;
-
 // Nodes 1..n are the samples' (plans.hpp), the rest other files.
 track::TrackerOptions options(uint32_t batch, uint32_t n = 0) {
     track::TrackerOptions o;

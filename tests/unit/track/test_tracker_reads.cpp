@@ -11,7 +11,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-const track::Clock::time_point t0 = track::Clock::time_point{} + 1000s;
 constexpr size_t keys = 20;
 
 track::TrackerOptions reads_options() {

@@ -15,8 +15,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-const track::Clock::time_point t0 = track::Clock::time_point{} + 1000s;
-
 struct Job {
     index::Index idx = flat_index(8, 60); // 480 samples
     layout::Dataset ds = sorted_dataset(idx);
