@@ -28,7 +28,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import mountlib as ml  # noqa: E402
 
 from torchlib import (JOB_KEYS, check_bytes, digests, finish,  # noqa: E402
-                      make_dataset, read_all, register, start_job, status)
+                      make_dataset, register, start_job, status)
 
 
 def check_staged_then_job(mp, what, expected, size):
@@ -86,7 +86,7 @@ def case_ram_too_small(tmp, data, expected, size):
         ml.check(st["ram"]["bytes"] <= budget, f"RAM over budget: {st['ram']}")
         ml.check(st["stage"]["done_bytes"] >= budget * 0.8,
                  f"stage stopped early: {st['stage']} for a budget of {budget}")
-        ml.check(read_all(mp, data) == len(expected), "not every file was read")
+        ml.check(ml.read_all(mp, data) == len(expected), "not every file was read")
         ml.log(f"ram too small: {st['stage']}")
 
 
@@ -103,7 +103,7 @@ def case_bad_stage_value(tmp, data, expected, size):
         st = status(mp)
         ml.check(st["error"] and "stage" in st["error"], f"status error {st['error']!r}")
         ml.check(st["stage"]["state"] == "idle", f"a refused write started a stage: {st['stage']}")
-        ml.check(read_all(mp, data) == len(expected), "the mount stopped serving")
+        ml.check(ml.read_all(mp, data) == len(expected), "the mount stopped serving")
 
 
 def cached_bytes(root):

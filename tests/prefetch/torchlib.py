@@ -77,20 +77,3 @@ def check_bytes(epochs, expected, what, share=None):
 
 # A plain shuffle=True job with an explicit generator, as registered.
 JOB_KEYS = dict(sampler="random", generator="explicit", seed=SEED, batch_size=4, num_workers=2)
-
-
-def read_all(mp, data):
-    """Every file through the mount, checked against the backing file;
-    returns how many files were read."""
-    n = 0
-    for d, _, files in os.walk(data):
-        for name in files:
-            rel = os.path.relpath(os.path.join(d, name), data)
-            with open(os.path.join(data, rel), "rb") as f:
-                want = hashlib.sha1(f.read()).hexdigest()
-            with open(os.path.join(mp, rel), "rb") as f:
-                got = hashlib.sha1(f.read()).hexdigest()
-            ml.check(got == want, f"{rel}: bytes through the mount differ from the backing file")
-            n += 1
-    return n
-
