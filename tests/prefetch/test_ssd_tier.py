@@ -26,8 +26,8 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "mount"))
 import mountlib as ml  # noqa: E402
 
-from torchlib import (JOB_KEYS, check_bytes, digests, finish,  # noqa: E402
-                      make_dataset, register, start_job, status)
+from torchlib import (JOB_KEYS, check_bytes, finish, register,  # noqa: E402
+                      run_cases_on_dataset, start_job, status)
 
 
 def run_epochs(mp, what, expected, epochs=3):
@@ -206,11 +206,5 @@ def case_cache_dir_unusable(tmp, data, expected, size):
 
 @ml.main
 def test():
-    with ml.temp_dir() as tmp:
-        data = os.path.join(tmp, "data")
-        size = make_dataset(data)
-        expected = digests(data)
-        ml.log(f"dataset: {len(expected)} files, {size / 1e6:.1f} MB")
-        ml.run_cases(*((c.__name__[5:], lambda c=c: c(tmp, data, expected, size)) for c in (
-            case_ssd_holds_all, case_ssd_holds_half, case_unregistered_first_touch,
-            case_restart_warm, case_stage_in, case_cache_dir_unusable)))
+    run_cases_on_dataset(case_ssd_holds_all, case_ssd_holds_half, case_unregistered_first_touch,
+                         case_restart_warm, case_stage_in, case_cache_dir_unusable)

@@ -77,3 +77,15 @@ def check_bytes(epochs, expected, what, share=None):
 
 # A plain shuffle=True job with an explicit generator, as registered.
 JOB_KEYS = dict(sampler="random", generator="explicit", seed=SEED, batch_size=4, num_workers=2)
+
+
+def run_cases_on_dataset(*cases):
+    """Makes one dataset in a temporary directory and runs each case(tmp,
+    data, expected, size) on it, as ml.run_cases does (CLAIRFS_CASES picks
+    them by their name after "case_")."""
+    with ml.temp_dir() as tmp:
+        data = os.path.join(tmp, "data")
+        size = make_dataset(data)
+        expected = digests(data)
+        ml.log(f"dataset: {len(expected)} files, {size / 1e6:.1f} MB")
+        ml.run_cases(*((c.__name__[5:], lambda c=c: c(tmp, data, expected, size)) for c in cases))
