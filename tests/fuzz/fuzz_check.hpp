@@ -3,8 +3,8 @@
 // aborts, which libFuzzer reports as a crash with the input saved.
 #pragma once
 
-#include "../unit/index/raw_tree_builder.hpp"
 #include "clairfs/index/index.hpp"
+#include "raw_tree_builder.hpp"
 
 #include <cstdio>
 #include <cstdlib>

@@ -5,8 +5,8 @@
 // one byte flipped or the tail cut, as a crash or a bad disk leaves them.
 // Whatever replay passes on, the entries the tier takes back must lie
 // inside the cache file and must not overlap.
-#include "../../src/cache/cache_journal.hpp"
-#include "../../src/cache/journal_placement.hpp"
+#include "cache/cache_journal.hpp"
+#include "cache/journal_placement.hpp"
 #include "fuzz_check.hpp"
 
 #include <algorithm>

@@ -3,11 +3,11 @@
 // then (after a NUL byte) command-line arguments one per line, given to
 // `clairfs mount`, `order` and `register` as their argument parsers see
 // them. --config is left out: it names a file, which the JSON part stands for.
-#include "../../src/cli/order_args.hpp"
-#include "../../src/cli/register_args.hpp"
 #include "clairfs/config/json_keys.hpp"
 #include "clairfs/config/mount_args.hpp"
 #include "clairfs/config/option_registry.hpp"
+#include "cli/order_args.hpp"
+#include "cli/register_args.hpp"
 #include "fuzz_check.hpp"
 
 using namespace clairfs;

@@ -580,6 +580,22 @@ def read_expected(mp, expected, what):
                            f"{len(data)} expected)")
 
 
+def read_all(mp, backing):
+    """Every file of `backing` through the mount at the same path, checked
+    against the backing file; returns how many files were read."""
+    n = 0
+    for d, _, files in os.walk(backing):
+        for name in files:
+            rel = os.path.relpath(os.path.join(d, name), backing)
+            with open(os.path.join(backing, rel), "rb") as f:
+                want = hashlib.sha1(f.read()).hexdigest()
+            with open(os.path.join(mp, rel), "rb") as f:
+                got = hashlib.sha1(f.read()).hexdigest()
+            check(got == want, f"{rel}: bytes through the mount differ from the backing file")
+            n += 1
+    return n
+
+
 def drop_caches(what):
     """echo WHAT > /proc/sys/vm/drop_caches (root): 1 the page cache, 2
     dentries and inodes, 3 both."""

@@ -716,7 +716,7 @@ def case_no_candidate(data, py, torch_want, what):
         c("searched" in why or "draws" in why,
           f"loader reason {why!r} does not say what was searched")
         files = sum(len(f) for _, _, f in os.walk(data.backing))
-        c(read_all(mp, data.backing) == files, "the re-read missed files")
+        c(ml.read_all(mp, data.backing) == files, "the re-read missed files")
         ml.log(f"{what}: {reason!r}")
     c.done()
 
@@ -842,21 +842,6 @@ def case_real_model_detected(data, py, torch_want, what):
         ml.log(f"{what}: {words} draws; at the end of epoch 0's train pass: registered "
                f"{first.get('registered')!r}; detection {det}")
     c.done()
-
-
-def read_all(mp, backing):
-    """Every file through the mount, checked against the backing file."""
-    n = 0
-    for d, _, files in os.walk(backing):
-        for name in files:
-            rel = os.path.relpath(os.path.join(d, name), backing)
-            with open(os.path.join(backing, rel), "rb") as f:
-                want = hashlib.sha1(f.read()).hexdigest()
-            with open(os.path.join(mp, rel), "rb") as f:
-                got = hashlib.sha1(f.read()).hexdigest()
-            ml.check(got == want, f"{rel}: bytes through the mount differ from the backing file")
-            n += 1
-    return n
 
 
 @ml.main

@@ -26,8 +26,8 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "mount"))
 import mountlib as ml  # noqa: E402
 
-from torchlib import (JOB_KEYS, check_bytes, digests, finish,  # noqa: E402
-                      make_dataset, read_all, register, start_job, status)
+from torchlib import (JOB_KEYS, check_bytes, finish, register,  # noqa: E402
+                      run_cases_on_dataset, start_job, status)
 
 
 def run_epochs(mp, what, expected, epochs=3):
@@ -89,14 +89,14 @@ def case_unregistered_first_touch(tmp, data, expected, size):
     os.makedirs(mp)
     os.makedirs(cache)
     with ml.mounted(data, mp, "--mem", str(size // 4), "--cache-dir", cache):
-        n = read_all(mp, data)
+        n = ml.read_all(mp, data)
         ml.wait_until(lambda: status(mp)["ssd"]["bytes"] >= 0.7 * size, 30)
         first = status(mp)["backing"]["files"]
         # The kernel keeps the pages it read (keep_cache); without dropping
         # them the second pass would never reach the daemon.
         with open("/proc/sys/vm/drop_caches", "w") as f:
             f.write("3\n")
-        read_all(mp, data)
+        ml.read_all(mp, data)
         st = status(mp)
         ml.log(f"unregistered: {first} backing reads, then {st['backing']['files'] - first}; "
                f"ram {st['ram']['bytes']}, ssd {st['ssd']['bytes']}")
@@ -111,9 +111,9 @@ def case_restart_warm(tmp, data, expected, size):
     os.makedirs(cache)
     opts = ("--mem", str(size // 4), "--cache-dir", cache)
     with ml.mounted(data, mp, *opts):
-        n = read_all(mp, data)
+        n = ml.read_all(mp, data)
     with ml.mounted(data, mp, *opts):
-        read_all(mp, data)
+        ml.read_all(mp, data)
         st = status(mp)
         ml.log(f"restart-warm: backing {st['backing']['files']}, ssd {st['ssd']}")
         ml.check(st["backing"]["files"] == 0,
@@ -129,7 +129,7 @@ def case_restart_warm(tmp, data, expected, size):
     os.utime(victim, ns=(st0.st_atime_ns, st0.st_mtime_ns + 1_000_000_000))
     try:
         with ml.mounted(data, mp, *opts):
-            read_all(mp, data)
+            ml.read_all(mp, data)
             st = status(mp)
             ml.log(f"restart-warm after a change: backing {st['backing']['files']}, "
                    f"ssd reused {st['ssd']['reused']}, invalidated {st['ssd']['invalidated']}")
@@ -197,7 +197,7 @@ def case_cache_dir_unusable(tmp, data, expected, size):
                 ml.check(word in err and "\n" not in err, f"{what}: ssd.error {err!r}")
                 ml.check("ssd" in m.stderr.lower() or "cache" in m.stderr.lower(),
                          f"{what}: nothing logged at mount: {m.stderr!r}")
-                n = read_all(mp, data)
+                n = ml.read_all(mp, data)
                 ml.check(n == len(expected), f"{what}: read {n} files")
                 ml.log(f"{what}: {err}")
     finally:
@@ -206,11 +206,5 @@ def case_cache_dir_unusable(tmp, data, expected, size):
 
 @ml.main
 def test():
-    with ml.temp_dir() as tmp:
-        data = os.path.join(tmp, "data")
-        size = make_dataset(data)
-        expected = digests(data)
-        ml.log(f"dataset: {len(expected)} files, {size / 1e6:.1f} MB")
-        ml.run_cases(*((c.__name__[5:], lambda c=c: c(tmp, data, expected, size)) for c in (
-            case_ssd_holds_all, case_ssd_holds_half, case_unregistered_first_touch,
-            case_restart_warm, case_stage_in, case_cache_dir_unusable)))
+    run_cases_on_dataset(case_ssd_holds_all, case_ssd_holds_half, case_unregistered_first_touch,
+                         case_restart_warm, case_stage_in, case_cache_dir_unusable)

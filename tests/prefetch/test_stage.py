@@ -28,7 +28,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import mountlib as ml  # noqa: E402
 
 from torchlib import (JOB_KEYS, check_bytes, digests, finish,  # noqa: E402
-                      make_dataset, read_all, register, start_job, status)
+                      make_dataset, register, run_cases_on_dataset, start_job, status)
 
 
 def check_staged_then_job(mp, what, expected, size):
@@ -86,7 +86,7 @@ def case_ram_too_small(tmp, data, expected, size):
         ml.check(st["ram"]["bytes"] <= budget, f"RAM over budget: {st['ram']}")
         ml.check(st["stage"]["done_bytes"] >= budget * 0.8,
                  f"stage stopped early: {st['stage']} for a budget of {budget}")
-        ml.check(read_all(mp, data) == len(expected), "not every file was read")
+        ml.check(ml.read_all(mp, data) == len(expected), "not every file was read")
         ml.log(f"ram too small: {st['stage']}")
 
 
@@ -103,7 +103,7 @@ def case_bad_stage_value(tmp, data, expected, size):
         st = status(mp)
         ml.check(st["error"] and "stage" in st["error"], f"status error {st['error']!r}")
         ml.check(st["stage"]["state"] == "idle", f"a refused write started a stage: {st['stage']}")
-        ml.check(read_all(mp, data) == len(expected), "the mount stopped serving")
+        ml.check(ml.read_all(mp, data) == len(expected), "the mount stopped serving")
 
 
 def cached_bytes(root):
@@ -136,11 +136,5 @@ def case_no_backing_pages(tmp, data, expected, size):
 
 @ml.main
 def test():
-    with ml.temp_dir() as tmp:
-        data = os.path.join(tmp, "data")
-        size = make_dataset(data)
-        expected = digests(data)
-        ml.log(f"dataset: {len(expected)} files, {size / 1e6:.1f} MB")
-        ml.run_cases(*((c.__name__[5:], lambda c=c: c(tmp, data, expected, size)) for c in (
-            case_mount_stage, case_stage_command, case_ram_too_small, case_bad_stage_value,
-            case_no_backing_pages)))
+    run_cases_on_dataset(case_mount_stage, case_stage_command, case_ram_too_small,
+                         case_bad_stage_value, case_no_backing_pages)

@@ -17,7 +17,6 @@ epoch from "start_epoch", a resumed job), "sequential" (shuffle=False), else
 shuffle=True with DataLoader(generator=Generator().manual_seed(seed)).
 
 usage: torch_job.py '{"root": ..., "seed": 0, "batch_size": 4, ...}'"""
-import hashlib
 import json
 import os
 import sys
@@ -26,23 +25,10 @@ import time
 import torch
 import torchvision
 
-
-def sha1_loader(path):
-    with open(path, "rb") as f:
-        return hashlib.sha1(f.read()).hexdigest()
-
-
-class Indexed(torch.utils.data.Dataset):
-    """The ImageFolder, yielding (index, sha1) so the test can name the file."""
-
-    def __init__(self, folder):
-        self.folder = folder
-
-    def __len__(self):
-        return len(self.folder)
-
-    def __getitem__(self, i):
-        return i, self.folder[i][0]
+# Beside this file, so the script's own directory on sys.path finds it:
+# the ImageFolder's loader (the SHA-1 of a file's bytes), and the dataset
+# that yields (index, sha1) so the test can name the file.
+from script_job import Indexed, sha1_loader
 
 
 def main():

@@ -79,18 +79,13 @@ def check_bytes(epochs, expected, what, share=None):
 JOB_KEYS = dict(sampler="random", generator="explicit", seed=SEED, batch_size=4, num_workers=2)
 
 
-def read_all(mp, data):
-    """Every file through the mount, checked against the backing file;
-    returns how many files were read."""
-    n = 0
-    for d, _, files in os.walk(data):
-        for name in files:
-            rel = os.path.relpath(os.path.join(d, name), data)
-            with open(os.path.join(data, rel), "rb") as f:
-                want = hashlib.sha1(f.read()).hexdigest()
-            with open(os.path.join(mp, rel), "rb") as f:
-                got = hashlib.sha1(f.read()).hexdigest()
-            ml.check(got == want, f"{rel}: bytes through the mount differ from the backing file")
-            n += 1
-    return n
-
+def run_cases_on_dataset(*cases):
+    """Makes one dataset in a temporary directory and runs each case(tmp,
+    data, expected, size) on it, as ml.run_cases does (CLAIRFS_CASES picks
+    them by their name after "case_")."""
+    with ml.temp_dir() as tmp:
+        data = os.path.join(tmp, "data")
+        size = make_dataset(data)
+        expected = digests(data)
+        ml.log(f"dataset: {len(expected)} files, {size / 1e6:.1f} MB")
+        ml.run_cases(*((c.__name__[5:], lambda c=c: c(tmp, data, expected, size)) for c in cases))

@@ -4,8 +4,8 @@
 // running job needs: with the build held still in the engine's test hook,
 // all of them complete. The time a real build takes for a million samples
 // is measured by bench/open_latency.py, not asserted here.
-#include "../cache/dataset.hpp"
 #include "clairfs/control/controller.hpp"
+#include "dataset.hpp"
 #include "live_process.hpp"
 
 #include <algorithm>

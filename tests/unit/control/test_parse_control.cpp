@@ -241,3 +241,15 @@ TEST_CASE("pre_draws_max: how far down the chain epoch 0's seed is searched") {
     CHECK(parse_control(R"({"pre_draws_max": "5"})", req).find("pre_draws_max") !=
           std::string::npos);
 }
+
+TEST_CASE("from_loader is a key of the whole registration") {
+    control::ControlRequest req;
+    CHECK(control::parse_control(R"({"seed": 1, "from_loader": true})", req).empty());
+    CHECK(req.from_loader);
+    CHECK(control::parse_control(R"({"from_loader": true})", req) ==
+          "from_loader goes with a registration, not on its own");
+    CHECK(control::parse_control(R"({"seed": 1, "from_loader": 1})", req) ==
+          "from_loader must be true or false");
+    CHECK(control::parse_control(R"({"loaders": [{"root": "a", "from_loader": true}]})", req) ==
+          "from_loader belongs to the whole registration, not to one loader");
+}

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // resolve_job: a registration against a mount's index.
-#include "../index/raw_tree_builder.hpp"
 #include "clairfs/control/registration.hpp"
+#include "raw_tree_builder.hpp"
 
 #include <doctest/doctest.h>
 

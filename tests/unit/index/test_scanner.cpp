@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The scanner against a real temporary directory (no FUSE needed).
-#include "../disk_tree.hpp"
 #include "clairfs/index/index.hpp"
 #include "clairfs/index/scanner.hpp"
+#include "disk_tree.hpp"
 
 #include <cstdlib>
 #include <doctest/doctest.h>

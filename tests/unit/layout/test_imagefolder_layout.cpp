@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // ImageFolder numbering against hand-written torchvision 0.14.1 orders.
-#include "../index/raw_tree_builder.hpp"
-#include "disk_tree.hpp"
+#include "dataset_build.hpp"
+#include "raw_tree_builder.hpp"
 #include "tricky_tree.hpp"
 
 #include <doctest/doctest.h>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The list layout: a manifest of relative paths, each reaching a regular file.
-#include "disk_tree.hpp"
+#include "dataset_build.hpp"
 
 #include <doctest/doctest.h>
 

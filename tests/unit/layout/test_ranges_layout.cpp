@@ -2,7 +2,7 @@
 // The ranges layout: a manifest of byte ranges, parsed, then checked
 // against the files it names (layout/ranges_manifest.hpp, ranges_layout.cpp).
 #include "clairfs/layout/ranges_manifest.hpp"
-#include "disk_tree.hpp"
+#include "dataset_build.hpp"
 
 #include <doctest/doctest.h>
 

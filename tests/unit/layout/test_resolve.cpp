@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 // Symlink resolution inside the index, checked against what the kernel does
 // on the same tree on disk.
-#include "../index/raw_tree_builder.hpp"
 #include "clairfs/index/resolve.hpp"
-#include "disk_tree.hpp"
+#include "dataset_build.hpp"
+#include "raw_tree_builder.hpp"
 
 #include <doctest/doctest.h>
 #include <sys/stat.h>

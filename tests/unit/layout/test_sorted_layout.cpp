@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The sorted layout: regular files only, in byte order of the full path.
-#include "../index/raw_tree_builder.hpp"
-#include "disk_tree.hpp"
+#include "dataset_build.hpp"
+#include "raw_tree_builder.hpp"
 
 #include <algorithm>
 #include <doctest/doctest.h>

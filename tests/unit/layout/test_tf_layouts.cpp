@@ -3,7 +3,7 @@
 // tf.io.matching_files (glob). Exactness against Keras and TF themselves is
 // checked by tests/order/test_tf_order.py; these pin the rules down.
 #include "clairfs/layout/framework_layout.hpp"
-#include "disk_tree.hpp"
+#include "dataset_build.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // RankPlanner: each epoch is the order library's epoch for the rank, with
 // every sample replaced by the node the job's open() of it reaches.
-#include "../disk_tree.hpp"
 #include "clairfs/order/epoch_orders.hpp"
+#include "disk_tree.hpp"
 #include "plan_checks.hpp"
 
 #include <algorithm>

@@ -2,9 +2,9 @@
 // RankPlanner::resync: from the first opens of an epoch that did not fit,
 // the planner finds the seed the job really used and plans from it on. The
 // expected orders come from EpochOrders with the draws made explicit.
-#include "../disk_tree.hpp"
 #include "clairfs/order/epoch_orders.hpp"
 #include "clairfs/order/worker_split.hpp"
+#include "disk_tree.hpp"
 #include "plan_checks.hpp"
 
 using namespace clairfs;

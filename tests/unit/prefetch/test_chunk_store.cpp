@@ -6,8 +6,8 @@
 // several sequential readers sharing a small budget without dropping one
 // another's chunks unread (nor refused by fetch threads admitting at once),
 // and ESTALE (nothing served) for a file changed since the scan.
-#include "../disk_tree.hpp"
 #include "clairfs/prefetch/chunk_store.hpp"
+#include "disk_tree.hpp"
 
 #include <atomic>
 #include <chrono>

@@ -5,9 +5,9 @@
 // page cache has, and stay again once they fit in a third. The room is a
 // number the test sets; the kernel is the range dropper's log. And the
 // drop thread's stop, bounded when a drop hangs.
-#include "../cache/dataset.hpp"
 #include "clairfs/prefetch/chunk_store.hpp"
 #include "clairfs/prefetch/engine.hpp"
+#include "dataset.hpp"
 #include "prefetch/drop_behind.hpp"
 
 #include <atomic>

@@ -2,8 +2,8 @@
 // Belady's rule on hand-built plans, through a real tracker fed opens at
 // injected times: when each file falls due next, and that the RAM tier gives
 // up the file needed farthest in the future first.
-#include "../track/plans.hpp"
 #include "prefetch/eviction.hpp"
+#include "tracker_plans.hpp"
 
 #include <doctest/doctest.h>
 
@@ -14,7 +14,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-const track::Clock::time_point t0 = track::Clock::time_point{} + 1000s;
 constexpr size_t index_size = 40;
 
 track::TrackerOptions loaders(uint32_t batch, uint32_t workers) {

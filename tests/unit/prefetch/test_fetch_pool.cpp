@@ -2,10 +2,10 @@
 // The fetch pool against a real temporary directory. Orderings that depend
 // on thread timing are made deterministic by holding the single fetch thread
 // inside a completion callback until the test has queued what it needs.
-#include "../cache/dataset.hpp"
 #include "clairfs/cache/backing_store.hpp"
 #include "clairfs/cache/ram_tier.hpp"
 #include "clairfs/prefetch/fetch_pool.hpp"
+#include "dataset.hpp"
 
 #include <algorithm>
 #include <atomic>

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // GroupUses: when the group's next rank opens each file, checked the slow
 // way against every rank's own planned epochs (RankPlanner).
-#include "../plan/plan_checks.hpp"
 #include "clairfs/plan/epoch_plan.hpp"
+#include "plan_checks.hpp"
 #include "prefetch/group_uses.hpp"
 
 #include <doctest/doctest.h>

@@ -5,8 +5,8 @@
 // bytes exceed half the room the page cache has, and stops once they fit
 // in a third. The kernel is the invalidator's log here, the room a number
 // the test sets.
-#include "../cache/dataset.hpp"
 #include "clairfs/prefetch/engine.hpp"
+#include "dataset.hpp"
 
 #include <atomic>
 #include <mutex>

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Which sample a READ stands for (prefetch/range_follow.hpp), against a
 // real tracker over hand-built plans whose positions are sample numbers.
-#include "../track/plans.hpp"
 #include "prefetch/range_follow.hpp"
+#include "tracker_plans.hpp"
 
 using namespace clairfs;
 using namespace clairfs::test;
@@ -10,7 +10,6 @@ using namespace clairfs::test;
 namespace {
 
 constexpr index::NodeId file = 7;
-const track::Clock::time_point t0 = track::Clock::time_point{} + std::chrono::seconds(1000);
 
 // Eight samples in one file, not in sample order, after a 4 KiB header:
 // sample s lies at where[s], 6000 bytes each except sample 5 (100 bytes,

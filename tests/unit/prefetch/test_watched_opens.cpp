@@ -5,8 +5,8 @@
 // its pages to go (one copy); the caller drops them and reports back.
 // Closes the engine never saw opened (opens made before the watch began,
 // whose RELEASE counted them already) never take the count below zero.
-#include "../cache/dataset.hpp"
 #include "clairfs/prefetch/engine.hpp"
+#include "dataset.hpp"
 
 #include <nlohmann/json.hpp>
 

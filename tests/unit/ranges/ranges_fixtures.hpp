@@ -3,7 +3,7 @@
 // whole, and a file's bytes at an extent, read with pread as the mount will.
 #pragma once
 
-#include "../disk_tree.hpp"
+#include "disk_tree.hpp"
 #include "ranges/extents.hpp"
 
 #include <doctest/doctest.h>

@@ -2,21 +2,13 @@
 // The ways a prediction fails, each recognised and named: a wrong seed (or
 // sampler, or batch size), a forgotten set_epoch, a job running past the
 // registered epochs. And the orders that only look like failures.
-#include "plans.hpp"
+#include "tracker_plans.hpp"
 
 using namespace clairfs;
 using namespace clairfs::test;
 using namespace std::chrono_literals;
 
 namespace {
-
-const track::Clock::time_point t0 = track::Clock::time_point{} + 1000s;
-
-track::TrackerOptions options(uint32_t batch, uint32_t workers) {
-    track::TrackerOptions o;
-    o.layout = {batch, workers};
-    return o;
-}
 
 order::JobSpec distributed_spec(uint32_t epochs, bool shuffle) {
     order::JobSpec s;
@@ -54,7 +46,7 @@ TEST_CASE("a wrong seed falls back once min_opens opens mostly missed") {
     auto registered = plans_of(s, n);
     s.seed = 2;
     auto actual = plans_of(s, n);
-    auto opt = options(4, 2);
+    auto opt = tracker_options(4, 2);
     track::Tracker t({0}, {source_of(registered)}, opt);
     std::mt19937 rng(5);
     auto order = worker_opens(opt.layout, n, rng);
@@ -91,7 +83,7 @@ TEST_CASE("a match rate at the threshold is still clairvoyant") {
     order::JobSpec s;
     s.seed = 8;
     auto plans = plans_of(s, n);
-    auto opt = options(1, 0);
+    auto opt = tracker_options(1, 0);
     opt.min_opens = 10;
     track::Tracker t({0}, {source_of(plans)}, opt);
     for (uint64_t p = 0; p < 50; ++p) {
@@ -113,7 +105,7 @@ TEST_CASE("a forgotten set_epoch: the second epoch replays the first's order") {
     const uint32_t n = 400;
     auto plans = plans_of(distributed_spec(3, true), n);
     REQUIRE(plans[0]->nodes != plans[1]->nodes);
-    auto opt = options(4, 2);
+    auto opt = tracker_options(4, 2);
     track::Tracker t({0}, {source_of(plans)}, opt);
     std::mt19937 rng(3);
     open_epoch(t, plans[0], opt.layout, rng);
@@ -141,7 +133,7 @@ TEST_CASE("orders that repeat every epoch are no forgotten set_epoch") {
         plans = plans_of(s, n);
     }
     REQUIRE(plans[0]->nodes == plans[1]->nodes);
-    auto opt = options(4, 2);
+    auto opt = tracker_options(4, 2);
     track::Tracker t({0}, {source_of(plans)}, opt);
     std::mt19937 rng(4);
     for (uint64_t e = 0; e < 3; ++e) {
@@ -155,7 +147,7 @@ TEST_CASE("orders that repeat every epoch are no forgotten set_epoch") {
 TEST_CASE("half an epoch must be behind a rank before a repeat reads as set_epoch") {
     const uint32_t n = 400;
     auto plans = plans_of(distributed_spec(3, true), n);
-    auto opt = options(1, 0);
+    auto opt = tracker_options(1, 0);
     opt.min_opens = 1000; // keep the match rate out of this
     track::Tracker t({0}, {source_of(plans)}, opt);
     for (uint64_t p = 0; p < 99; ++p) CHECK(t.observe(plans[0]->nodes[p], t0).matched);
@@ -175,7 +167,7 @@ TEST_CASE("a job that goes past the registered epochs falls back") {
     s.epochs = 2;
     s.start_epoch = 4;
     auto plans = plans_of(s, n);
-    auto opt = options(5, 0);
+    auto opt = tracker_options(5, 0);
     track::Tracker t({0}, {source_of(plans)}, opt);
     std::mt19937 rng(2);
     open_epoch(t, plans[0], opt.layout, rng);
@@ -186,7 +178,7 @@ TEST_CASE("a job that goes past the registered epochs falls back") {
     CHECK(snap.ranks[0].finished);
     CHECK(snap.ranks[0].frontier == snap.ranks[0].current->size());
     // One stray open (a script loading one sample after training) is not
-    // an epoch; a batch's worth is (options(5, 0): batch 5).
+    // an epoch; a batch's worth is (tracker_options(5, 0): batch 5).
     CHECK(t.observe(plans[1]->nodes[0], t0).dataset_file);
     CHECK(t.mode() == track::Mode::clairvoyant);
     for (uint64_t p = 1; p < 5; ++p) t.observe(plans[1]->nodes[p], t0);
@@ -199,7 +191,7 @@ TEST_CASE("an unfinished rank does not go past its epochs") {
     order::JobSpec s;
     s.seed = 6;
     auto plans = plans_of(s, n);
-    auto opt = options(1, 0);
+    auto opt = tracker_options(1, 0);
     track::Tracker t({0}, {source_of(plans)}, opt);
     for (uint64_t p = 0; p + 1 < n; ++p) CHECK(t.observe(plans[0]->nodes[p], t0).matched);
     CHECK_FALSE(t.observe(plans[0]->nodes[0], t0).matched); // re-open, one sample still to come

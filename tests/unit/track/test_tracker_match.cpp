@@ -2,7 +2,7 @@
 // The tracker following opens that keep to the registered order: worker
 // streams interleaved by timing, epoch changes, several local ranks, opens
 // that never come, and files that are no samples.
-#include "plans.hpp"
+#include "tracker_plans.hpp"
 
 #include <atomic>
 #include <numeric>
@@ -12,23 +12,11 @@ using namespace clairfs;
 using namespace clairfs::test;
 using namespace std::chrono_literals;
 
-namespace {
-
-const track::Clock::time_point t0 = track::Clock::time_point{} + 1000s;
-
-track::TrackerOptions options(uint32_t batch, uint32_t workers) {
-    track::TrackerOptions o;
-    o.layout = {batch, workers};
-    return o;
-}
-
-} // namespace
-
 TEST_CASE("two workers interleaved at random: every open matches, the frontier is exact") {
     const uint32_t n = 50;
     auto s = random_spec(1, 2);
     auto plans = plans_of(s, n);
-    auto opt = options(3, 2);
+    auto opt = tracker_options(3, 2);
     track::Tracker t({0}, {source_of(plans)}, opt);
     std::mt19937 rng(7);
     for (uint64_t e = 0; e < 2; ++e) {
@@ -71,7 +59,7 @@ TEST_CASE("with replacement a sample's later occurrences match in turn") {
     auto plans = plans_of(s, n);
     REQUIRE_FALSE(plans[0]->next_same.empty());
     SUBCASE("one stream: each open lands on its own position") {
-        track::Tracker t({0}, {source_of(plans)}, options(3, 0));
+        track::Tracker t({0}, {source_of(plans)}, tracker_options(3, 0));
         for (uint64_t p = 0; p < plans[0]->size(); ++p) {
             track::Observation o = t.observe(plans[0]->nodes[p], t0);
             CHECK(o.matched);
@@ -83,7 +71,7 @@ TEST_CASE("with replacement a sample's later occurrences match in turn") {
         // A node due next in two workers at once may be credited to the wrong
         // one, and that can cost an open later. With 20 nodes that happens
         // often; it must neither derail a worker nor stop the epoch ending.
-        auto opt = options(3, 2);
+        auto opt = tracker_options(3, 2);
         track::Tracker t({0}, {source_of(plans)}, opt);
         std::mt19937 rng(13);
         for (uint64_t p : worker_opens(opt.layout, plans[0]->size(), rng))
@@ -102,7 +90,7 @@ TEST_CASE("with replacement over a larger dataset, two workers lose (almost) not
     s.replacement = true;
     s.num_samples = 1000;
     auto plans = plans_of(s, n);
-    auto opt = options(4, 2);
+    auto opt = tracker_options(4, 2);
     track::Tracker t({0}, {source_of(plans)}, opt);
     std::mt19937 rng(15);
     uint64_t matched = 0;
@@ -118,7 +106,7 @@ TEST_CASE("the first open of the next epoch advances the rank and restarts the c
     const uint32_t n = 40;
     auto plans = plans_of(random_spec(3, 3), n);
     int calls = 0;
-    auto opt = options(4, 0);
+    auto opt = tracker_options(4, 0);
     track::Tracker t({5}, {source_of(plans, &calls)}, opt);
     CHECK(calls == 2); // current and next fetched at construction
     for (uint64_t p = 0; p < n; ++p) CHECK(t.observe(plans[0]->nodes[p], t0).matched);
@@ -155,7 +143,7 @@ TEST_CASE("two local ranks of a padded DistributedSampler, their opens interleav
     s.world_size = 2;
     s.epochs = 2;
     s.seed = 17;
-    auto opt = options(4, 2);
+    auto opt = tracker_options(4, 2);
     std::vector<std::vector<PlanPtr>> plans;
     for (uint32_t r = 0; r < 2; ++r) {
         s.rank = r;
@@ -202,7 +190,7 @@ TEST_CASE("the slowest rank's epoch is the node's epoch") {
         for (auto& x : nodes) x += 100;
         b.push_back(make_plan(e->epoch, std::move(nodes), 200));
     }
-    track::Tracker t({0, 1}, {source_of(a), source_of(b)}, options(1, 0));
+    track::Tracker t({0, 1}, {source_of(a), source_of(b)}, tracker_options(1, 0));
     for (uint64_t p = 0; p < n; ++p) CHECK(t.observe(a[0]->nodes[p], t0).matched);
     // Rank 0 enters epoch 1; rank 1 has not begun: the count stays epoch 0's.
     CHECK(t.observe(a[1]->nodes[0], t0).new_epoch);
@@ -214,7 +202,7 @@ TEST_CASE("the slowest rank's epoch is the node's epoch") {
 TEST_CASE("an open skipped within the slack does not derail its worker") {
     const uint32_t n = 64;
     auto plans = plans_of(random_spec(5, 1), n);
-    auto opt = options(4, 2); // slack 0: one batch
+    auto opt = tracker_options(4, 2); // slack 0: one batch
     SUBCASE("default slack: up to a batch of opens missing") {
         track::Tracker t({0}, {source_of(plans)}, opt);
         for (uint64_t p = 0; p < n; ++p) {
@@ -243,7 +231,7 @@ TEST_CASE("dangling samples are stepped over, also at a stream's end") {
     const index::NodeId gone = layout::no_node;
     auto e0 = make_plan(0, {gone, 1, gone, 2, 3, gone}, 8);
     auto e1 = make_plan(1, {4, gone, 5, gone}, 8);
-    track::Tracker t({0}, {source_of({e0, e1})}, options(1, 0));
+    track::Tracker t({0}, {source_of({e0, e1})}, tracker_options(1, 0));
     CHECK(settled(t, t0).ranks[0].frontier == 1);
     for (index::NodeId x : {1u, 2u, 3u}) CHECK(t.observe(x, t0).matched);
     track::Snapshot snap = settled(t, t0);
@@ -261,7 +249,7 @@ TEST_CASE("dangling samples are stepped over, also at a stream's end") {
 TEST_CASE("opens of files that are no samples are not counted at all") {
     const uint32_t n = 30;
     auto plans = plans_of(random_spec(9, 2), n);
-    track::TrackerOptions opt = options(1, 0);
+    track::TrackerOptions opt = tracker_options(1, 0);
     opt.min_opens = 4;
     track::Tracker t({0}, {source_of(plans)}, opt);
     for (int i = 0; i < 100; ++i)
@@ -280,7 +268,7 @@ TEST_CASE("opens of files that are no samples are not counted at all") {
 TEST_CASE("epoch_seconds runs from the epoch's first matched open, on the clock passed in") {
     const uint32_t n = 10;
     auto plans = plans_of(random_spec(4, 2), n);
-    track::Tracker t({0}, {source_of(plans)}, options(1, 0));
+    track::Tracker t({0}, {source_of(plans)}, tracker_options(1, 0));
     CHECK(settled(t, t0 + 9s).ranks[0].epoch_seconds == 0);
     CHECK(t.observe(plans[0]->nodes[0], t0).matched);
     CHECK(t.observe(plans[0]->nodes[1], t0 + 1s).matched);
@@ -310,7 +298,7 @@ TEST_CASE("ranks opening from their own threads while the scheduler takes snapsh
         }
         sources.push_back(source_of(plans[r]));
     }
-    track::Tracker t({0, 1, 2}, std::move(sources), options(1, 0));
+    track::Tracker t({0, 1, 2}, std::move(sources), tracker_options(1, 0));
     std::atomic<uint64_t> matched{0};
     std::atomic<bool> done{false};
     std::thread scheduler([&] {
@@ -342,7 +330,7 @@ TEST_CASE("a loader process's opens go to the rank it matched before") {
     auto a0 = make_plan(0, {1, 2, 3, 4}, 9), a1 = make_plan(1, {5, 6, 7, 8}, 9);
     auto b0 = make_plan(0, {5, 6, 7, 8}, 9), b1 = make_plan(1, {1, 2, 3, 4}, 9);
     auto run = [&](uint32_t pid0, uint32_t pid1) {
-        track::Tracker t({0, 1}, {source_of({a0, a1}), source_of({b0, b1})}, options(1, 0));
+        track::Tracker t({0, 1}, {source_of({a0, a1}), source_of({b0, b1})}, tracker_options(1, 0));
         for (index::NodeId x : {1u, 2u, 3u, 4u}) CHECK(t.observe(x, t0, pid0).slot == 0);
         return std::pair{t.observe(5, t0, pid0), t.observe(5, t0, pid1)};
     };
@@ -362,7 +350,7 @@ TEST_CASE("a loader process's opens go to the rank it matched before") {
 TEST_CASE("threads opening out of order within `behind`: every open matches once") {
     const uint32_t n = 60;
     auto plans = plans_of(random_spec(4, 2), n);
-    auto opt = options(8, 0);
+    auto opt = tracker_options(8, 0);
     opt.behind = 8;
     track::Tracker t({0}, {source_of(plans)}, opt);
     for (uint64_t e = 0; e < 2; ++e) {
@@ -393,7 +381,7 @@ TEST_CASE("threads opening out of order within `behind`: every open matches once
 TEST_CASE("behind the cursor: an open already taken, or farther back than `behind`, does not match") {
     const uint32_t n = 40;
     auto plans = plans_of(random_spec(9, 1), n);
-    auto opt = options(4, 0);
+    auto opt = tracker_options(4, 0);
     opt.behind = 2;
     track::Tracker t({0}, {source_of(plans)}, opt);
     const auto& nodes = plans[0]->nodes;

@@ -2,7 +2,7 @@
 // The tracker's planner thread: an open that begins an epoch never builds
 // the one after it, opens go on while that build runs, and an open of the
 // epoch still being built waits for it instead of counting as a miss.
-#include "plans.hpp"
+#include "tracker_plans.hpp"
 
 #include <atomic>
 #include <future>
@@ -14,8 +14,6 @@ using namespace clairfs::test;
 using namespace std::chrono_literals;
 
 namespace {
-
-const track::Clock::time_point t0 = track::Clock::time_point{} + 1000s;
 
 // Nodes 1..n are the samples' (plans.hpp), the rest other files.
 track::TrackerOptions options(uint32_t batch, uint32_t n = 0) {

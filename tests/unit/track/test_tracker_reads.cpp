@@ -3,7 +3,7 @@
 // match_distance): opens there are READs, some of which the kernel made, so
 // one READ that fits the next epoch's first samples must not end the epoch
 // under way, and the READ's candidate nearest a cursor is the one told.
-#include "plans.hpp"
+#include "tracker_plans.hpp"
 
 using namespace clairfs;
 using namespace clairfs::test;
@@ -11,7 +11,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-const track::Clock::time_point t0 = track::Clock::time_point{} + 1000s;
 constexpr size_t keys = 20;
 
 track::TrackerOptions reads_options() {

@@ -3,9 +3,9 @@
 // prediction is held back, searched for on the planner thread, and then
 // followed; one that fits no seed searched falls back and says what was
 // tried. The job's opens come from EpochOrders with the draws it made.
-#include "../plan/plan_checks.hpp"
 #include "clairfs/order/epoch_orders.hpp"
-#include "plans.hpp"
+#include "plan_checks.hpp"
+#include "tracker_plans.hpp"
 
 #include <thread>
 
@@ -14,8 +14,6 @@ using namespace clairfs::test;
 using namespace std::chrono_literals;
 
 namespace {
-
-const track::Clock::time_point t0 = track::Clock::time_point{} + 1000s;
 
 struct Job {
     index::Index idx = flat_index(8, 60); // 480 samples

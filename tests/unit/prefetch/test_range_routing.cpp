@@ -12,8 +12,8 @@
 // workers, so each one's window (eight batches: active_job.cpp) holds its
 // next nine records: records 4-8 fit both, 1-3 fit a alone, 9-12 b alone,
 // and 40 neither.
-#include "../cache/dataset.hpp"
 #include "clairfs/control/controller.hpp"
+#include "dataset.hpp"
 #include "live_process.hpp"
 
 #include <array>
@@ -222,16 +222,4 @@ TEST_CASE("a process that registers two jobs is neither's loader") {
     // last registration it wrote), all four would have been b's.
     CHECK(a.opens + b.opens == 4);
     CHECK(b.opens < 4);
-}
-
-TEST_CASE("from_loader is a key of the whole registration") {
-    control::ControlRequest req;
-    CHECK(control::parse_control(R"({"seed": 1, "from_loader": true})", req).empty());
-    CHECK(req.from_loader);
-    CHECK(control::parse_control(R"({"from_loader": true})", req) ==
-          "from_loader goes with a registration, not on its own");
-    CHECK(control::parse_control(R"({"seed": 1, "from_loader": 1})", req) ==
-          "from_loader must be true or false");
-    CHECK(control::parse_control(R"({"loaders": [{"root": "a", "from_loader": true}]})", req) ==
-          "from_loader belongs to the whole registration, not to one loader");
 }

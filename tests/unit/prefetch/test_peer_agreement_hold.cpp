@@ -8,11 +8,11 @@
 // loaded machine a node of tests/prefetch/test_peers_mpi.py read 162 files
 // where the schedule gave it 160. Here the job is activated and not yet
 // shared while the note arrives, so the moment is certain, not a race.
-#include "../cache/dataset.hpp"
 #include "clairfs/control/registration.hpp"
 #include "clairfs/peer/peers.hpp"
 #include "clairfs/peer/transport.hpp"
 #include "clairfs/prefetch/engine.hpp"
+#include "dataset.hpp"
 
 #include <atomic>
 #include <nlohmann/json.hpp>

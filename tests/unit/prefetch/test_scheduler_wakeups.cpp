@@ -5,8 +5,8 @@
 // file for rounds it then skipped (bench/RESULTS.md, issue 19). The opens
 // here are paced like a loader's (2 ms apart), so a scheduler woken by
 // each would run every 10 ms (its minimum gap between rounds), 80 times.
-#include "../cache/dataset.hpp"
 #include "clairfs/control/controller.hpp"
+#include "dataset.hpp"
 
 #include <algorithm>
 #include <nlohmann/json.hpp>

@@ -4,9 +4,9 @@
 // read that returns the wrong file or the wrong offset is caught.
 #pragma once
 
-#include "../disk_tree.hpp"
 #include "clairfs/cache/blob.hpp"
 #include "clairfs/index/index.hpp"
+#include "disk_tree.hpp"
 
 #include <algorithm>
 #include <chrono>

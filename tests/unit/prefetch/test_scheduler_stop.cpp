@@ -5,8 +5,8 @@
 // session's loop has ended, which is before the engine stops: an unbounded
 // join would hold the unmount for ever (sys::join_within, engine.cpp).
 // Here the pusher blocks until the test lets it go, after the stop.
-#include "../cache/dataset.hpp"
 #include "clairfs/control/controller.hpp"
+#include "dataset.hpp"
 
 #include <atomic>
 #include <condition_variable>

@@ -2,8 +2,8 @@
 // Layout test helpers on top of the shared on-disk tree.
 #pragma once
 
-#include "../disk_tree.hpp"
 #include "clairfs/layout/dataset.hpp"
+#include "disk_tree.hpp"
 
 #include <string>
 #include <string_view>

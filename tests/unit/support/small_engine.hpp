@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: MIT
-// The engine the controller tests here drive, as a mount builds it but
-// small: a 4 MiB RAM tier and two fetch threads, started. And a latch a
-// test holds a build (or a release) on, opened however the test ends, so
-// that a failed REQUIRE cannot leave a thread waiting on it for ever.
+// The engine the controller's tests and the engine's own drive, as a mount
+// builds it but small: a 4 MiB RAM tier and two fetch threads, started.
+// And a latch a test holds a build (or a release) on, opened however the
+// test ends, so that a failed REQUIRE cannot leave a thread waiting on it
+// for ever.
 #pragma once
 
-#include "../cache/dataset.hpp"
 #include "clairfs/prefetch/engine.hpp"
+#include "dataset.hpp"
 
 #include <latch>
 #include <memory>

@@ -3,9 +3,9 @@
 // against the obvious, slow reading of its contract.
 #pragma once
 
-#include "../index/raw_tree_builder.hpp"
 #include "clairfs/layout/dataset.hpp"
 #include "clairfs/plan/epoch_plan.hpp"
+#include "raw_tree_builder.hpp"
 
 #include <cstdio>
 #include <doctest/doctest.h>

@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: MIT
-// Tracker tests' material: epoch plans built by hand (sample s is node
-// s + 1, so node 0 and the nodes past the dataset are other files), epoch
-// sources over them, and the opens a loader's workers make.
+// Tracker tests' material: the time of their opens, a tracker's options,
+// epoch plans built by hand (sample s is node s + 1, so node 0 and the
+// nodes past the dataset are other files), epoch sources over them, and
+// the opens a loader's workers make.
 #pragma once
 
 #include "clairfs/order/epoch_orders.hpp"
 #include "clairfs/track/tracker.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <doctest/doctest.h>
 #include <random>
 #include <vector>
@@ -17,6 +19,18 @@ namespace clairfs::test {
 using PlanPtr = std::shared_ptr<const plan::EpochPlan>;
 
 inline constexpr uint32_t extra_nodes = 10; // non-dataset nodes after the samples
+
+// A fixed time the tests give their opens, so that what a tracker reckons
+// from the times it is told is the same on every run.
+inline const track::Clock::time_point t0 = track::Clock::time_point{} + std::chrono::seconds(1000);
+
+// A tracker over a loader of `batch` and `workers` (0: the main process
+// reads), every other option its default.
+inline track::TrackerOptions tracker_options(uint32_t batch, uint32_t workers) {
+    track::TrackerOptions o;
+    o.layout = {batch, workers};
+    return o;
+}
 
 // The straightforward construction, independent of RankPlanner's.
 // A job of JobSpec's defaults with `seed`, for `epochs` epochs.

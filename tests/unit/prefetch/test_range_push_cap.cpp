@@ -7,8 +7,8 @@
 // that would take more is not made (status chunks.pushed.busy). Here the
 // pusher blocks, as on a locked page, and four READs of four samples come
 // at once on a mount of four FUSE threads: two push, two go on without.
-#include "../cache/dataset.hpp"
 #include "clairfs/control/controller.hpp"
+#include "dataset.hpp"
 
 #include <atomic>
 #include <condition_variable>
