@@ -2,6 +2,7 @@
 #include "clairfs/peer/transport.hpp"
 
 #include "clairfs/log.hpp"
+#include "clairfs/peer/frame_decoder.hpp"
 #include "clairfs/sys/syscalls.hpp"
 
 #include <algorithm>
@@ -29,13 +30,7 @@ struct Transport::Link {
     int peer = -1;           // -1 until an accepted link says hello
     bool connecting = false; // a non-blocking connect() in progress
     bool hello_in = false;   // the peer's hello arrived and checked
-    // Reading: the header, then its payload.
-    char header[FrameHeader::size];
-    size_t header_got = 0;
-    FrameHeader cur;
-    std::shared_ptr<cache::Blob> body;
-    uint64_t body_got = 0;
-    bool in_body = false;
+    FrameDecoder in;
     // Writing: whole frames, the first one partly written.
     std::vector<Outgoing> out;
     size_t out_front = 0; // index of the frame being written
@@ -55,6 +50,17 @@ std::shared_ptr<cache::Blob> text_blob(const std::string& s) {
     auto b = cache::Blob::make(s.size(), nullptr);
     std::memcpy(b->bytes.get(), s.data(), s.size());
     return b;
+}
+
+// The rank a hello names, or -1 if it does not carry `token`. Whether that
+// rank may call is the caller's to judge.
+int hello_rank(const FrameHeader& h, const cache::Blob* body, const std::string& token) {
+    std::string text = body && payload_matches(h, {body->bytes.get(), body->size})
+                           ? std::string(body->bytes.get(), body->size)
+                           : "";
+    auto sp = text.find(' ');
+    if (sp == std::string::npos || text.substr(sp + 1) != token) return -1;
+    return std::atoi(text.substr(0, sp).c_str());
 }
 
 } // namespace
@@ -253,119 +259,102 @@ void Transport::close_link(Link& l, const std::string& why) {
 // Reads what the socket has; false once the link is closed.
 bool Transport::read_from(Link& l) {
     for (;;) {
-        char* dst;
-        size_t want;
-        if (!l.in_body) {
-            dst = l.header + l.header_got;
-            want = FrameHeader::size - l.header_got;
-        } else {
-            dst = l.body->bytes.get() + l.body_got;
-            want = l.cur.length - l.body_got;
-        }
-        ssize_t n = want ? ::recv(l.fd, dst, want, 0) : 0;
-        if (want && n < 0) {
+        std::span<char> dst = l.in.space();
+        ssize_t n = ::recv(l.fd, dst.data(), dst.size(), 0);
+        if (n < 0) {
             if (errno == EINTR) continue;
             if (errno == EAGAIN || errno == EWOULDBLOCK) return true;
             close_link(l, "link to peer " + std::to_string(l.peer) + " failed: " +
                               sys::error_text(-errno));
             return false;
         }
-        if (want && n == 0) {
+        if (n == 0) {
             close_link(l, "peer " + std::to_string(l.peer) + " closed the link");
             return false;
         }
         l.last_in = Clock::now();
-        if (!l.in_body) {
-            l.header_got += static_cast<size_t>(n);
-            if (l.header_got < FrameHeader::size) continue;
-            if (auto why = decode_header(l.header, l.cur); !why.empty()) {
-                {
-                    std::lock_guard lk(mu_);
-                    ++stats_.bad_frames;
-                }
-                close_link(l, "peer " + std::to_string(l.peer) + ": " + why);
-                return false;
-            }
-            l.header_got = 0;
-            l.body_got = 0;
-            l.body = l.cur.length ? cache::Blob::make(l.cur.length) : nullptr;
-            l.in_body = true;
-        } else {
-            l.body_got += static_cast<uint64_t>(n);
+        Decoded d = l.in.took(static_cast<size_t>(n));
+        if (d.kind == Decoded::Kind::bad) {
+            count_bad_frame();
+            close_link(l, "peer " + std::to_string(l.peer) + ": " + d.why);
+            return false;
         }
-        if (l.in_body && l.body_got == l.cur.length) {
-            l.in_body = false;
-            FrameHeader h = l.cur;
-            auto body = std::move(l.body);
-            if (h.type == FrameType::hello) {
-                // The only frame an unidentified link may send, and the first
-                // an identified one must.
-                std::string text = body && payload_matches(h, {body->bytes.get(), body->size})
-                                       ? std::string(body->bytes.get(), body->size)
-                                       : "";
-                auto sp = text.find(' ');
-                int rank = -1;
-                if (sp != std::string::npos) rank = std::atoi(text.substr(0, sp).c_str());
-                bool ok = sp != std::string::npos && text.substr(sp + 1) == group_.token &&
-                          rank >= 0 && rank < group_.size() && rank != group_.self &&
-                          (l.peer < 0 || l.peer == rank);
-                bool fresh = true;
-                if (ok && l.peer < 0) {
-                    std::lock_guard lk(mu_);
-                    fresh = state_[rank] == State::pending;
-                }
-                if (!ok || !fresh) {
-                    {
-                        std::lock_guard lk(mu_);
-                        ++stats_.bad_frames;
-                    }
-                    if (l.peer >= 0 && !ok) {
-                        close_link(l, "peer " + std::to_string(l.peer) +
-                                          " answered without this group's token");
-                    } else {
-                        // A stranger, or a second link from a member: not
-                        // that member's failure.
-                        LOG_WARN("peer link refused: %s",
-                                 ok ? "a second link from the same peer"
-                                    : "its hello does not carry this group's token");
-                        l.peer = -1;
-                        close_link(l, "");
-                    }
-                    return false;
-                }
-                if (l.peer < 0) {
-                    l.peer = rank;
-                    queue_hello(l); // answer, so the caller knows the link is up
-                }
-                l.hello_in = true;
-                bool now_up = false;
-                {
-                    std::lock_guard lk(mu_);
-                    if (state_[rank] == State::pending) {
-                        state_[rank] = State::connected;
-                        now_up = true;
-                    }
-                }
-                if (now_up && ev_.up) ev_.up(rank);
-                continue;
-            }
-            if (!l.hello_in) {
-                close_link(l, "peer sent data before its hello");
-                return false;
-            }
-            {
-                std::lock_guard lk(mu_);
-                ++stats_.frames_in;
-                stats_.bytes_in += h.length;
-            }
-            if (h.type == FrameType::ping) continue;
-            if (h.type == FrameType::bye) {
-                close_link(l, "peer " + std::to_string(l.peer) + " unmounted");
-                return false;
-            }
-            if (ev_.frame) ev_.frame(l.peer, h, std::move(body));
+        if (d.kind == Decoded::Kind::frame && !take_frame(l, d.header, std::move(d.payload)))
+            return false;
+    }
+}
+
+void Transport::count_bad_frame() {
+    std::lock_guard lk(mu_);
+    ++stats_.bad_frames;
+}
+
+// One whole frame off the link; false once the link is closed.
+bool Transport::take_frame(Link& l, const FrameHeader& h, std::shared_ptr<cache::Blob> body) {
+    if (h.type == FrameType::hello) return take_hello(l, h, body.get());
+    if (!l.hello_in) {
+        close_link(l, "peer sent data before its hello");
+        return false;
+    }
+    {
+        std::lock_guard lk(mu_);
+        ++stats_.frames_in;
+        stats_.bytes_in += h.length;
+    }
+    if (h.type == FrameType::ping) return true;
+    if (h.type == FrameType::bye) {
+        close_link(l, "peer " + std::to_string(l.peer) + " unmounted");
+        return false;
+    }
+    if (ev_.frame) ev_.frame(l.peer, h, std::move(body));
+    return true;
+}
+
+// The only frame an unidentified link may send, and the first an
+// identified one must. False once the link is closed.
+bool Transport::take_hello(Link& l, const FrameHeader& h, const cache::Blob* body) {
+    const int rank = hello_rank(h, body, group_.token);
+    bool ok = rank >= 0 && rank < group_.size() && rank != group_.self &&
+              (l.peer < 0 || l.peer == rank);
+    bool fresh = true;
+    if (ok && l.peer < 0) {
+        std::lock_guard lk(mu_);
+        fresh = state_[rank] == State::pending;
+    }
+    if (!ok || !fresh) {
+        refuse_hello(l, ok);
+        return false;
+    }
+    if (l.peer < 0) {
+        l.peer = rank;
+        queue_hello(l); // answer, so the caller knows the link is up
+    }
+    l.hello_in = true;
+    bool now_up = false;
+    {
+        std::lock_guard lk(mu_);
+        if (state_[rank] == State::pending) {
+            state_[rank] = State::connected;
+            now_up = true;
         }
     }
+    if (now_up && ev_.up) ev_.up(rank);
+    return true;
+}
+
+// `ok`: the hello carried this group's token and a rank it may, but that
+// rank has a link already.
+void Transport::refuse_hello(Link& l, bool ok) {
+    count_bad_frame();
+    if (l.peer >= 0 && !ok) {
+        close_link(l, "peer " + std::to_string(l.peer) + " answered without this group's token");
+        return;
+    }
+    // A stranger, or a second link from a member: not that member's failure.
+    LOG_WARN("peer link refused: %s", ok ? "a second link from the same peer"
+                                         : "its hello does not carry this group's token");
+    l.peer = -1;
+    close_link(l, "");
 }
 
 // Writes queued frames until the socket is full; false once the link is closed.
