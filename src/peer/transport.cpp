@@ -38,6 +38,13 @@ struct Transport::Link {
     Clock::time_point last_in{}, last_out{};
 };
 
+// What one poll() watches: the wake-up, the listener, then links[i] at
+// fds[i + 2]. Reused from round to round.
+struct Transport::Polled {
+    std::vector<pollfd> fds;
+    std::vector<Link*> links;
+};
+
 namespace {
 
 void tune(int fd) {
@@ -443,8 +450,7 @@ void Transport::heartbeat_and_liveness() {
 void Transport::run() {
     pthread_setname_np(pthread_self(), "clairfs-peers");
     begin_connects();
-    std::vector<pollfd> fds;
-    std::vector<Link*> polled;
+    Polled polled;
     for (;;) {
         bool stopping;
         Clock::time_point deadline;
@@ -454,59 +460,17 @@ void Transport::run() {
             deadline = stop_deadline_;
         }
         take_outbox();
-        if (stopping) {
-            // Out once every bye is written, or at the bound.
-            bool pending = std::any_of(links_.begin(), links_.end(), [](const auto& l) {
-                return l->fd >= 0 && l->hello_in && !l->out.empty();
-            });
-            if (!pending || Clock::now() >= deadline) break;
-        }
+        // Out once every bye is written, or at the bound.
+        if (stopping && (!byes_unsent() || Clock::now() >= deadline)) break;
         heartbeat_and_liveness();
         std::erase_if(links_, [](const auto& l) { return l->fd < 0; });
-
-        fds.clear();
-        polled.clear();
-        fds.push_back({wake_fd_, POLLIN, 0});
-        fds.push_back({stopping ? -1 : listen_fd_, POLLIN, 0});
-        for (auto& l : links_) {
-            short want = POLLIN;
-            if (l->connecting || !l->out.empty()) want |= POLLOUT;
-            fds.push_back({l->fd, want, 0});
-            polled.push_back(l.get());
-        }
-        // Wakes for work, or every timeout / 8 for pings and the silence
-        // check: a few wake-ups a second while idle.
-        int wait_ms = static_cast<int>(std::max<int64_t>(timeout_.count() / 8, 10));
-        if (stopping) wait_ms = 10;
-        int n = ::poll(fds.data(), fds.size(), wait_ms);
+        int n = poll_links(polled, stopping);
         if (n < 0 && errno != EINTR) {
             LOG_ERROR("peer links: poll failed: %s", sys::error_text(-errno));
             break;
         }
         if (n <= 0) continue;
-        if (fds[0].revents & POLLIN) {
-            uint64_t v;
-            (void)!::read(wake_fd_, &v, sizeof v);
-        }
-        if (fds[1].revents & POLLIN) accept_new();
-        for (size_t i = 0; i < polled.size(); ++i) {
-            Link& l = *polled[i];
-            short re = fds[i + 2].revents;
-            if (!re || l.fd < 0) continue;
-            if (l.connecting && (re & (POLLOUT | POLLERR | POLLHUP))) {
-                int err = 0;
-                socklen_t len = sizeof err;
-                ::getsockopt(l.fd, SOL_SOCKET, SO_ERROR, &err, &len);
-                if (err) {
-                    close_link(l, "cannot connect to peer " + std::to_string(l.peer) + ": " +
-                                      sys::error_text(-err));
-                    continue;
-                }
-                l.connecting = false;
-            }
-            if ((re & (POLLIN | POLLERR | POLLHUP)) && !read_from(l)) continue;
-            if (!l.connecting && (re & POLLOUT) && !write_to(l)) continue;
-        }
+        serve_polled(polled);
         // Frames queued by read_from (hello answers) go out without waiting
         // for the next POLLOUT.
         for (auto& l : links_)
@@ -515,6 +479,61 @@ void Transport::run() {
     for (auto& l : links_)
         if (l->fd >= 0) close_link(*l, "this daemon is unmounting");
     links_.clear();
+}
+
+bool Transport::byes_unsent() const {
+    return std::any_of(links_.begin(), links_.end(), [](const auto& l) {
+        return l->fd >= 0 && l->hello_in && !l->out.empty();
+    });
+}
+
+// poll()'s result, its errno intact.
+int Transport::poll_links(Polled& polled, bool stopping) {
+    polled.fds.clear();
+    polled.links.clear();
+    polled.fds.push_back({wake_fd_, POLLIN, 0});
+    polled.fds.push_back({stopping ? -1 : listen_fd_, POLLIN, 0});
+    for (auto& l : links_) {
+        short want = POLLIN;
+        if (l->connecting || !l->out.empty()) want |= POLLOUT;
+        polled.fds.push_back({l->fd, want, 0});
+        polled.links.push_back(l.get());
+    }
+    // Wakes for work, or every timeout / 8 for pings and the silence
+    // check: a few wake-ups a second while idle.
+    int wait_ms = static_cast<int>(std::max<int64_t>(timeout_.count() / 8, 10));
+    if (stopping) wait_ms = 10;
+    return ::poll(polled.fds.data(), polled.fds.size(), wait_ms);
+}
+
+void Transport::serve_polled(const Polled& polled) {
+    if (polled.fds[0].revents & POLLIN) {
+        uint64_t v;
+        (void)!::read(wake_fd_, &v, sizeof v);
+    }
+    if (polled.fds[1].revents & POLLIN) accept_new();
+    for (size_t i = 0; i < polled.links.size(); ++i) {
+        Link& l = *polled.links[i];
+        short re = polled.fds[i + 2].revents;
+        if (!re || l.fd < 0) continue;
+        if (l.connecting && (re & (POLLOUT | POLLERR | POLLHUP)) && !finish_connect(l)) continue;
+        if ((re & (POLLIN | POLLERR | POLLHUP)) && !read_from(l)) continue;
+        if (!l.connecting && (re & POLLOUT)) write_to(l);
+    }
+}
+
+// The outcome of a non-blocking connect(); false once the link is closed.
+bool Transport::finish_connect(Link& l) {
+    int err = 0;
+    socklen_t len = sizeof err;
+    ::getsockopt(l.fd, SOL_SOCKET, SO_ERROR, &err, &len);
+    if (err) {
+        close_link(l, "cannot connect to peer " + std::to_string(l.peer) + ": " +
+                          sys::error_text(-err));
+        return false;
+    }
+    l.connecting = false;
+    return true;
 }
 
 } // namespace clairfs::peer

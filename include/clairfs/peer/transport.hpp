@@ -78,7 +78,12 @@ public:
 
 private:
     struct Link;
+    struct Polled;
     void run();
+    bool byes_unsent() const;
+    int poll_links(Polled& polled, bool stopping);
+    void serve_polled(const Polled& polled);
+    bool finish_connect(Link& l);
     void accept_new();
     void begin_connects();
     bool read_from(Link& l);
