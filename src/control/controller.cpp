@@ -34,6 +34,19 @@ size_t others_running(const prefetch::Engine& engine, const std::string& id, uin
         std::ranges::count_if(live, [&](uint32_t p) { return p != writer; }));
 }
 
+// The job's planners and trackers, built before the lock; under it the
+// engine only swaps pointers. Told `replay` first.
+std::shared_ptr<prefetch::Engine::Active>
+prepare_job(prefetch::Engine& engine, const std::string& id, std::vector<plan::Job>& resolved,
+            std::span<const std::pair<index::NodeId, uint32_t>> replay) {
+    chain_loaders(resolved);
+    std::vector<std::shared_ptr<const plan::Job>> loaders;
+    for (plan::Job& j : resolved) loaders.push_back(std::make_shared<const plan::Job>(std::move(j)));
+    std::shared_ptr<prefetch::Engine::Active> prepared = engine.prepare(id, std::move(loaders));
+    if (!replay.empty()) engine.replay(prepared, replay);
+    return prepared;
+}
+
 } // namespace
 
 Controller::Controller(const index::Index& idx, prefetch::Engine& engine)
@@ -127,14 +140,8 @@ int Controller::register_job(JobRegistration job, bool stage, bool replace, std:
             return refuse(why, EBUSY);
         }
     }
-    chain_loaders(resolved);
-    std::vector<std::shared_ptr<const plan::Job>> loaders;
-    for (plan::Job& j : resolved) loaders.push_back(std::make_shared<const plan::Job>(std::move(j)));
-    // The job's planners and trackers are built here too, before the lock;
-    // under it the engine only swaps pointers.
     std::shared_ptr<prefetch::Engine::Active> prepared =
-        engine_.prepare(job.id, std::move(loaders));
-    if (!replay.empty()) engine_.replay(prepared, replay);
+        prepare_job(engine_, job.id, resolved, replay);
     const std::string id = job.id;
     const size_t count = job.loaders.size();
     const bool detected = job.detected;

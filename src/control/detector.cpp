@@ -62,6 +62,22 @@ bool same_files(const index::Index& idx, const layout::Dataset& a, const layout:
     return true;
 }
 
+// A DistributedSampler shows only seed + epoch. A listed seed itself
+// reads as that seed at epoch 0; else the first listed seed (most likely
+// first: 0) it is a plausible epoch count above, as that seed resumed at
+// that epoch (seed 0 at epoch 37); else the sum at epoch 0.
+void seed_and_epoch(uint64_t sum, const order::DetectOptions& search, order::JobSpec& s) {
+    const auto& seeds = search.seeds;
+    s.seed = sum;
+    if (std::find(seeds.begin(), seeds.end(), sum) != seeds.end()) return;
+    for (uint64_t listed : seeds)
+        if (listed <= sum && sum - listed < search.listed_epochs) {
+            s.seed = listed;
+            s.start_epoch = static_cast<uint32_t>(sum - listed);
+            return;
+        }
+}
+
 double thread_cpu_seconds() {
     timespec ts{};
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
@@ -851,23 +867,10 @@ JobRegistration Detector::registration(const order::DetectedJob& j) const {
     s.batch_size = j.batch;
     s.num_workers = j.workers;
     switch (j.sampler) {
-    case order::DetectedSampler::distributed: {
+    case order::DetectedSampler::distributed:
         s.sampler = order::SamplerKind::distributed;
-        // Only seed + epoch shows. A listed seed itself reads as that seed
-        // at epoch 0; else the first listed seed (most likely first: 0) it
-        // is a plausible epoch count above, as that seed resumed at that
-        // epoch (seed 0 at epoch 37); else the sum at epoch 0.
-        const auto& seeds = opt_.search.seeds;
-        s.seed = j.seed;
-        if (std::find(seeds.begin(), seeds.end(), j.seed) == seeds.end())
-            for (uint64_t listed : seeds)
-                if (listed <= j.seed && j.seed - listed < opt_.search.listed_epochs) {
-                    s.seed = listed;
-                    s.start_epoch = static_cast<uint32_t>(j.seed - listed);
-                    break;
-                }
+        seed_and_epoch(j.seed, opt_.search, s);
         break;
-    }
     case order::DetectedSampler::random_explicit:
         s.sampler = order::SamplerKind::random;
         s.generator = order::GeneratorKind::explicit_;
