@@ -83,7 +83,7 @@ run_target() {
   return $rc
 }
 
-targets=(fuzz_control fuzz_options fuzz_manifest fuzz_journal)
+targets=(fuzz_control fuzz_options fuzz_manifest fuzz_journal fuzz_frames)
 runs=$(realpath -m "${CLAIRFS_FUZZ_DIR:-build-fuzz/fuzz-runs}")
 install_clang
 build_targets

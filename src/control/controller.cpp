@@ -34,6 +34,19 @@ size_t others_running(const prefetch::Engine& engine, const std::string& id, uin
         std::ranges::count_if(live, [&](uint32_t p) { return p != writer; }));
 }
 
+// The job's planners and trackers, built before the lock; under it the
+// engine only swaps pointers. Told `replay` first.
+std::shared_ptr<prefetch::Engine::Active>
+prepare_job(prefetch::Engine& engine, const std::string& id, std::vector<plan::Job>& resolved,
+            std::span<const std::pair<index::NodeId, uint32_t>> replay) {
+    chain_loaders(resolved);
+    std::vector<std::shared_ptr<const plan::Job>> loaders;
+    for (plan::Job& j : resolved) loaders.push_back(std::make_shared<const plan::Job>(std::move(j)));
+    std::shared_ptr<prefetch::Engine::Active> prepared = engine.prepare(id, std::move(loaders));
+    if (!replay.empty()) engine.replay(prepared, replay);
+    return prepared;
+}
+
 } // namespace
 
 Controller::Controller(const index::Index& idx, prefetch::Engine& engine)
@@ -107,34 +120,69 @@ std::string Controller::busy_reason(const std::string& id, uint32_t writer, size
 int Controller::register_job(JobRegistration job, bool stage, bool replace, std::string& why,
                              std::span<const std::pair<index::NodeId, uint32_t>> replay,
                              const std::function<prefetch::Engine::Opens()>& late) {
-    // The same registration again (each rank of a node writing it, as
-    // clairfs.register() in every process does) changes nothing while the
-    // job runs: replacing it would restart its tracking in the middle of an
-    // epoch. A retired job registered again starts afresh, as a new run.
     std::optional<uint32_t> held_by; // the contested job's writer: judged after the lock
-    if (!job.detected) {
-        std::string text = job_json(job);
-        bool unchanged = false;
-        {
-            std::lock_guard lock(mu_);
-            unchanged = std::ranges::any_of(active_, [&](const JobRegistration& j) {
-                return !j.detected && j.id == job.id && job_json(j) == text;
-            }) && engine_.is_active(job.id);
-            if (unchanged) {
-                error_.clear();
-                ++registrations_;
-            } else if (const JobRegistration* j = replace ? nullptr : contested_by(job)) {
-                held_by = j->writer;
-            }
-        }
-        if (unchanged) {
-            LOG_INFO("job %s registered again, unchanged: it goes on as it was", job.id.c_str());
-            if (stage) engine_.stage();
-            return 0;
-        }
+    if (!job.detected && registered_unchanged(job, replace, held_by)) {
+        LOG_INFO("job %s registered again, unchanged: it goes on as it was", job.id.c_str());
+        if (stage) engine_.stage();
+        return 0;
     }
     std::vector<plan::Job> resolved;
     size_t samples = 0;
+    if (int rv = resolve_loaders(job, why, resolved, samples); rv < 0) return rv;
+    // Judged once the registration is known valid (a bad one is refused for
+    // what is wrong with it, EINVAL, whoever runs: stress_large's invalid
+    // registrations got EBUSY), and before the planners are built. A job
+    // nobody runs any more, or yet (a typo fixed before the job starts),
+    // is no one's to keep.
+    if (held_by) {
+        if (size_t live = others_running(engine_, job.id, job.writer); live > 0) {
+            why = busy_reason(job.id, *held_by, live);
+            return refuse(why, EBUSY);
+        }
+    }
+    std::shared_ptr<prefetch::Engine::Active> prepared =
+        prepare_job(engine_, job.id, resolved, replay);
+    const std::string id = job.id;
+    const size_t count = job.loaders.size();
+    const bool detected = job.detected;
+    // What it replaces is freed after the lock: `replaced` outlives it.
+    prefetch::Engine::Jobs replaced;
+    int rv = activate(std::move(job), replace, std::move(prepared), late, replaced, why);
+    if (rv < 0) return rv;
+    LOG_INFO("job %s %s: %zu loader%s, %zu samples", id.c_str(),
+             detected ? "detected and registered" : "registered", count, count == 1 ? "" : "s",
+             samples);
+    if (detector_ && !detected) detector_->reset();
+    share_with_peers();
+    if (stage) engine_.stage();
+    return 0;
+}
+
+// The same registration again (each rank of a node writing it, as
+// clairfs.register() in every process does) changes nothing while the
+// job runs: replacing it would restart its tracking in the middle of an
+// epoch. A retired job registered again starts afresh, as a new run.
+// Otherwise `held_by` names the writer of the job it contests, if any.
+bool Controller::registered_unchanged(const JobRegistration& job, bool replace,
+                                      std::optional<uint32_t>& held_by) {
+    std::string text = job_json(job);
+    std::lock_guard lock(mu_);
+    bool unchanged = std::ranges::any_of(active_, [&](const JobRegistration& j) {
+        return !j.detected && j.id == job.id && job_json(j) == text;
+    }) && engine_.is_active(job.id);
+    if (unchanged) {
+        error_.clear();
+        ++registrations_;
+    } else if (const JobRegistration* j = replace ? nullptr : contested_by(job)) {
+        held_by = j->writer;
+    }
+    return unchanged;
+}
+
+// Each loader's dataset and plan; 0, or -EINVAL with `why` (refused as the
+// control file's error for a written job).
+int Controller::resolve_loaders(const JobRegistration& job, std::string& why,
+                                std::vector<plan::Job>& resolved, size_t& samples) {
     for (const Registration& reg : job.loaders) {
         std::string manifest;
         plan::Job loader;
@@ -149,72 +197,50 @@ int Controller::register_job(JobRegistration job, bool stage, bool replace, std:
         samples += loader.dataset.samples.size();
         resolved.push_back(std::move(loader));
     }
-    // Judged once the registration is known valid (a bad one is refused for
-    // what is wrong with it, EINVAL, whoever runs: stress_large's invalid
-    // registrations got EBUSY), and before the planners are built. A job
-    // nobody runs any more, or yet (a typo fixed before the job starts),
-    // is no one's to keep.
-    if (held_by) {
-        if (size_t live = others_running(engine_, job.id, job.writer); live > 0) {
-            why = busy_reason(job.id, *held_by, live);
-            return refuse(why, EBUSY);
+    return 0;
+}
+
+// Under the lock: `prepared` goes live as `job`, the jobs it replaces into
+// `replaced`. 0, or -EINVAL or -EBUSY with `why`.
+int Controller::activate(JobRegistration job, bool replace,
+                         std::shared_ptr<prefetch::Engine::Active> prepared,
+                         const std::function<prefetch::Engine::Opens()>& late,
+                         prefetch::Engine::Jobs& replaced, std::string& why) {
+    const std::string id = job.id;
+    const bool detected = job.detected;
+    std::lock_guard lock(mu_);
+    // A job written to the control file always wins over a detected
+    // one, which never replaces a written one.
+    if (detected &&
+        std::ranges::any_of(active_, [](const JobRegistration& j) { return !j.detected; })) {
+        why = "a job was registered meanwhile";
+        return -EINVAL;
+    }
+    // Judged again: another process's job may have been registered, or
+    // begun to run, while this one was built (two scripts started at
+    // once). Signal-0 probes only, no I/O, under the lock.
+    if (const JobRegistration* held = detected || replace ? nullptr : contested_by(job)) {
+        if (size_t live = others_running(engine_, id, job.writer); live > 0) {
+            why = busy_reason(id, held->writer, live);
+            error_ = why;
+            return -EBUSY;
         }
     }
-    chain_loaders(resolved);
-    std::vector<std::shared_ptr<const plan::Job>> loaders;
-    for (plan::Job& j : resolved) loaders.push_back(std::make_shared<const plan::Job>(std::move(j)));
-    // The job's planners and trackers are built here too, before the lock;
-    // under it the engine only swaps pointers. What it replaces is freed
-    // after the lock (`replaced` outlives it).
-    std::shared_ptr<prefetch::Engine::Active> prepared =
-        engine_.prepare(job.id, std::move(loaders));
-    if (!replay.empty()) engine_.replay(prepared, replay);
-    prefetch::Engine::Jobs replaced;
-    std::string id = job.id;
-    size_t count = job.loaders.size();
-    bool detected = job.detected;
-    {
-        std::lock_guard lock(mu_);
-        // A job written to the control file always wins over a detected
-        // one, which never replaces a written one.
-        if (detected && std::ranges::any_of(active_, [](const JobRegistration& j) {
-                return !j.detected;
-            })) {
-            why = "a job was registered meanwhile";
-            return -EINVAL;
+    if (!detected) {
+        for (const JobRegistration& j : active_) {
+            if (!j.detected || j.id == id) continue;
+            auto gone = engine_.deactivate(j.id);
+            std::move(gone.begin(), gone.end(), std::back_inserter(replaced));
         }
-        // Judged again: another process's job may have been registered, or
-        // begun to run, while this one was built (two scripts started at
-        // once). Signal-0 probes only, no I/O, under the lock.
-        if (const JobRegistration* held = detected || replace ? nullptr : contested_by(job)) {
-            if (size_t live = others_running(engine_, id, job.writer); live > 0) {
-                why = busy_reason(id, held->writer, live);
-                error_ = why;
-                return -EBUSY;
-            }
-        }
-        if (!detected) {
-            for (const JobRegistration& j : active_) {
-                if (!j.detected || j.id == id) continue;
-                auto gone = engine_.deactivate(j.id);
-                std::move(gone.begin(), gone.end(), std::back_inserter(replaced));
-            }
-            std::erase_if(active_, [](const JobRegistration& j) { return j.detected; });
-        }
-        auto swapped = engine_.activate(std::move(prepared), late);
-        std::move(swapped.begin(), swapped.end(), std::back_inserter(replaced));
-        std::erase_if(active_, [&](const JobRegistration& j) { return j.id == id; });
-        active_.push_back(std::move(job));
-        note_active();
-        ++registrations_;
-        if (!detected) error_.clear();
+        std::erase_if(active_, [](const JobRegistration& j) { return j.detected; });
     }
-    LOG_INFO("job %s %s: %zu loader%s, %zu samples", id.c_str(),
-             detected ? "detected and registered" : "registered", count, count == 1 ? "" : "s",
-             samples);
-    if (detector_ && !detected) detector_->reset();
-    share_with_peers();
-    if (stage) engine_.stage();
+    auto swapped = engine_.activate(std::move(prepared), late);
+    std::move(swapped.begin(), swapped.end(), std::back_inserter(replaced));
+    std::erase_if(active_, [&](const JobRegistration& j) { return j.id == id; });
+    active_.push_back(std::move(job));
+    note_active();
+    ++registrations_;
+    if (!detected) error_.clear();
     return 0;
 }
 

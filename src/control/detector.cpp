@@ -62,6 +62,22 @@ bool same_files(const index::Index& idx, const layout::Dataset& a, const layout:
     return true;
 }
 
+// A DistributedSampler shows only seed + epoch. A listed seed itself
+// reads as that seed at epoch 0; else the first listed seed (most likely
+// first: 0) it is a plausible epoch count above, as that seed resumed at
+// that epoch (seed 0 at epoch 37); else the sum at epoch 0.
+void seed_and_epoch(uint64_t sum, const order::DetectOptions& search, order::JobSpec& s) {
+    const auto& seeds = search.seeds;
+    s.seed = sum;
+    if (std::find(seeds.begin(), seeds.end(), sum) != seeds.end()) return;
+    for (uint64_t listed : seeds)
+        if (listed <= sum && sum - listed < search.listed_epochs) {
+            s.seed = listed;
+            s.start_epoch = static_cast<uint32_t>(sum - listed);
+            return;
+        }
+}
+
 double thread_cpu_seconds() {
     timespec ts{};
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
@@ -135,75 +151,92 @@ void Detector::run() {
     uint64_t judged_at = 0;
     for (;;) {
         bool was_reset = false;
-        {
-            std::unique_lock lk(mu_);
-            // Woken by opens; once a second regardless, to notice a
-            // detected job that fell back; at once while a chain search
-            // has a slice due.
-            cv_.wait_for(lk, std::chrono::duration<double>(std::min(1.0, chain_wait_s())),
-                         [&] { return stop_ || reset_ || !queue_.empty(); });
-            // Let the batch gather: the opens that follow within a few
-            // milliseconds come with this one.
-            if (!queue_.empty() && !stop_ && !reset_)
-                cv_.wait_for(lk, std::chrono::duration<double>(opt_.gather_s),
-                             [&] { return stop_ || reset_; });
-            if (stop_) return;
-            was_reset = std::exchange(reset_, false);
-            batch.swap(queue_);
-            if (was_reset && !broken_) state_ = "watching";
-        }
+        if (!next_batch(batch, was_reset)) return;
         if (was_reset) {
-            procs_.clear();
-            replay_opens_ = 0;
-            candidates_.clear();
-            pending_.reset();
-            chain_.reset();
-            chain_over_ = false;
-            chain_burst_left_s_ = opt_.cpu_share * opt_.chain_burst_window_s;
-            taken_roots_.clear();
-            detected_jobs_ = 0;
-            {
-                std::lock_guard lk(mu_);
-                chain_state_.clear();
-            }
-            registered_ = false;
-            opens_ = opens_at_search_ = judged_at = epoch_worth_ = 0;
-            tf_evidence_ = tf_evidence_opens;
-            tf_due_at_ = 0;
-            searched_pids_.clear();
+            start_over();
+            judged_at = 0;
         }
         if (broken_) {
             batch.clear();
             continue;
         }
-        if (registered_) {
-            // Its job is the trackers' now; once that is over (it fell
-            // back, or the job exited), start over: the next job may be
-            // another. Meanwhile the opens of files no detected job covers
-            // still come (a validation loader beside a training one).
-            if (drop_finished_ && drop_finished_()) {
-                LOG_INFO("the detected job is over (it exited or stopped matching its opens) "
-                         "and was dropped; watching for a job again");
-                batch.clear();
-                reset();
-                continue;
-            }
+        if (registered_ && detected_job_over()) {
+            batch.clear();
+            reset();
+            continue;
         }
         take(batch);
         // A hypothesis is rechecked every few opens (each recheck computes
         // its permutation as far as the opens reach).
         if (opens_ < judged_at + (pending_ ? 8 : 1) && chain_wait_s() > 0) continue;
         judged_at = opens_;
-        // A failure in here must not take the mount with it: detection is
-        // an optimisation, and the mount serves on without it.
-        if (auto why = sys::contained("detecting the job", [&] { round(); }); !why.empty()) {
-            LOG_WARN("job detection stopped: %s", why.c_str());
-            broken_ = true; // never again this mount
-            std::lock_guard lk(mu_);
-            state_ = "off";
-            last_result_ = "stopped by an internal error: " + why;
-        }
+        judge();
     }
+}
+
+// Waits for opens and takes them into `batch`; false once stopped.
+bool Detector::next_batch(std::deque<std::pair<index::NodeId, uint32_t>>& batch,
+                          bool& was_reset) {
+    std::unique_lock lk(mu_);
+    // Woken by opens; once a second regardless, to notice a detected job
+    // that fell back; at once while a chain search has a slice due.
+    cv_.wait_for(lk, std::chrono::duration<double>(std::min(1.0, chain_wait_s())),
+                 [&] { return stop_ || reset_ || !queue_.empty(); });
+    // Let the batch gather: the opens that follow within a few
+    // milliseconds come with this one.
+    if (!queue_.empty() && !stop_ && !reset_)
+        cv_.wait_for(lk, std::chrono::duration<double>(opt_.gather_s),
+                     [&] { return stop_ || reset_; });
+    if (stop_) return false;
+    was_reset = std::exchange(reset_, false);
+    batch.swap(queue_);
+    if (was_reset && !broken_) state_ = "watching";
+    return true;
+}
+
+// After reset(): every process, candidate and search forgotten.
+void Detector::start_over() {
+    procs_.clear();
+    replay_opens_ = 0;
+    candidates_.clear();
+    pending_.reset();
+    chain_.reset();
+    chain_over_ = false;
+    chain_burst_left_s_ = opt_.cpu_share * opt_.chain_burst_window_s;
+    taken_roots_.clear();
+    detected_jobs_ = 0;
+    {
+        std::lock_guard lk(mu_);
+        chain_state_.clear();
+    }
+    registered_ = false;
+    opens_ = opens_at_search_ = epoch_worth_ = 0;
+    tf_evidence_ = tf_evidence_opens;
+    tf_due_at_ = 0;
+    searched_pids_.clear();
+}
+
+// The registered detected job is the trackers' now; once that is over (it
+// fell back, or the job exited), detection starts over: the next job may
+// be another. Meanwhile the opens of files no detected job covers still
+// come (a validation loader beside a training one).
+bool Detector::detected_job_over() {
+    if (!drop_finished_ || !drop_finished_()) return false;
+    LOG_INFO("the detected job is over (it exited or stopped matching its opens) "
+             "and was dropped; watching for a job again");
+    return true;
+}
+
+// A failure in here must not take the mount with it: detection is an
+// optimisation, and the mount serves on without it.
+void Detector::judge() {
+    auto why = sys::contained("detecting the job", [&] { round(); });
+    if (why.empty()) return;
+    LOG_WARN("job detection stopped: %s", why.c_str());
+    broken_ = true; // never again this mount
+    std::lock_guard lk(mu_);
+    state_ = "off";
+    last_result_ = "stopped by an internal error: " + why;
 }
 
 void Detector::forget(std::map<uint32_t, Process>::iterator it) {
@@ -418,30 +451,37 @@ void Detector::round() {
     }
     // Due, and paid for by the budget, or deferred until it is (the same
     // evidence and more is searched then).
-    const double now = steady_seconds();
-    if (!budget_.allows(now)) {
-        const double wait = budget_.wait_s(now);
-        bool first;
-        {
-            std::lock_guard lk(mu_);
-            first = !deferring_;
-            if (first) ++deferred_;
-            deferring_ = true;
-            deferred_until_ = now + wait;
-        }
-        if (first)
-            LOG_DEBUG("job detection: a search is due but waits %.0f s: searches used their "
-                      "share of the CPU (%g%% of one core)", std::ceil(wait),
-                      opt_.cpu_share * 100);
+    if (deferred()) {
         if (chain_wait_s() == 0) chain_slice(); // its burst is its own
         return;
     }
-    if (deferring_) {
-        std::lock_guard lk(mu_);
-        deferring_ = false;
-        deferred_until_ = 0;
-    }
     if (!search() && chain_wait_s() == 0) chain_slice();
+}
+
+// Whether the search due waits for the budget; said once per deferral.
+bool Detector::deferred() {
+    const double now = steady_seconds();
+    if (budget_.allows(now)) {
+        if (deferring_) {
+            std::lock_guard lk(mu_);
+            deferring_ = false;
+            deferred_until_ = 0;
+        }
+        return false;
+    }
+    const double wait = budget_.wait_s(now);
+    bool first;
+    {
+        std::lock_guard lk(mu_);
+        first = !deferring_;
+        if (first) ++deferred_;
+        deferring_ = true;
+        deferred_until_ = now + wait;
+    }
+    if (first)
+        LOG_DEBUG("job detection: a search is due but waits %.0f s: searches used their "
+                  "share of the CPU (%g%% of one core)", std::ceil(wait), opt_.cpu_share * 100);
+    return true;
 }
 
 // Once per generation of loader processes, or per epoch's worth of opens
@@ -479,66 +519,77 @@ double Detector::chain_wait_s() const {
 
 void Detector::chain_slice() {
     const bool burst = chain_burst_left_s_ > 0;
+    std::vector<const Candidate*> used;
+    std::vector<std::vector<order::ProcessOpens>> opens;
+    std::vector<order::ChainTarget> targets = chain_targets(used, opens);
+    cancel_ = false;
+    const double cpu0 = thread_cpu_seconds();
+    order::DetectStats stats;
+    auto found = chain_->step(targets, opt_.chain_slice, opt_.search.min_evidence, stats, &cancel_);
+    pay_for_slice(burst, thread_cpu_seconds() - cpu0);
+    if (found) return chain_found(*found, *used[found->target]);
+    if (chain_->done()) {
+        end_chain("no job along the global chains of " + std::to_string(chain_->seeds()) +
+                  " seeds (" + std::to_string(chain_->words()) + " words each) explains the opens");
+    }
+}
+
+// Every candidate dataset with the opens in it: `used[i]` and `opens[i]`
+// are what target i points into.
+std::vector<order::ChainTarget>
+Detector::chain_targets(std::vector<const Candidate*>& used,
+                        std::vector<std::vector<order::ProcessOpens>>& opens) {
     // Every candidate built first: building one may move the others.
     const auto rs = roots();
     for (const auto& [r, k] : rs) candidate(r, k);
-    std::vector<const Candidate*> used;
-    std::vector<std::vector<order::ProcessOpens>> opens;
-    std::vector<order::ChainTarget> targets;
     for (const auto& [r, k] : rs) {
         const Candidate& c = candidate(r, k);
         if (!c.dataset) continue;
         used.push_back(&c);
         opens.push_back(opens_in(*c.sample_of));
     }
+    std::vector<order::ChainTarget> targets;
     for (size_t i = 0; i < used.size(); ++i)
         targets.push_back({static_cast<uint32_t>(used[i]->dataset->samples.size()), opens[i]});
-    cancel_ = false;
-    const double cpu0 = thread_cpu_seconds();
-    order::DetectStats stats;
-    auto found = chain_->step(targets, opt_.chain_slice, opt_.search.min_evidence, stats, &cancel_);
-    const double cpu = thread_cpu_seconds() - cpu0;
+    return targets;
+}
+
+// A slice's CPU, from the burst while it lasts, else from the budget.
+void Detector::pay_for_slice(bool burst, double cpu) {
     if (burst) {
         chain_burst_left_s_ -= cpu;
         burst_spent_s_ += cpu;
     } else
         budget_.spend(cpu, steady_seconds());
+    std::lock_guard lk(mu_);
+    chain_scanned_ = chain_->scanned();
+    chain_cpu_s_ += cpu;
+    search_cpu_total_s_ = budget_.spent_s() + burst_spent_s_;
+    chain_state_ = "searching";
+    // Searching while its burst lasts; then it goes on at the share of
+    // the CPU searches keep to, while detection watches for new evidence.
+    if (state_ == "searching" || state_ == "watching")
+        state_ = chain_burst_left_s_ > 0 ? "searching" : "watching";
+}
+
+void Detector::chain_found(const order::ChainFound& found, const Candidate& c) {
+    char what[200];
+    std::snprintf(what, sizeof what,
+                  "found a %s job: manual_seed(%llu), the sampler's seed %llu words down "
+                  "its chain; confirming",
+                  order::detected_sampler_name(found.job.sampler),
+                  static_cast<unsigned long long>(found.job.seed),
+                  static_cast<unsigned long long>(found.job.draw_offset));
     {
         std::lock_guard lk(mu_);
-        chain_scanned_ = chain_->scanned();
-        chain_cpu_s_ += cpu;
-        search_cpu_total_s_ = budget_.spent_s() + burst_spent_s_;
-        chain_state_ = "searching";
-        // Searching while its burst lasts; then it goes on at the share of
-        // the CPU searches keep to, while detection watches for new evidence.
-        if (state_ == "searching" || state_ == "watching")
-            state_ = chain_burst_left_s_ > 0 ? "searching" : "watching";
+        state_ = "confirming";
+        chain_state_ = "found";
+        last_result_ = what;
     }
-    if (found) {
-        const Candidate& c = *used[found->target];
-        char what[200];
-        std::snprintf(what, sizeof what,
-                      "found a %s job: manual_seed(%llu), the sampler's seed %llu words down "
-                      "its chain; confirming",
-                      order::detected_sampler_name(found->job.sampler),
-                      static_cast<unsigned long long>(found->job.seed),
-                      static_cast<unsigned long long>(found->job.draw_offset));
-        {
-            std::lock_guard lk(mu_);
-            state_ = "confirming";
-            chain_state_ = "found";
-            last_result_ = what;
-        }
-        LOG_DEBUG("job detection: %s", what);
-        pending_ = std::make_unique<Pending>(
-            Pending{found->job, c.root, c.kind, c.dataset, c.sample_of, true});
-        if (confirmed(found->job, opt_.accept_opens)) accept(found->job);
-        return;
-    }
-    if (chain_->done()) {
-        end_chain("no job along the global chains of " + std::to_string(chain_->seeds()) +
-                  " seeds (" + std::to_string(chain_->words()) + " words each) explains the opens");
-    }
+    LOG_DEBUG("job detection: %s", what);
+    pending_ = std::make_unique<Pending>(
+        Pending{found.job, c.root, c.kind, c.dataset, c.sample_of, true});
+    if (confirmed(found.job, opt_.accept_opens)) accept(found.job);
 }
 
 void Detector::end_chain(const std::string& why) {
@@ -557,8 +608,7 @@ bool Detector::search() {
     const auto rs = roots();
     if (rs.empty()) {
         // Every open lies below a detected job's root: nothing to search.
-        searched_pids_.clear();
-        for (const auto& [pid, p] : procs_) searched_pids_.push_back(pid);
+        note_searched();
         opens_at_search_ = opens_;
         return false;
     }
@@ -569,25 +619,7 @@ bool Detector::search() {
     cancel_ = false;
     double cpu0 = thread_cpu_seconds();
     order::DetectStats stats;
-    std::optional<order::DetectedJob> found;
-    std::string root;
-    layout::LayoutKind kind = layout::LayoutKind::imagefolder;
-    std::shared_ptr<const layout::Dataset> ds;
-    std::shared_ptr<const std::vector<order::Sample>> sample_of;
-    for (const auto& [r, k] : rs) {
-        const Candidate& c = candidate(r, k);
-        if (!c.dataset) continue;
-        auto procs = opens_in(*c.sample_of);
-        found = order::detect_job(static_cast<uint32_t>(c.dataset->samples.size()), procs,
-                                  opt_.search, stats);
-        if (found) {
-            root = r;
-            kind = k;
-            ds = c.dataset;
-            sample_of = c.sample_of;
-            break;
-        }
-    }
+    std::unique_ptr<Pending> found = search_torch(rs, stats);
     // No torch loader explains the opens: perhaps a tf.data pipeline
     // (control/tf_detection.hpp), paid from the same budget.
     TfAttempt tf;
@@ -599,8 +631,43 @@ bool Detector::search() {
     // A found job's dataset lives on in pending_; a chain search (begun
     // below) reads the same ones slice after slice.
     if (found || chain_over_) candidates_.clear();
+    note_searched();
+    report_search(found ? &found->job : nullptr, stats, tf, cpu);
+    if (!found) return found_none(tf);
+    const order::DetectedJob job = found->job; // accept() lets pending_ go
+    pending_ = std::move(found);
+    // The opens seen while the search ran may confirm it already (a fast
+    // epoch ends before a slow search does, and no later open may come).
+    if (confirmed(job, opt_.accept_opens)) accept(job);
+    return true;
+}
+
+// The first candidate whose opens a torch loader explains, as the job to
+// confirm; null if none.
+std::unique_ptr<Detector::Pending>
+Detector::search_torch(std::span<const std::pair<std::string, layout::LayoutKind>> roots,
+                       order::DetectStats& stats) {
+    for (const auto& [r, k] : roots) {
+        const Candidate& c = candidate(r, k);
+        if (!c.dataset) continue;
+        auto procs = opens_in(*c.sample_of);
+        if (auto found = order::detect_job(static_cast<uint32_t>(c.dataset->samples.size()),
+                                           procs, opt_.search, stats))
+            return std::make_unique<Pending>(
+                Pending{*found, r, k, c.dataset, c.sample_of, false});
+    }
+    return nullptr;
+}
+
+// A search failed is not repeated on the same processes (search_due).
+void Detector::note_searched() {
     searched_pids_.clear();
     for (const auto& [pid, p] : procs_) searched_pids_.push_back(pid); // std::map: sorted
+}
+
+// The search's outcome, for status and the log.
+void Detector::report_search(const order::DetectedJob* found, const order::DetectStats& stats,
+                             const TfAttempt& tf, double cpu) {
     std::string said; // logged after the lock: no lock is held across I/O
     {
         std::lock_guard lk(mu_);
@@ -624,42 +691,41 @@ bool Detector::search() {
         said = last_result_;
     }
     LOG_DEBUG("job detection: %s in %.3f s", said.c_str(), cpu);
-    if (!found) {
-        opens_at_search_ = opens_;
-        if (tf.found) return accept_tf(*tf.found);
-        // A tf.data pipeline fits but its opens are still too few to tell
-        // it from chance: search again once they may suffice, not an
-        // epoch's worth of opens later.
-        // (opens_at_search_ cannot say so: a search is due an epoch's
-        // worth after it, and opens_ + needed may be less than that.)
-        tf_due_at_ = tf.opens_needed ? std::max<uint64_t>(opens_ + 1, tf.opens_needed) : 0;
-        // ... on that many of the first opens.
-        if (tf.opens_needed)
-            tf_evidence_ = std::clamp<size_t>(tf.opens_needed, tf_evidence_opens, 4 * tf_evidence_opens);
-        // A shuffle=True loader without a generator of its own: its seed
-        // is somewhere down a global chain; searched deep, slice by slice.
-        // Not while a tf.data pipeline fits (most likely no torch loader;
-        // if the fit was chance, the search at those opens says so, and the
-        // chain starts then).
-        if (!chain_ && !chain_over_ && !opt_.search.seeds.empty() && !tf.opens_needed) {
-            // Word 3 at the least: a DataLoader's iterator draws its base
-            // seed (two words) and the seed's high word before it.
-            chain_ = std::make_unique<order::ChainDetect>(opt_.search.seeds, 3, opt_.chain_words);
-            std::lock_guard lk(mu_);
-            chain_state_ = "searching";
-            chain_words_ = chain_->words();
-            chain_seeds_ = chain_->seeds();
-            if (chain_burst_left_s_ > 0) state_ = "searching";
-            last_result_ += "; searching the global chains of " +
-                            std::to_string(chain_seeds_) + " seeds";
-        }
-        return false;
-    }
-    pending_ = std::make_unique<Pending>(Pending{*found, root, kind, ds, sample_of, false});
-    // The opens seen while the search ran may confirm it already (a fast
-    // epoch ends before a slow search does, and no later open may come).
-    if (confirmed(*found, opt_.accept_opens)) accept(*found);
-    return true;
+}
+
+// No torch job found: a tf.data job registered if one was, else the next
+// search planned, and perhaps the chain search begun. True if a job went live.
+bool Detector::found_none(const TfAttempt& tf) {
+    opens_at_search_ = opens_;
+    if (tf.found) return accept_tf(*tf.found);
+    // A tf.data pipeline fits but its opens are still too few to tell
+    // it from chance: search again once they may suffice, not an
+    // epoch's worth of opens later.
+    // (opens_at_search_ cannot say so: a search is due an epoch's
+    // worth after it, and opens_ + needed may be less than that.)
+    tf_due_at_ = tf.opens_needed ? std::max<uint64_t>(opens_ + 1, tf.opens_needed) : 0;
+    // ... on that many of the first opens.
+    if (tf.opens_needed)
+        tf_evidence_ = std::clamp<size_t>(tf.opens_needed, tf_evidence_opens, 4 * tf_evidence_opens);
+    // A shuffle=True loader without a generator of its own: its seed
+    // is somewhere down a global chain; searched deep, slice by slice.
+    // Not while a tf.data pipeline fits (most likely no torch loader;
+    // if the fit was chance, the search at those opens says so, and the
+    // chain starts then).
+    if (!chain_ && !chain_over_ && !opt_.search.seeds.empty() && !tf.opens_needed) begin_chain();
+    return false;
+}
+
+void Detector::begin_chain() {
+    // Word 3 at the least: a DataLoader's iterator draws its base
+    // seed (two words) and the seed's high word before it.
+    chain_ = std::make_unique<order::ChainDetect>(opt_.search.seeds, 3, opt_.chain_words);
+    std::lock_guard lk(mu_);
+    chain_state_ = "searching";
+    chain_words_ = chain_->words();
+    chain_seeds_ = chain_->seeds();
+    if (chain_burst_left_s_ > 0) state_ = "searching";
+    last_result_ += "; searching the global chains of " + std::to_string(chain_seeds_) + " seeds";
 }
 
 TfAttempt Detector::search_tf(std::span<const std::pair<std::string, layout::LayoutKind>> roots) {
@@ -706,12 +772,40 @@ bool Detector::register_detected(JobRegistration job, std::span<const uint32_t> 
     // A job beside one detected already is one of its own; the first keeps
     // the default name a written registration would have.
     if (detected_jobs_ > 0) job.id = "detected-" + std::to_string(detected_jobs_ + 1);
-    // In the order they came: each process's own order, and tf.data's
-    // threads' opens interleaved as its iterators made them. With them the
-    // opens of processes the job covers but did not need as evidence: a
-    // next epoch's workers that began while the search and confirmation
-    // ran (their opens taken from the queue, in no other list: lost, the
-    // job's trackers would miss that epoch's start and fall back).
+    std::string why = apply_(job, claimed_opens(job, pids), [this] {
+        Opens late;
+        std::lock_guard lk(mu_);
+        late.assign(queue_.begin(), queue_.end());
+        return late;
+    });
+    const bool ok = why.empty();
+    if (ok)
+        went_live(job, pids);
+    else
+        opens_at_search_ = opens_;
+    const std::string said = ok ? said_ok : "found " + what + " but could not register it: " + why;
+    {
+        std::lock_guard lk(mu_);
+        state_ = ok ? "detected" : "watching";
+        last_result_ = said;
+        if (ok) opens_at_detection_ = opens_;
+    }
+    if (ok)
+        LOG_INFO("job detection: %s", said.c_str());
+    else
+        LOG_WARN("job detection: %s", said.c_str());
+    return ok;
+}
+
+// The opens to tell `job`'s trackers, in the order they came: each
+// process's own order, and tf.data's threads' opens interleaved as its
+// iterators made them. With them the opens of processes the job covers but
+// did not need as evidence: a next epoch's workers that began while the
+// search and confirmation ran (their opens taken from the queue, in no
+// other list: lost, the job's trackers would miss that epoch's start and
+// fall back).
+Detector::Opens Detector::claimed_opens(const JobRegistration& job,
+                                        std::span<const uint32_t> pids) const {
     std::vector<std::string> roots;
     for (const Registration& r : job.loaders) roots.push_back(r.root);
     // Not those that began before the job's evidence did: an earlier
@@ -738,46 +832,27 @@ bool Detector::register_detected(JobRegistration job, std::span<const uint32_t> 
         for (auto [seq, id] : p.later) timed.emplace_back(seq, id, pid);
     }
     std::sort(timed.begin(), timed.end());
-    std::vector<std::pair<index::NodeId, uint32_t>> mine;
+    Opens mine;
     for (const auto& [seq, id, pid] : timed) mine.emplace_back(id, pid);
-    std::string why = apply_(job, mine, [this] {
-        Opens late;
-        std::lock_guard lk(mu_);
-        late.assign(queue_.begin(), queue_.end());
-        return late;
-    });
-    const bool ok = why.empty();
-    if (ok) {
-        registered_ = true;
-        ++detected_jobs_;
-        for (const Registration& r : job.loaders) taken_roots_.push_back(r.root);
-        // Its processes' opens are its trackers' now, and so are those of
-        // the processes whose opens it covers without having needed them
-        // as evidence (tf.data threads that began the next iterator):
-        // searched again, they would find nothing and say so.
-        for (uint32_t pid : pids)
-            if (auto it = procs_.find(pid); it != procs_.end()) forget(it);
-        for (auto it = procs_.begin(); it != procs_.end();) {
-            auto at = it++;
-            if (only_under(at->second, taken_roots_)) forget(at);
-        }
-        searched_pids_.clear();
-        candidates_.clear();
-    } else {
-        opens_at_search_ = opens_;
+    return mine;
+}
+
+// `job` is registered: its processes' opens are its trackers' now, and so
+// are those of the processes whose opens it covers without having needed
+// them as evidence (tf.data threads that began the next iterator):
+// searched again, they would find nothing and say so.
+void Detector::went_live(const JobRegistration& job, std::span<const uint32_t> pids) {
+    registered_ = true;
+    ++detected_jobs_;
+    for (const Registration& r : job.loaders) taken_roots_.push_back(r.root);
+    for (uint32_t pid : pids)
+        if (auto it = procs_.find(pid); it != procs_.end()) forget(it);
+    for (auto it = procs_.begin(); it != procs_.end();) {
+        auto at = it++;
+        if (only_under(at->second, taken_roots_)) forget(at);
     }
-    const std::string said = ok ? said_ok : "found " + what + " but could not register it: " + why;
-    {
-        std::lock_guard lk(mu_);
-        state_ = ok ? "detected" : "watching";
-        last_result_ = said;
-        if (ok) opens_at_detection_ = opens_;
-    }
-    if (ok)
-        LOG_INFO("job detection: %s", said.c_str());
-    else
-        LOG_WARN("job detection: %s", said.c_str());
-    return ok;
+    searched_pids_.clear();
+    candidates_.clear();
 }
 
 JobRegistration Detector::registration(const order::DetectedJob& j) const {
@@ -792,23 +867,10 @@ JobRegistration Detector::registration(const order::DetectedJob& j) const {
     s.batch_size = j.batch;
     s.num_workers = j.workers;
     switch (j.sampler) {
-    case order::DetectedSampler::distributed: {
+    case order::DetectedSampler::distributed:
         s.sampler = order::SamplerKind::distributed;
-        // Only seed + epoch shows. A listed seed itself reads as that seed
-        // at epoch 0; else the first listed seed (most likely first: 0) it
-        // is a plausible epoch count above, as that seed resumed at that
-        // epoch (seed 0 at epoch 37); else the sum at epoch 0.
-        const auto& seeds = opt_.search.seeds;
-        s.seed = j.seed;
-        if (std::find(seeds.begin(), seeds.end(), j.seed) == seeds.end())
-            for (uint64_t listed : seeds)
-                if (listed <= j.seed && j.seed - listed < opt_.search.listed_epochs) {
-                    s.seed = listed;
-                    s.start_epoch = static_cast<uint32_t>(j.seed - listed);
-                    break;
-                }
+        seed_and_epoch(j.seed, opt_.search, s);
         break;
-    }
     case order::DetectedSampler::random_explicit:
         s.sampler = order::SamplerKind::random;
         s.generator = order::GeneratorKind::explicit_;

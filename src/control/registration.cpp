@@ -304,71 +304,80 @@ bool expand_both_subsets(std::vector<json>& loaders) {
     return any;
 }
 
-} // namespace
+// {"stage": true} alone starts a stage-in and leaves the registration as
+// it is; with registration keys it registers, then stages. `done`: the
+// write was nothing else.
+std::string take_stage(json& j, ControlRequest& req, bool& done) {
+    auto st = j.find("stage");
+    if (st == j.end()) return "";
+    if (!st->is_boolean()) return "stage must be true or false";
+    req.stage = st->get<bool>();
+    j.erase(st);
+    if (!j.empty()) return "";
+    if (!req.stage) return "stage: false on its own does nothing";
+    req.stage_only = true;
+    done = true;
+    return "";
+}
 
-std::string parse_control(std::string_view text, ControlRequest& out) {
-    json j;
-    if (auto why = config::parse_strict_json(text, j); !why.empty()) return why;
-    ControlRequest req;
-    std::vector<json> loaders;
-    if (j.is_array()) {
-        if (j.empty()) return "a list of loaders must not be empty";
-        loaders.assign(j.begin(), j.end());
-        req.job.listed = true;
-    } else if (!j.is_object()) {
-        return "expected a JSON object, such as {\"seed\": 42}, or a list of loaders";
-    }
-    if (j.is_object() && j.empty()) {
-        req.unregister = true;
-        out = std::move(req);
+std::string take_from_loader(json& j, ControlRequest& req) {
+    auto f = j.find("from_loader");
+    if (f == j.end()) return "";
+    if (!f->is_boolean()) return "from_loader must be true or false";
+    req.from_loader = f->get<bool>();
+    j.erase(f);
+    return j.empty() ? "from_loader goes with a registration, not on its own" : "";
+}
+
+// `done`: an unregistration, of one job or of every one.
+std::string take_unregister(json& j, ControlRequest& req, bool& done) {
+    auto u = j.find("unregister");
+    if (u == j.end()) return "";
+    if (!u->is_boolean()) return "unregister must be true or false";
+    if (!u->get<bool>()) {
+        j.erase(u);
         return "";
     }
-    if (j.is_object()) {
-        // {"stage": true} alone starts a stage-in and leaves the registration
-        // as it is; with registration keys it registers, then stages.
-        if (auto st = j.find("stage"); st != j.end()) {
-            if (!st->is_boolean()) return "stage must be true or false";
-            req.stage = st->get<bool>();
-            j.erase(st);
-            if (j.empty()) {
-                if (!req.stage) return "stage: false on its own does nothing";
-                req.stage_only = true;
-                out = std::move(req);
-                return "";
-            }
-        }
-        if (auto f = j.find("from_loader"); f != j.end()) {
-            if (!f->is_boolean()) return "from_loader must be true or false";
-            req.from_loader = f->get<bool>();
-            j.erase(f);
-            if (j.empty()) return "from_loader goes with a registration, not on its own";
-        }
-        if (auto u = j.find("unregister"); u != j.end()) {
-            if (!u->is_boolean()) return "unregister must be true or false";
-            if (u->get<bool>()) {
-                auto job = j.find("job");
-                if (j.size() > (job == j.end() ? 1u : 2u) || req.stage)
-                    return "unregister: true takes no other keys than job";
-                if (job != j.end())
-                    if (auto why = set_job_id(req.job.id, *job); !why.empty()) return why;
-                req.unregister = true;
-                if (job == j.end()) req.job.id.clear(); // every job
-                out = std::move(req);
-                return "";
-            }
-            j.erase(u);
-        }
-        // After unregister, which takes no other key: replacing is only
-        // about a registration.
-        if (auto r = j.find("replace"); r != j.end()) {
-            if (!r->is_boolean()) return "replace must be true or false";
-            req.replace = r->get<bool>();
-            j.erase(r);
-            if (j.empty()) return "replace goes with a registration, not on its own";
-        }
-        req.job.listed = j.contains("loaders");
-        if (auto why = loader_objects(j, loaders); !why.empty()) return why;
+    auto job = j.find("job");
+    if (j.size() > (job == j.end() ? 1u : 2u) || req.stage)
+        return "unregister: true takes no other keys than job";
+    if (job != j.end())
+        if (auto why = set_job_id(req.job.id, *job); !why.empty()) return why;
+    req.unregister = true;
+    if (job == j.end()) req.job.id.clear(); // every job
+    done = true;
+    return "";
+}
+
+// After unregister, which takes no other key: replacing is only about a
+// registration.
+std::string take_replace(json& j, ControlRequest& req) {
+    auto r = j.find("replace");
+    if (r == j.end()) return "";
+    if (!r->is_boolean()) return "replace must be true or false";
+    req.replace = r->get<bool>();
+    j.erase(r);
+    return j.empty() ? "replace goes with a registration, not on its own" : "";
+}
+
+// A write that is one JSON object: its keys about the whole write are
+// taken out, then what is left is its loaders. `done`: there are none to
+// parse (the write unregisters or only stages).
+std::string take_object(json& j, ControlRequest& req, std::vector<json>& loaders, bool& done) {
+    if (j.empty()) {
+        req.unregister = true;
+        done = true;
+        return "";
     }
+    if (auto why = take_stage(j, req, done); !why.empty() || done) return why;
+    if (auto why = take_from_loader(j, req); !why.empty()) return why;
+    if (auto why = take_unregister(j, req, done); !why.empty() || done) return why;
+    if (auto why = take_replace(j, req); !why.empty()) return why;
+    req.job.listed = j.contains("loaders");
+    return loader_objects(j, loaders);
+}
+
+std::string parse_loaders(std::vector<json>& loaders, ControlRequest& req) {
     if (expand_both_subsets(loaders)) req.job.listed = true;
     if (loaders.size() > max_loaders)
         return "more than " + std::to_string(max_loaders) + " loaders in one registration";
@@ -383,6 +392,28 @@ std::string parse_control(std::string_view text, ControlRequest& out) {
     }
     if (req.job.loaders.size() > max_loaders)
         return "more than " + std::to_string(max_loaders) + " loaders in one registration";
+    return "";
+}
+
+} // namespace
+
+std::string parse_control(std::string_view text, ControlRequest& out) {
+    json j;
+    if (auto why = config::parse_strict_json(text, j); !why.empty()) return why;
+    ControlRequest req;
+    std::vector<json> loaders;
+    bool done = false;
+    if (j.is_array()) {
+        if (j.empty()) return "a list of loaders must not be empty";
+        loaders.assign(j.begin(), j.end());
+        req.job.listed = true;
+    } else if (!j.is_object()) {
+        return "expected a JSON object, such as {\"seed\": 42}, or a list of loaders";
+    } else if (auto why = take_object(j, req, loaders, done); !why.empty()) {
+        return why;
+    }
+    if (!done)
+        if (auto why = parse_loaders(loaders, req); !why.empty()) return why;
     out = std::move(req);
     return "";
 }

@@ -98,6 +98,26 @@ std::string describe(const order::TfDetectedJob& j, const std::string& root,
     return out + ", iterator " + std::to_string(j.iterator);
 }
 
+// The registration of the pipeline found, listing `root` as `kind` (with
+// `pattern`, for a glob), and the processes it claims.
+TfDetection detection(const index::Index& idx, const order::TfDetectedJob& j,
+                      const std::string& root, layout::LayoutKind kind, const std::string& pattern,
+                      const layout::Dataset& ds, const OpenedNodes& opened) {
+    Registration reg;
+    reg.root = root;
+    reg.layout = kind;
+    reg.layout_given = true;
+    reg.spec = j.spec;
+    reg.spec.pattern = pattern;
+    reg.spec.epochs = unlimited_epochs;
+    TfDetection found;
+    found.what = describe(j, root, pattern);
+    found.pids = claimed(idx, ds, opened);
+    found.opens = j.opens;
+    found.job.loaders.push_back(std::move(reg));
+    return found;
+}
+
 } // namespace
 
 TfAttempt detect_tf_pipeline(const index::Index& idx, const std::vector<std::string>& roots,
@@ -132,19 +152,7 @@ TfAttempt detect_tf_pipeline(const index::Index& idx, const std::vector<std::str
             if (stats.opens_needed && (!out.opens_needed || stats.opens_needed < out.opens_needed))
                 out.opens_needed = stats.opens_needed;
             if (!j) continue;
-            Registration reg;
-            reg.root = root;
-            reg.layout = kind;
-            reg.layout_given = true;
-            reg.spec = j->spec;
-            reg.spec.pattern = pattern;
-            reg.spec.epochs = unlimited_epochs;
-            TfDetection found;
-            found.what = describe(*j, root, pattern);
-            found.pids = claimed(idx, ds, opened);
-            found.opens = j->opens;
-            found.job.loaders.push_back(std::move(reg));
-            out.found = std::move(found);
+            out.found = detection(idx, *j, root, kind, pattern, ds, opened);
             return out;
         }
     }

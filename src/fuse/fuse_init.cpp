@@ -34,7 +34,8 @@ std::string passthrough_refusal(Filesystem& fs, fuse_conn_info* conn) {
 #endif
 }
 
-void init_core(Filesystem& fs, fuse_conn_info* conn) {
+// What this mount asks of the kernel: request sizes and capabilities.
+void negotiate(Filesystem& fs, fuse_conn_info* conn) {
     auto max = static_cast<unsigned>(fs.options.max_read);
     // Readahead requests carry most of a sample in one round trip; the
     // kernel sizes max_pages from max_write, so raise it too even though
@@ -75,11 +76,10 @@ void init_core(Filesystem& fs, fuse_conn_info* conn) {
     // Nothing changes under the mount, so mtime checks would only cost.
     conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
     conn->time_gran = 1;
-    // Before the threads start: --io-uring on without the kernel's offer
-    // ends the mount here, before it is reported ready.
-    if (auto why = fs.transport.init(conn); !why.empty()) throw std::runtime_error(why);
-    fs.passthrough.start(passthrough_refusal(fs, conn));
+}
 
+// How the engine puts bytes into the kernel's page cache.
+void set_pushers(Filesystem& fs) {
     fuse_session* se = fs.session;
     // Bytes of a file into the kernel's page cache at an offset.
     auto store = [se](index::NodeId id, uint64_t off, const char* bytes, size_t size) {
@@ -115,7 +115,13 @@ void init_core(Filesystem& fs, fuse_conn_info* conn) {
         [store](index::NodeId id, uint64_t off, const char* bytes, size_t size) {
             return Transport::on_ring_thread() ? -EAGAIN : store(id, off, bytes, size);
         });
-    // Drops, the same way, are made on the notifier's thread (notifier.hpp).
+}
+
+// How the engine drops pages from the kernel's page cache; on a ring
+// thread, the same way as pushes, from the notifier's thread
+// (notifier.hpp).
+void set_droppers(Filesystem& fs) {
+    fuse_session* se = fs.session;
     Notifier& notifier = fs.notifier;
     auto drop_range = [se, &notifier](index::NodeId id, uint64_t off, uint64_t size) {
         auto drop = [se, id, off, size] {
@@ -132,21 +138,33 @@ void init_core(Filesystem& fs, fuse_conn_info* conn) {
     auto drop_pages = [drop_range](index::NodeId id) { return drop_range(id, 0, 0); };
     fs.engine->set_invalidator(drop_pages);
     if (fs.options.kernel_opens) fs.engine->set_dropper(drop_pages);
+}
+
+// From here on the daemon has no terminal: later lines go to syslog or
+// --log-file. A daemon forked for --peers with -f keeps it: its
+// launcher's process waits in the foreground for it.
+void report_ready(Filesystem& fs) {
+    if (fs.ready_fd < 0) return;
+    bool keep = fs.predetached && fs.options.foreground;
+    if (!keep && log::redirect(fs.options.log_file) < 0) log::redirect("");
+    notify_ready(fs.ready_fd, keep);
+}
+
+void init_core(Filesystem& fs, fuse_conn_info* conn) {
+    negotiate(fs, conn);
+    // Before the threads start: --io-uring on without the kernel's offer
+    // ends the mount here, before it is reported ready.
+    if (auto why = fs.transport.init(conn); !why.empty()) throw std::runtime_error(why);
+    fs.passthrough.start(passthrough_refusal(fs, conn));
+    set_pushers(fs);
+    set_droppers(fs);
     // Here, in the process that serves, after any fork: threads start now.
     fs.engine->start();
     // Its thread marks the mount once the kernel has this INIT's reply.
     if (fs.open_watch) fs.open_watch->start(fs);
     if (fs.control) fs.control->start_detection();
     if (fs.on_start) fs.on_start();
-
-    if (fs.ready_fd >= 0) {
-        // From here on the daemon has no terminal: later lines go to syslog
-        // or --log-file. A daemon forked for --peers with -f keeps it: its
-        // launcher's process waits in the foreground for it.
-        bool keep = fs.predetached && fs.options.foreground;
-        if (!keep && log::redirect(fs.options.log_file) < 0) log::redirect("");
-        notify_ready(fs.ready_fd, keep);
-    }
+    report_ready(fs);
 }
 
 } // namespace

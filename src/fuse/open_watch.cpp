@@ -34,6 +34,20 @@ std::string errno_text(int e) {
     return std::strerror(e);
 }
 
+// The dataset file `fd` is: its inode number is the node's
+// (attributes.cpp), read without a GETATTR, which the attributes' expiry
+// would otherwise send. False for any other file.
+bool dataset_file(const Filesystem& fs, int fd, index::NodeId& id, uint64_t& ino) {
+    struct statx sx {};
+    if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_INO | STATX_TYPE, &sx) != 0 ||
+        !S_ISREG(sx.stx_mode) || sx.stx_ino == 0 ||
+        !fs.index.contains(static_cast<index::NodeId>(sx.stx_ino - 1)))
+        return false;
+    id = static_cast<index::NodeId>(sx.stx_ino - 1);
+    ino = sx.stx_ino;
+    return S_ISREG(fs.index.node(id).mode);
+}
+
 } // namespace
 
 OpenWatch::~OpenWatch() {
@@ -117,25 +131,29 @@ void OpenWatch::run(Filesystem& fs) {
             return drop_due(fs, true);
         }
         if (fds[1].revents) return drop_due(fs, true);
-        // Everything queued, a buffer at a time.
-        for (;;) {
-            ssize_t n = ::read(fan_fd_, buf.data(), buf.size());
-            if (n < 0) {
-                if (errno == EINTR) continue;
-                if (errno != EAGAIN) errors_.fetch_add(1, std::memory_order_relaxed);
-                break;
-            }
-            if (n == 0) break;
-            batches_.fetch_add(1, std::memory_order_relaxed);
-            handle(fs, buf.data(), static_cast<size_t>(n));
-            if (static_cast<size_t>(n) < buf.size() / 2) break;
-        }
+        read_events(fs, buf);
         drop_written(fs);
         drop_due(fs, false);
         // Out of the batch, not out of the loop: stop() still wakes poll.
         pollfd stop_only{stop_fd_, POLLIN, 0};
         if (::poll(&stop_only, 1, static_cast<int>(batch_gap.count())) > 0)
             return drop_due(fs, true);
+    }
+}
+
+// Everything queued, a buffer at a time.
+void OpenWatch::read_events(Filesystem& fs, std::vector<char>& buf) {
+    for (;;) {
+        ssize_t n = ::read(fan_fd_, buf.data(), buf.size());
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            if (errno != EAGAIN) errors_.fetch_add(1, std::memory_order_relaxed);
+            return;
+        }
+        if (n == 0) return;
+        batches_.fetch_add(1, std::memory_order_relaxed);
+        handle(fs, buf.data(), static_cast<size_t>(n));
+        if (static_cast<size_t>(n) < buf.size() / 2) return;
     }
 }
 
@@ -156,47 +174,40 @@ void OpenWatch::handle(Filesystem& fs, const char* buf, size_t len) {
                 LOG_WARN("open watch: the kernel's event queue overflowed; some opens were not seen");
             continue;
         }
-        if (m.fd < 0) continue;
-        int fd = m.fd;
-        // The inode number is the node's (attributes.cpp); read without a
-        // GETATTR, which the attributes' expiry would otherwise send.
-        struct statx sx {};
-        index::NodeId id = 0;
-        bool ours = m.pid != self &&
-                    statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_INO | STATX_TYPE, &sx) == 0 &&
-                    S_ISREG(sx.stx_mode) && sx.stx_ino > 0 &&
-                    fs.index.contains(static_cast<index::NodeId>(sx.stx_ino - 1));
-        if (ours) {
-            id = static_cast<index::NodeId>(sx.stx_ino - 1);
-            ours = S_ISREG(fs.index.node(id).mode);
-        }
-        if (!ours) {
-            // The control files, or the daemon's own.
-            foreign_.fetch_add(1, std::memory_order_relaxed);
-            ::close(fd);
-            continue;
-        }
-        // A merged event holds an open and the close after it.
-        if (m.mask & FAN_OPEN) {
-            opens_.fetch_add(1, std::memory_order_relaxed);
-            fs.counters.opens.fetch_add(1, std::memory_order_relaxed);
-            fs.engine->watched_open(id, static_cast<uint32_t>(m.pid));
-        }
-        if (m.mask & FAN_CLOSE_WRITE) {
-            // The last close of a writable open: whatever it stored in the
-            // cached pages goes with them (see refused_write()).
-            refused_write(sx.stx_ino);
-        }
-        if (m.mask & (FAN_CLOSE_NOWRITE | FAN_CLOSE_WRITE)) {
-            closes_.fetch_add(1, std::memory_order_relaxed);
-            // Dropped through this descriptor, a little later (drop_due()).
-            if (fs.engine->watched_close(id)) {
-                due_.push_back({fd, std::chrono::steady_clock::now()});
-                continue; // the descriptor stays open until then
-            }
-        }
-        ::close(fd);
+        if (m.fd >= 0) handle_event(fs, m.mask, m.fd, m.pid, self);
     }
+}
+
+// One file's event; its descriptor `fd` is kept for a later drop, or closed.
+void OpenWatch::handle_event(Filesystem& fs, uint64_t mask, int fd, int32_t pid, int32_t self) {
+    index::NodeId id = 0;
+    uint64_t ino = 0;
+    if (pid == self || !dataset_file(fs, fd, id, ino)) {
+        // The control files, or the daemon's own.
+        foreign_.fetch_add(1, std::memory_order_relaxed);
+        ::close(fd);
+        return;
+    }
+    // A merged event holds an open and the close after it.
+    if (mask & FAN_OPEN) {
+        opens_.fetch_add(1, std::memory_order_relaxed);
+        fs.counters.opens.fetch_add(1, std::memory_order_relaxed);
+        fs.engine->watched_open(id, static_cast<uint32_t>(pid));
+    }
+    if (mask & FAN_CLOSE_WRITE) {
+        // The last close of a writable open: whatever it stored in the
+        // cached pages goes with them (see refused_write()).
+        refused_write(ino);
+    }
+    if (mask & (FAN_CLOSE_NOWRITE | FAN_CLOSE_WRITE)) {
+        closes_.fetch_add(1, std::memory_order_relaxed);
+        // Dropped through this descriptor, a little later (drop_due()).
+        if (fs.engine->watched_close(id)) {
+            due_.push_back({fd, std::chrono::steady_clock::now()});
+            return; // the descriptor stays open until then
+        }
+    }
+    ::close(fd);
 }
 
 // A file's pages leave the page cache through a descriptor of it, with

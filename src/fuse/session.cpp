@@ -96,23 +96,15 @@ void libfuse_log(enum fuse_log_level level, const char* fmt, va_list ap) {
     log::write(lvl, "%s", msg);
 }
 
-} // namespace
-
-std::string serve(Filesystem& fs) {
+// A session mounted on the mount point, with libfuse's signal handlers;
+// "" or why not.
+std::string mount_session(Filesystem& fs, std::unique_ptr<fuse_session, SessionDeleter>& se) {
     const auto& o = fs.options;
-    if (auto why = fs.transport.choose(o.io_uring); !why.empty()) return why;
-    serving = &fs;
-    struct Unset {
-        ~Unset() { serving = nullptr; }
-    } unset;
-    fuse_set_log_func(libfuse_log);
     std::string opts = mount_options(fs);
     std::vector<const char*> argv = {"clairfs", "-o", opts.c_str()};
     if (o.fuse_debug) argv.push_back("-d");
     fuse_args args = FUSE_ARGS_INIT(static_cast<int>(argv.size()), const_cast<char**>(argv.data()));
-
-    std::unique_ptr<fuse_session, SessionDeleter> se(
-        fuse_session_new(&args, &operations(), sizeof(fuse_lowlevel_ops), &fs));
+    se.reset(fuse_session_new(&args, &operations(), sizeof(fuse_lowlevel_ops), &fs));
     if (!se) return "cannot create the FUSE session (see the libfuse message above)";
     fs.session = se.get();
     if (fuse_set_signal_handlers(se.get()) != 0) return "cannot install signal handlers";
@@ -121,29 +113,38 @@ std::string serve(Filesystem& fs) {
         return "mount on '" + o.mountpoint + "' failed (see the libfuse message above)";
     }
     LOG_INFO("mounted %s on %s", o.backing.c_str(), o.mountpoint.c_str());
-    if (!o.foreground && !fs.predetached) {
-        Detached d;
-        if (auto why = detach(d); !why.empty()) {
-            fuse_session_unmount(se.get());
-            return why;
-        }
-        if (d.is_parent) {
-            // The child owns the mount now; the parent only reports.
-            std::string why = wait_ready(d.ready_fd, o.mountpoint);
-            if (!why.empty()) LOG_ERROR("%s", why.c_str());
-            _exit(why.empty() ? 0 : 1);
-        }
-        fs.ready_fd = d.ready_fd;
-    } else if (!o.log_file.empty() && log::redirect(o.log_file) < 0) {
-        LOG_WARN("cannot open log file %s, logging to stderr", o.log_file.c_str());
-    }
+    return "";
+}
 
-    int rv = run_loop(se.get(), o);
-    // Its threads may be writing to the session (page-cache pushes): they
-    // end before the session does. A fetch hung in the backing store is
-    // waited for within --io-timeout, then left behind: the process exits
-    // around it, so the unmount and a `clairfs umount` waiting for the
-    // daemon both finish.
+// Into the background unless told otherwise: the parent only reports
+// whether the child became ready, and exits. "" or why not.
+std::string leave_terminal(Filesystem& fs, fuse_session* se) {
+    const auto& o = fs.options;
+    if (o.foreground || fs.predetached) {
+        if (!o.log_file.empty() && log::redirect(o.log_file) < 0)
+            LOG_WARN("cannot open log file %s, logging to stderr", o.log_file.c_str());
+        return "";
+    }
+    Detached d;
+    if (auto why = detach(d); !why.empty()) {
+        fuse_session_unmount(se);
+        return why;
+    }
+    if (d.is_parent) {
+        // The child owns the mount now; the parent only reports.
+        std::string why = wait_ready(d.ready_fd, o.mountpoint);
+        if (!why.empty()) LOG_ERROR("%s", why.c_str());
+        _exit(why.empty() ? 0 : 1);
+    }
+    fs.ready_fd = d.ready_fd;
+    return "";
+}
+
+// Its threads may be writing to the session (page-cache pushes): they end
+// before the session does. A fetch hung in the backing store is waited for
+// within --io-timeout, then left behind: the process exits around it, so
+// the unmount and a `clairfs umount` waiting for the daemon both finish.
+void stop_serving(Filesystem& fs, fuse_session* se) {
     // At most 10 s: `clairfs umount` waits 30 s for the daemon, and what a
     // late fetch or SSD write would bring is only cache warmth (the SSD
     // journal is built to survive being cut short).
@@ -157,22 +158,44 @@ std::string serve(Filesystem& fs) {
     bool clean_stop = fs.engine->stop_within(bound);
     fs.notifier.stop(); // after the engine, which may still post drops
     fs.session = nullptr;
-    fuse_session_unmount(se.get());
-    fuse_remove_signal_handlers(se.get());
+    fuse_session_unmount(se);
+    fuse_remove_signal_handlers(se);
     if (!clean_stop) {
         fs.engine->release_for_exit();
         LOG_WARN("unmounted %s with reads still hung in the backing store; exiting around them",
-                 o.mountpoint.c_str());
+                 fs.options.mountpoint.c_str());
         _exit(0);
     }
+}
+
+void log_unmounted(const Filesystem& fs) {
     cache::BackingStats b = fs.engine->backing().stats();
     LOG_INFO("unmounted %s (%llu opens, %llu reads, %llu bytes; backing store: %llu reads, "
              "%llu bytes, %llu errors)",
-             o.mountpoint.c_str(), static_cast<unsigned long long>(fs.counters.opens.load()),
+             fs.options.mountpoint.c_str(),
+             static_cast<unsigned long long>(fs.counters.opens.load()),
              static_cast<unsigned long long>(fs.counters.reads.load()),
              static_cast<unsigned long long>(fs.counters.read_bytes.load()),
              static_cast<unsigned long long>(b.reads), static_cast<unsigned long long>(b.bytes),
              static_cast<unsigned long long>(b.errors));
+}
+
+} // namespace
+
+std::string serve(Filesystem& fs) {
+    const auto& o = fs.options;
+    if (auto why = fs.transport.choose(o.io_uring); !why.empty()) return why;
+    serving = &fs;
+    struct Unset {
+        ~Unset() { serving = nullptr; }
+    } unset;
+    fuse_set_log_func(libfuse_log);
+    std::unique_ptr<fuse_session, SessionDeleter> se;
+    if (auto why = mount_session(fs, se); !why.empty()) return why;
+    if (auto why = leave_terminal(fs, se.get()); !why.empty()) return why;
+    int rv = run_loop(se.get(), o);
+    stop_serving(fs, se.get());
+    log_unmounted(fs);
     // A signal ends the loop with its number: that is the clean way out.
     bool clean = rv == 0 || rv == SIGINT || rv == SIGTERM || rv == SIGHUP;
     return clean ? "" : "FUSE session ended with an error";

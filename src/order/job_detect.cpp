@@ -210,11 +210,40 @@ private:
         std::vector<uint64_t> stream; // stream index of each open, `unknown` if off the rank
     };
 
+    // The loader's shape the claims show.
+    struct Shape {
+        uint64_t batch = 0, workers = 0;
+        bool shown = false; // the worker count is known, not a lower bound
+    };
+
     template <class PosOf>
     std::optional<DetectedJob> judge(const Candidate& c, uint64_t world, PosOf pos_of) {
-        // Every rank's share of the padded epoch; positions past n wrap
-        // around (padding) and are not judged.
-        const uint64_t per_rank = (n_ + world - 1) / world;
+        std::vector<Claim> claims = claims_of(world, pos_of);
+        if (claims.empty()) return std::nullopt;
+        std::optional<Shape> shape = shape_of(claims);
+        if (!shape) return std::nullopt;
+        DetectedJob job;
+        job.sampler = c.kind;
+        job.seed = c.seed;
+        job.world = static_cast<uint32_t>(world);
+        job.batch = static_cast<uint32_t>(shape->batch);
+        job.workers = shape->workers == 1 && shape->batch == 1
+                          ? 0
+                          : static_cast<uint32_t>(shape->workers);
+        job.layout_shown = shape->shown;
+        std::vector<std::pair<uint64_t, uint64_t>> per_rank_opens; // rank -> opens
+        uint64_t longest = 0; // the most opens of one process judged
+        if (!place(claims, world, *shape, job, per_rank_opens, longest)) return std::nullopt;
+        // Two opens fit any world (their distance): a hypothesis needs more
+        // where it says, each of which a wrong one finds with odds 1/n.
+        if (longest < min_evidence_) return std::nullopt;
+        tally(job, per_rank_opens, world);
+        return job;
+    }
+
+    // Every process whose first two opens `pos_of` puts one world apart,
+    // each of its opens as an index into its rank's stream.
+    template <class PosOf> std::vector<Claim> claims_of(uint64_t world, PosOf pos_of) const {
         std::vector<Claim> claims;
         for (const ProcessOpens& p : procs_) {
             if (p.samples.size() < 2) continue;
@@ -227,25 +256,34 @@ private:
             }
             claims.push_back(std::move(cl));
         }
-        if (claims.empty()) return std::nullopt;
+        return claims;
+    }
 
-        // Batch size: exact where a worker's opens jump to its next batch;
-        // else the spacing of the workers' first samples; else it does not
-        // show (one process per rank: any batch size gives this order).
-        uint64_t batch = 0, workers = 0;
+    // Batch size and workers, exact where a worker's opens jump to its next
+    // batch; false if two claims disagree. Both stay 0 where none jumps.
+    static bool from_jumps(const std::vector<Claim>& claims, uint64_t& batch, uint64_t& workers) {
         for (const Claim& cl : claims) {
             size_t run = 1;
             while (run < cl.stream.size() && cl.stream[run] == cl.stream[0] + run) ++run;
             if (run == cl.stream.size() || cl.stream[run] == unknown) continue;
-            if (batch != 0 && batch != run) return std::nullopt;
+            if (batch != 0 && batch != run) return false;
             batch = run;
             if (cl.stream[run] <= cl.stream[0] || cl.stream[0] % run != 0 ||
                 (cl.stream[run] - cl.stream[0]) % run != 0)
-                return std::nullopt;
+                return false;
             uint64_t w = (cl.stream[run] - cl.stream[0]) / run;
-            if (workers != 0 && workers != w) return std::nullopt;
+            if (workers != 0 && workers != w) return false;
             workers = w;
         }
+        return true;
+    }
+
+    // Batch size: exact where a worker's opens jump to its next batch;
+    // else the spacing of the workers' first samples; else it does not
+    // show (one process per rank: any batch size gives this order).
+    static std::optional<Shape> shape_of(const std::vector<Claim>& claims) {
+        uint64_t batch = 0, workers = 0;
+        if (!from_jumps(claims, batch, workers)) return std::nullopt;
         if (batch == 0) {
             uint64_t g = 0;
             for (const Claim& cl : claims) g = std::gcd(g, cl.stream[0]);
@@ -267,25 +305,26 @@ private:
             std::adjacent_find(claim_ranks.begin(), claim_ranks.end()) == claim_ranks.end();
         if (workers == 0) workers = seen_workers;
         if (seen_workers > workers || batch > UINT32_MAX || workers > UINT32_MAX) return std::nullopt;
+        return Shape{batch, workers, jumped || one_per_rank};
+    }
 
-        // Every claimed open where worker `first / batch` opens it.
-        DetectedJob job;
-        job.sampler = c.kind;
-        job.seed = c.seed;
-        job.world = static_cast<uint32_t>(world);
-        job.batch = static_cast<uint32_t>(batch);
-        job.workers = workers == 1 && batch == 1 ? 0 : static_cast<uint32_t>(workers);
-        job.layout_shown = jumped || one_per_rank;
-        std::vector<std::pair<uint64_t, uint64_t>> per_rank_opens; // rank -> opens
-        uint64_t longest = 0; // the most opens of one process judged
+    // Every claimed open where worker `first / batch` opens it, up to the
+    // rank's share of the epoch; false at the first that is not.
+    bool place(const std::vector<Claim>& claims, uint64_t world, const Shape& shape,
+               DetectedJob& job, std::vector<std::pair<uint64_t, uint64_t>>& per_rank_opens,
+               uint64_t& longest) const {
+        // Every rank's share of the padded epoch; positions past n wrap
+        // around (padding) and are not judged.
+        const uint64_t per_rank = (n_ + world - 1) / world;
+        const uint64_t batch = shape.batch, workers = shape.workers;
         for (const Claim& cl : claims) {
-            if (cl.stream[0] % batch != 0) return std::nullopt;
+            if (cl.stream[0] % batch != 0) return false;
             const uint64_t wk = cl.stream[0] / batch;
             uint64_t good = 0;
             for (uint64_t i = 0; i < cl.stream.size(); ++i) {
                 uint64_t want = (wk + workers * (i / batch)) * batch + i % batch;
                 if (want >= per_rank || cl.rank + world * want >= n_) break; // next epoch, or padding
-                if (cl.stream[i] != want) return std::nullopt;
+                if (cl.stream[i] != want) return false;
                 ++good;
             }
             job.pids.push_back(cl.proc->pid);
@@ -298,9 +337,14 @@ private:
             else
                 it->second += good;
         }
-        // Two opens fit any world (their distance): a hypothesis needs more
-        // where it says, each of which a wrong one finds with odds 1/n.
-        if (longest < min_evidence_) return std::nullopt;
+        return true;
+    }
+
+    // The ranks, the fewest opens one placed, and whether all of the epoch
+    // is opened.
+    void tally(DetectedJob& job, std::vector<std::pair<uint64_t, uint64_t>>& per_rank_opens,
+               uint64_t world) const {
+        const uint64_t per_rank = (n_ + world - 1) / world;
         std::sort(job.pids.begin(), job.pids.end());
         std::sort(per_rank_opens.begin(), per_rank_opens.end());
         job.fewest = UINT64_MAX;
@@ -314,7 +358,6 @@ private:
         // once all of it is opened no worker is left to come: one with no
         // batch opens nothing, and the batches went to the workers seen.
         job.layout_shown |= whole_epoch;
-        return job;
     }
 
     uint32_t n_;
@@ -414,18 +457,22 @@ uint64_t ChainDetect::scanned() const {
     return least;
 }
 
-std::optional<ChainFound> ChainDetect::step(std::span<const ChainTarget> targets, uint64_t words,
-                                            uint32_t min_evidence, DetectStats& stats,
-                                            const std::atomic<bool>* cancel) {
-    // Per target, the first open of every process that could be a
-    // loader's worker 0 (two sample opens at least), and the check.
-    struct Target {
-        FastMod mod;
-        EvidenceCheck firsts;
-        Search search;
-    };
-    std::vector<std::unique_ptr<Target>> live;
-    std::vector<size_t> index;
+namespace {
+
+// A target a chain word may fit: the first open of every process that
+// could be a loader's worker 0 (two sample opens at least), and the check.
+struct ChainCheck {
+    size_t target; // index into the targets given to step()
+    FastMod mod;
+    EvidenceCheck firsts;
+    Search search;
+};
+
+using ChainChecks = std::vector<std::unique_ptr<ChainCheck>>;
+
+ChainChecks chain_checks(std::span<const ChainTarget> targets, uint32_t min_evidence,
+                         DetectStats& stats, const std::atomic<bool>* cancel) {
+    ChainChecks live;
     for (size_t t = 0; t < targets.size(); ++t) {
         const ChainTarget& c = targets[t];
         // Beyond randperm64_threshold torch 2.6 and later fill the
@@ -435,10 +482,32 @@ std::optional<ChainFound> ChainDetect::step(std::span<const ChainTarget> targets
         for (const ProcessOpens& p : c.procs)
             if (p.samples.size() >= 2 && p.samples[0] != not_a_sample) ev.samples.push_back(p.samples[0]);
         if (ev.samples.empty()) continue;
-        live.push_back(std::make_unique<Target>(
-            Target{FastMod(c.n), EvidenceCheck(ev), Search(c.n, c.procs, min_evidence, stats, cancel)}));
-        index.push_back(t);
+        live.push_back(std::make_unique<ChainCheck>(ChainCheck{
+            t, FastMod(c.n), EvidenceCheck(ev), Search(c.n, c.procs, min_evidence, stats, cancel)}));
     }
+    return live;
+}
+
+// The first of `here` words (`w`, with their first draws `d0`) whose
+// permutation some target's opens confirm: its place in the block, and
+// the job.
+std::optional<std::pair<size_t, ChainFound>> first_fit(const uint32_t* w, const uint32_t* d0,
+                                                       size_t here, ChainChecks& live) {
+    for (size_t k = 0; k < here; ++k)
+        for (auto& check : live) {
+            if (!check->firsts.contains(check->mod(d0[k]))) continue;
+            if (auto j = check->search.try_word(w[k], 8))
+                return std::pair{k, ChainFound{check->target, std::move(*j)}};
+        }
+    return std::nullopt;
+}
+
+} // namespace
+
+std::optional<ChainFound> ChainDetect::step(std::span<const ChainTarget> targets, uint64_t words,
+                                            uint32_t min_evidence, DetectStats& stats,
+                                            const std::atomic<bool>* cancel) {
+    ChainChecks live = chain_checks(targets, min_evidence, stats, cancel);
     if (live.empty()) {
         // Nothing any word could fit: the scan is over.
         for (auto& c : chains_) c->next = words_;
@@ -458,20 +527,16 @@ std::optional<ChainFound> ChainDetect::step(std::span<const ChainTarget> targets
             for (size_t k = 0; k < here; ++k) w[k] = c.gen.random();
             mt19937_first_draws(w.data(), here, d0.data(), nullptr);
             stats.chain_words += here;
-            for (size_t k = 0; k < here; ++k)
-                for (size_t t = 0; t < live.size(); ++t) {
-                    Target& tg = *live[t];
-                    if (!tg.firsts.contains(tg.mod(d0[k]))) continue;
-                    auto j = tg.search.try_word(w[k], 8);
-                    if (!j) continue;
-                    j->seed = seeds_[i];
-                    j->draw_offset = c.next + k;
-                    j->seed_word = w[k];
-                    c.gen = before;
-                    c.gen.discard(k + 1);
-                    c.next += k + 1;
-                    return ChainFound{index[t], std::move(*j)};
-                }
+            if (auto fit = first_fit(w.data(), d0.data(), here, live)) {
+                auto& [k, found] = *fit;
+                found.job.seed = seeds_[i];
+                found.job.draw_offset = c.next + k;
+                found.job.seed_word = w[k];
+                c.gen = before;
+                c.gen.discard(k + 1);
+                c.next += k + 1;
+                return std::move(found);
+            }
             c.next += here;
         }
     }

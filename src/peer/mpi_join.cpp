@@ -86,44 +86,21 @@ std::string token() {
     return t;
 }
 
-void run(Member me) {
-    pthread_setname_np(pthread_self(), "clairfs-mpi");
-    MpiState* s = state();
-    auto fail = [&](const std::string& why) {
-        std::lock_guard lk(s->mu);
-        s->error = why;
-        s->cv.notify_all();
-    };
-    Api mpi{};
-    if (auto why = load(mpi); !why.empty()) return fail(why);
-    int provided = 0;
-    if (mpi.init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
-        return fail("MPI_Init_thread failed");
-    // A failed call returns its error instead of aborting every member.
-    mpi.set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-    int rank = 0, size = 1;
-    mpi.rank(MPI_COMM_WORLD, &rank);
-    mpi.size(MPI_COMM_WORLD, &size);
+Record record_of(const Member& me) {
+    Record r{};
+    std::strncpy(r.host, me.host.c_str(), sizeof r.host - 1);
+    r.fingerprint = me.fingerprint;
+    r.mem = me.mem;
+    r.pid = static_cast<uint32_t>(::getpid());
+    r.port = me.port;
+    return r;
+}
 
-    Record mine{};
-    std::strncpy(mine.host, me.host.c_str(), sizeof mine.host - 1);
-    mine.fingerprint = me.fingerprint;
-    mine.mem = me.mem;
-    mine.pid = static_cast<uint32_t>(::getpid());
-    mine.port = me.port;
-    std::vector<Record> all(static_cast<size_t>(size));
-    if (mpi.allgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE,
-                      MPI_COMM_WORLD) != MPI_SUCCESS)
-        return fail("MPI_Allgather of the members' addresses failed");
-    char tok[33] = {};
-    if (rank == 0) std::memcpy(tok, token().c_str(), 32);
-    if (mpi.bcast(tok, 32, MPI_CHAR, 0, MPI_COMM_WORLD) != MPI_SUCCESS)
-        return fail("MPI_Bcast of the group token failed");
-
+Group group_of(const std::vector<Record>& all, int rank, const char* tok) {
     Group g;
     g.self = rank;
     g.token = tok;
-    for (int r = 0; r < size; ++r) {
+    for (int r = 0; r < static_cast<int>(all.size()); ++r) {
         const Record& x = all[static_cast<size_t>(r)];
         Member m;
         m.rank = r;
@@ -134,9 +111,46 @@ void run(Member me) {
         m.pid = x.pid;
         g.members.push_back(std::move(m));
     }
+    return g;
+}
+
+// Every member's address, and rank 0's token: "" or why not.
+std::string join(const Member& me, Group& out) {
+    Api mpi{};
+    if (auto why = load(mpi); !why.empty()) return why;
+    int provided = 0;
+    if (mpi.init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
+        return "MPI_Init_thread failed";
+    // A failed call returns its error instead of aborting every member.
+    mpi.set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    int rank = 0, size = 1;
+    mpi.rank(MPI_COMM_WORLD, &rank);
+    mpi.size(MPI_COMM_WORLD, &size);
+    Record mine = record_of(me);
+    std::vector<Record> all(static_cast<size_t>(size));
+    if (mpi.allgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE,
+                      MPI_COMM_WORLD) != MPI_SUCCESS)
+        return "MPI_Allgather of the members' addresses failed";
+    char tok[33] = {};
+    if (rank == 0) std::memcpy(tok, token().c_str(), 32);
+    if (mpi.bcast(tok, 32, MPI_CHAR, 0, MPI_COMM_WORLD) != MPI_SUCCESS)
+        return "MPI_Bcast of the group token failed";
+    out = group_of(all, rank, tok);
+    return "";
+}
+
+void run(Member me) {
+    pthread_setname_np(pthread_self(), "clairfs-mpi");
+    MpiState* s = state();
+    Group g;
+    std::string why = join(me, g);
     std::lock_guard lk(s->mu);
-    s->group = std::move(g);
-    s->joined = true;
+    if (why.empty()) {
+        s->group = std::move(g);
+        s->joined = true;
+    } else {
+        s->error = why;
+    }
     s->cv.notify_all();
     // No MPI call after this: MPI_Finalize is a barrier of the process
     // manager, and with MPICH 4.0.2's Hydra a member that exits while one

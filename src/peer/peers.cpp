@@ -122,57 +122,71 @@ PeerReply Peers::fetch(int home, index::NodeId id, uint64_t expect, bool demand)
         return {-EHOSTDOWN, nullptr};
     }
     std::unique_lock lk(mu_);
-    bool in_time = true;
-    if (opt_.wait_bound.count() > 0)
-        in_time = w->cv.wait_for(lk, opt_.wait_bound, [&] { return w->done; });
-    else
-        w->cv.wait(lk, [&] { return w->done; });
-    // The link's own cost: the round trip less the time the home held the
-    // request (its queue and its backing store are not the link's).
-    double trip = std::chrono::duration<double>(Clock::now() - start).count();
-    bool answered = in_time && w->done && !w->error;
-    double held = answered ? static_cast<double>(w->h.error) / 1e6 : 0.0;
-    link.end(std::max(trip - held, 0.0), answered);
-    if (!in_time) {
+    if (!await_answer(*w, lk, link, start)) {
         // Alive (it pings) but slow: this file comes from the shared file
         // system; a late answer finds no waiter and is dropped.
         waiting_.erase(req);
         ++errors_;
         return {-ETIMEDOUT, nullptr};
     }
-    if (w->error) {
-        int err = w->error;
-        if (err == -EHOSTDOWN)
-            ++down_fallbacks_;
-        else
-            ++errors_;
-        lk.unlock();
-        if (err != -EHOSTDOWN)
-            LOG_WARN("peer %d could not send file %u (%s); reading it from the shared file system",
-                     home, id, sys::error_text(err));
-        return {err, nullptr};
-    }
+    if (w->error) return refused(*w, lk);
     lk.unlock();
-    // The home checksummed what it sent; what arrived must match, and be the
-    // file the index describes.
-    auto& p = w->payload;
+    return arrived(*w, expect, start);
+}
+
+// Under `lk`: waits for `w`'s answer within the wait bound, and tells the
+// link's rate what the link itself cost. False if the answer is late.
+bool Peers::await_answer(Waiting& w, std::unique_lock<std::mutex>& lk, SourceRate& link,
+                         Clock::time_point start) {
+    bool in_time = true;
+    if (opt_.wait_bound.count() > 0)
+        in_time = w.cv.wait_for(lk, opt_.wait_bound, [&] { return w.done; });
+    else
+        w.cv.wait(lk, [&] { return w.done; });
+    // The link's own cost: the round trip less the time the home held the
+    // request (its queue and its backing store are not the link's).
+    double trip = std::chrono::duration<double>(Clock::now() - start).count();
+    bool answered = in_time && w.done && !w.error;
+    double held = answered ? static_cast<double>(w.h.error) / 1e6 : 0.0;
+    link.end(std::max(trip - held, 0.0), answered);
+    return in_time;
+}
+
+// A fetch the home failed, or whose home went down; `lk` held on entry.
+PeerReply Peers::refused(const Waiting& w, std::unique_lock<std::mutex>& lk) {
+    int err = w.error;
+    if (err == -EHOSTDOWN)
+        ++down_fallbacks_;
+    else
+        ++errors_;
+    lk.unlock();
+    if (err != -EHOSTDOWN)
+        LOG_WARN("peer %d could not send file %u (%s); reading it from the shared file system",
+                 w.home, w.id, sys::error_text(err));
+    return {err, nullptr};
+}
+
+// The home checksummed what it sent; what arrived must match, and be the
+// file the index describes. Unlocked on entry.
+PeerReply Peers::arrived(Waiting& w, uint64_t expect, Clock::time_point start) {
+    auto& p = w.payload;
     uint64_t got = p ? p->size : 0;
-    bool ok = w->h.length == expect && got == expect &&
-              payload_matches(w->h, {p ? p->bytes.get() : nullptr, got});
-    lk.lock();
+    bool ok = w.h.length == expect && got == expect &&
+              payload_matches(w.h, {p ? p->bytes.get() : nullptr, got});
+    std::unique_lock lk(mu_);
     if (!ok) {
         ++errors_;
         ++corrupt_;
         lk.unlock();
         LOG_WARN("file %u from peer %d failed its checksum (%llu bytes, %llu expected); reading "
                  "it from the shared file system",
-                 id, home, static_cast<unsigned long long>(got),
+                 w.id, w.home, static_cast<unsigned long long>(got),
                  static_cast<unsigned long long>(expect));
         return {-EBADMSG, nullptr};
     }
     ++files_in_;
     bytes_in_ += got;
-    Rate& r = rates_[home];
+    Rate& r = rates_[w.home];
     ++r.files;
     r.bytes += got;
     r.seconds += std::chrono::duration<double>(Clock::now() - start).count();
@@ -181,38 +195,45 @@ PeerReply Peers::fetch(int home, index::NodeId id, uint64_t expect, bool demand)
 }
 
 void Peers::on_frame(int from, const FrameHeader& h, std::shared_ptr<cache::Blob> payload) {
-    if (h.type == FrameType::get) {
-        {
-            std::lock_guard lk(mu_);
-            if (stopping_ || !down_why_[from].empty()) return;
-            // Demand gets go ahead of prefetch gets; each kind in order.
-            if (h.flags & 1) {
-                auto it = jobs_.begin();
-                while (it != jobs_.end() && (it->h.flags & 1)) ++it;
-                jobs_.insert(it, Job{from, h, Clock::now()});
-            } else {
-                jobs_.push_back(Job{from, h, Clock::now()});
-            }
+    if (h.type == FrameType::get) return queue_get(from, h);
+    if (h.type == FrameType::note) return take_note(from, h, payload.get());
+    if (h.type == FrameType::data || h.type == FrameType::fail)
+        answer_waiting(from, h, std::move(payload));
+}
+
+void Peers::queue_get(int from, const FrameHeader& h) {
+    {
+        std::lock_guard lk(mu_);
+        if (stopping_ || !down_why_[from].empty()) return;
+        // Demand gets go ahead of prefetch gets; each kind in order.
+        if (h.flags & 1) {
+            auto it = jobs_.begin();
+            while (it != jobs_.end() && (it->h.flags & 1)) ++it;
+            jobs_.insert(it, Job{from, h, Clock::now()});
+        } else {
+            jobs_.push_back(Job{from, h, Clock::now()});
         }
-        jobs_cv_.notify_one();
-        return;
     }
-    if (h.type == FrameType::note) {
-        if (!payload || !payload_matches(h, {payload->bytes.get(), payload->size})) return;
-        std::string text(payload->bytes.get(), payload->size);
-        {
-            std::lock_guard lk(mu_);
-            if (!down_why_[from].empty()) return;
-            if (h.flags == note_summary) {
-                summaries_[from] = {std::move(text), Clock::now()};
-                return;
-            }
-            notes_[from] = std::move(text);
+    jobs_cv_.notify_one();
+}
+
+void Peers::take_note(int from, const FrameHeader& h, const cache::Blob* payload) {
+    if (!payload || !payload_matches(h, {payload->bytes.get(), payload->size})) return;
+    std::string text(payload->bytes.get(), payload->size);
+    {
+        std::lock_guard lk(mu_);
+        if (!down_why_[from].empty()) return;
+        if (h.flags == note_summary) {
+            summaries_[from] = {std::move(text), Clock::now()};
+            return;
         }
-        if (note_changed_) note_changed_();
-        return;
+        notes_[from] = std::move(text);
     }
-    if (h.type != FrameType::data && h.type != FrameType::fail) return;
+    if (note_changed_) note_changed_();
+}
+
+// A data or fail frame: the answer to the fetch waiting for it, if any.
+void Peers::answer_waiting(int from, const FrameHeader& h, std::shared_ptr<cache::Blob> payload) {
     std::lock_guard lk(mu_);
     auto it = waiting_.find(h.request);
     if (it == waiting_.end() || it->second->home != from) return; // late, or not ours
@@ -321,34 +342,37 @@ void Peers::serve_loop() {
             j = jobs_.front();
             jobs_.pop_front();
         }
-        ServeResult r;
-        if (auto why = sys::contained("serving a peer", [&] { r = serve_(j.h.file); });
-            !why.empty())
-            r = {-EIO, nullptr};
-        FrameHeader out;
-        out.file = j.h.file;
-        out.request = j.h.request;
-        if (r.error || !r.blob) {
-            out.type = FrameType::fail;
-            out.error = static_cast<uint32_t>(r.error ? -r.error : EIO);
-            transport_.send(j.from, out);
-            continue;
-        }
-        out.type = FrameType::data;
-        out.flags = r.cached ? 1 : 0;
-        // How long this daemon held the request (queue, tiers or backing
-        // store), in microseconds: the asker takes it off its round trip to
-        // know what the link itself costs.
-        out.error = static_cast<uint32_t>(std::min<int64_t>(
-            std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - j.queued).count(),
-            UINT32_MAX));
-        out.payload_hash = payload_checksum({r.blob->bytes.get(), r.blob->size});
-        uint64_t n = r.blob->size;
-        if (transport_.send(j.from, out, std::move(r.blob))) {
-            std::lock_guard lk(mu_);
-            ++files_out_;
-            bytes_out_ += n;
-        }
+        answer_get(j);
+    }
+}
+
+void Peers::answer_get(const Job& j) {
+    ServeResult r;
+    if (auto why = sys::contained("serving a peer", [&] { r = serve_(j.h.file); }); !why.empty())
+        r = {-EIO, nullptr};
+    FrameHeader out;
+    out.file = j.h.file;
+    out.request = j.h.request;
+    if (r.error || !r.blob) {
+        out.type = FrameType::fail;
+        out.error = static_cast<uint32_t>(r.error ? -r.error : EIO);
+        transport_.send(j.from, out);
+        return;
+    }
+    out.type = FrameType::data;
+    out.flags = r.cached ? 1 : 0;
+    // How long this daemon held the request (queue, tiers or backing
+    // store), in microseconds: the asker takes it off its round trip to
+    // know what the link itself costs.
+    out.error = static_cast<uint32_t>(std::min<int64_t>(
+        std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - j.queued).count(),
+        UINT32_MAX));
+    out.payload_hash = payload_checksum({r.blob->bytes.get(), r.blob->size});
+    uint64_t n = r.blob->size;
+    if (transport_.send(j.from, out, std::move(r.blob))) {
+        std::lock_guard lk(mu_);
+        ++files_out_;
+        bytes_out_ += n;
     }
 }
 
@@ -357,6 +381,23 @@ void Peers::status(nlohmann::json& out) const {
     auto& p = out["peers"];
     p["rank"] = group_.self;
     p["count"] = group_.size();
+    links_status(p);
+    p["formed"] = transport_.settled();
+    p["files_in"] = files_in_;
+    p["bytes_in"] = bytes_in_;
+    p["files_out"] = files_out_;
+    p["bytes_out"] = bytes_out_;
+    p["errors"] = errors_;
+    p["corrupt"] = corrupt_;
+    p["down_fallbacks"] = down_fallbacks_;
+    p["nodes"] = nodes_status();
+    TransportStats t = transport_.stats();
+    p["bad_frames"] = t.bad_frames;
+}
+
+// Under mu_: which peers are up, which are down and why, and what fetches
+// from each cost.
+void Peers::links_status(nlohmann::json& p) const {
     int alive = 1; // this daemon
     nlohmann::json dead = nlohmann::json::array();
     nlohmann::json why = nlohmann::json::object();
@@ -369,32 +410,32 @@ void Peers::status(nlohmann::json& out) const {
             dead.push_back(m.rank);
             why[std::to_string(m.rank)] = down_why_[m.rank];
         }
-        const Rate& r = rates_[m.rank];
-        nlohmann::json s = {{"rank", m.rank}, {"host", m.host}, {"files", r.files},
-                            {"bytes", r.bytes}};
-        s["state"] = up ? "up" : down_why_[m.rank].empty() ? "joining" : "down";
-        if (r.files) {
-            s["seconds_per_file"] = r.seconds / static_cast<double>(r.files);
-            s["bytes_per_second"] = r.seconds > 0 ? static_cast<double>(r.bytes) / r.seconds : 0.0;
-        }
-        // The source model's view: files its tiers held, recent ones weigh most.
-        double link = link_rates_[static_cast<size_t>(m.rank)].seconds_per_file();
-        s["link_seconds_per_file"] = link < 0 ? nlohmann::json(nullptr) : nlohmann::json(link);
-        sources.push_back(std::move(s));
+        sources.push_back(source_status(m, up));
     }
     p["alive"] = alive;
-    p["formed"] = transport_.settled();
     p["dead"] = std::move(dead);
     p["down_reasons"] = std::move(why);
-    p["files_in"] = files_in_;
-    p["bytes_in"] = bytes_in_;
-    p["files_out"] = files_out_;
-    p["bytes_out"] = bytes_out_;
-    p["errors"] = errors_;
-    p["corrupt"] = corrupt_;
-    p["down_fallbacks"] = down_fallbacks_;
     p["sources"] = std::move(sources);
-    // Every member's latest summary, this daemon's included.
+}
+
+// Under mu_: fetches from `m`, and the source model's view of its link.
+nlohmann::json Peers::source_status(const Member& m, bool up) const {
+    const Rate& r = rates_[m.rank];
+    nlohmann::json s = {{"rank", m.rank}, {"host", m.host}, {"files", r.files},
+                        {"bytes", r.bytes}};
+    s["state"] = up ? "up" : down_why_[m.rank].empty() ? "joining" : "down";
+    if (r.files) {
+        s["seconds_per_file"] = r.seconds / static_cast<double>(r.files);
+        s["bytes_per_second"] = r.seconds > 0 ? static_cast<double>(r.bytes) / r.seconds : 0.0;
+    }
+    // The source model's view: files its tiers held, recent ones weigh most.
+    double link = link_rates_[static_cast<size_t>(m.rank)].seconds_per_file();
+    s["link_seconds_per_file"] = link < 0 ? nlohmann::json(nullptr) : nlohmann::json(link);
+    return s;
+}
+
+// Under mu_: every member's latest summary, this daemon's included.
+nlohmann::json Peers::nodes_status() const {
     auto nodes = nlohmann::json::array();
     auto now = Clock::now();
     for (const Member& m : group_.members) {
@@ -413,9 +454,7 @@ void Peers::status(nlohmann::json& out) const {
         }
         nodes.push_back(std::move(n));
     }
-    p["nodes"] = std::move(nodes);
-    TransportStats t = transport_.stats();
-    p["bad_frames"] = t.bad_frames;
+    return nodes;
 }
 
 } // namespace clairfs::peer

@@ -2,6 +2,7 @@
 #include "clairfs/peer/transport.hpp"
 
 #include "clairfs/log.hpp"
+#include "clairfs/peer/frame_decoder.hpp"
 #include "clairfs/sys/syscalls.hpp"
 
 #include <algorithm>
@@ -29,18 +30,19 @@ struct Transport::Link {
     int peer = -1;           // -1 until an accepted link says hello
     bool connecting = false; // a non-blocking connect() in progress
     bool hello_in = false;   // the peer's hello arrived and checked
-    // Reading: the header, then its payload.
-    char header[FrameHeader::size];
-    size_t header_got = 0;
-    FrameHeader cur;
-    std::shared_ptr<cache::Blob> body;
-    uint64_t body_got = 0;
-    bool in_body = false;
+    FrameDecoder in;
     // Writing: whole frames, the first one partly written.
     std::vector<Outgoing> out;
     size_t out_front = 0; // index of the frame being written
     uint64_t out_off = 0; // bytes of it written (header, then payload)
     Clock::time_point last_in{}, last_out{};
+};
+
+// What one poll() watches: the wake-up, the listener, then links[i] at
+// fds[i + 2]. Reused from round to round.
+struct Transport::Polled {
+    std::vector<pollfd> fds;
+    std::vector<Link*> links;
 };
 
 namespace {
@@ -55,6 +57,17 @@ std::shared_ptr<cache::Blob> text_blob(const std::string& s) {
     auto b = cache::Blob::make(s.size(), nullptr);
     std::memcpy(b->bytes.get(), s.data(), s.size());
     return b;
+}
+
+// The rank a hello names, or -1 if it does not carry `token`. Whether that
+// rank may call is the caller's to judge.
+int hello_rank(const FrameHeader& h, const cache::Blob* body, const std::string& token) {
+    std::string text = body && payload_matches(h, {body->bytes.get(), body->size})
+                           ? std::string(body->bytes.get(), body->size)
+                           : "";
+    auto sp = text.find(' ');
+    if (sp == std::string::npos || text.substr(sp + 1) != token) return -1;
+    return std::atoi(text.substr(0, sp).c_str());
 }
 
 } // namespace
@@ -253,119 +266,102 @@ void Transport::close_link(Link& l, const std::string& why) {
 // Reads what the socket has; false once the link is closed.
 bool Transport::read_from(Link& l) {
     for (;;) {
-        char* dst;
-        size_t want;
-        if (!l.in_body) {
-            dst = l.header + l.header_got;
-            want = FrameHeader::size - l.header_got;
-        } else {
-            dst = l.body->bytes.get() + l.body_got;
-            want = l.cur.length - l.body_got;
-        }
-        ssize_t n = want ? ::recv(l.fd, dst, want, 0) : 0;
-        if (want && n < 0) {
+        std::span<char> dst = l.in.space();
+        ssize_t n = ::recv(l.fd, dst.data(), dst.size(), 0);
+        if (n < 0) {
             if (errno == EINTR) continue;
             if (errno == EAGAIN || errno == EWOULDBLOCK) return true;
             close_link(l, "link to peer " + std::to_string(l.peer) + " failed: " +
                               sys::error_text(-errno));
             return false;
         }
-        if (want && n == 0) {
+        if (n == 0) {
             close_link(l, "peer " + std::to_string(l.peer) + " closed the link");
             return false;
         }
         l.last_in = Clock::now();
-        if (!l.in_body) {
-            l.header_got += static_cast<size_t>(n);
-            if (l.header_got < FrameHeader::size) continue;
-            if (auto why = decode_header(l.header, l.cur); !why.empty()) {
-                {
-                    std::lock_guard lk(mu_);
-                    ++stats_.bad_frames;
-                }
-                close_link(l, "peer " + std::to_string(l.peer) + ": " + why);
-                return false;
-            }
-            l.header_got = 0;
-            l.body_got = 0;
-            l.body = l.cur.length ? cache::Blob::make(l.cur.length) : nullptr;
-            l.in_body = true;
-        } else {
-            l.body_got += static_cast<uint64_t>(n);
+        Decoded d = l.in.took(static_cast<size_t>(n));
+        if (d.kind == Decoded::Kind::bad) {
+            count_bad_frame();
+            close_link(l, "peer " + std::to_string(l.peer) + ": " + d.why);
+            return false;
         }
-        if (l.in_body && l.body_got == l.cur.length) {
-            l.in_body = false;
-            FrameHeader h = l.cur;
-            auto body = std::move(l.body);
-            if (h.type == FrameType::hello) {
-                // The only frame an unidentified link may send, and the first
-                // an identified one must.
-                std::string text = body && payload_matches(h, {body->bytes.get(), body->size})
-                                       ? std::string(body->bytes.get(), body->size)
-                                       : "";
-                auto sp = text.find(' ');
-                int rank = -1;
-                if (sp != std::string::npos) rank = std::atoi(text.substr(0, sp).c_str());
-                bool ok = sp != std::string::npos && text.substr(sp + 1) == group_.token &&
-                          rank >= 0 && rank < group_.size() && rank != group_.self &&
-                          (l.peer < 0 || l.peer == rank);
-                bool fresh = true;
-                if (ok && l.peer < 0) {
-                    std::lock_guard lk(mu_);
-                    fresh = state_[rank] == State::pending;
-                }
-                if (!ok || !fresh) {
-                    {
-                        std::lock_guard lk(mu_);
-                        ++stats_.bad_frames;
-                    }
-                    if (l.peer >= 0 && !ok) {
-                        close_link(l, "peer " + std::to_string(l.peer) +
-                                          " answered without this group's token");
-                    } else {
-                        // A stranger, or a second link from a member: not
-                        // that member's failure.
-                        LOG_WARN("peer link refused: %s",
-                                 ok ? "a second link from the same peer"
-                                    : "its hello does not carry this group's token");
-                        l.peer = -1;
-                        close_link(l, "");
-                    }
-                    return false;
-                }
-                if (l.peer < 0) {
-                    l.peer = rank;
-                    queue_hello(l); // answer, so the caller knows the link is up
-                }
-                l.hello_in = true;
-                bool now_up = false;
-                {
-                    std::lock_guard lk(mu_);
-                    if (state_[rank] == State::pending) {
-                        state_[rank] = State::connected;
-                        now_up = true;
-                    }
-                }
-                if (now_up && ev_.up) ev_.up(rank);
-                continue;
-            }
-            if (!l.hello_in) {
-                close_link(l, "peer sent data before its hello");
-                return false;
-            }
-            {
-                std::lock_guard lk(mu_);
-                ++stats_.frames_in;
-                stats_.bytes_in += h.length;
-            }
-            if (h.type == FrameType::ping) continue;
-            if (h.type == FrameType::bye) {
-                close_link(l, "peer " + std::to_string(l.peer) + " unmounted");
-                return false;
-            }
-            if (ev_.frame) ev_.frame(l.peer, h, std::move(body));
+        if (d.kind == Decoded::Kind::frame && !take_frame(l, d.header, std::move(d.payload)))
+            return false;
+    }
+}
+
+void Transport::count_bad_frame() {
+    std::lock_guard lk(mu_);
+    ++stats_.bad_frames;
+}
+
+// One whole frame off the link; false once the link is closed.
+bool Transport::take_frame(Link& l, const FrameHeader& h, std::shared_ptr<cache::Blob> body) {
+    if (h.type == FrameType::hello) return take_hello(l, h, body.get());
+    if (!l.hello_in) {
+        close_link(l, "peer sent data before its hello");
+        return false;
+    }
+    {
+        std::lock_guard lk(mu_);
+        ++stats_.frames_in;
+        stats_.bytes_in += h.length;
+    }
+    if (h.type == FrameType::ping) return true;
+    if (h.type == FrameType::bye) {
+        close_link(l, "peer " + std::to_string(l.peer) + " unmounted");
+        return false;
+    }
+    if (ev_.frame) ev_.frame(l.peer, h, std::move(body));
+    return true;
+}
+
+// The only frame an unidentified link may send, and the first an
+// identified one must. False once the link is closed.
+bool Transport::take_hello(Link& l, const FrameHeader& h, const cache::Blob* body) {
+    const int rank = hello_rank(h, body, group_.token);
+    bool ok = rank >= 0 && rank < group_.size() && rank != group_.self &&
+              (l.peer < 0 || l.peer == rank);
+    bool fresh = true;
+    if (ok && l.peer < 0) {
+        std::lock_guard lk(mu_);
+        fresh = state_[rank] == State::pending;
+    }
+    if (!ok || !fresh) {
+        refuse_hello(l, ok);
+        return false;
+    }
+    if (l.peer < 0) {
+        l.peer = rank;
+        queue_hello(l); // answer, so the caller knows the link is up
+    }
+    l.hello_in = true;
+    bool now_up = false;
+    {
+        std::lock_guard lk(mu_);
+        if (state_[rank] == State::pending) {
+            state_[rank] = State::connected;
+            now_up = true;
         }
     }
+    if (now_up && ev_.up) ev_.up(rank);
+    return true;
+}
+
+// `ok`: the hello carried this group's token and a rank it may, but that
+// rank has a link already.
+void Transport::refuse_hello(Link& l, bool ok) {
+    count_bad_frame();
+    if (l.peer >= 0 && !ok) {
+        close_link(l, "peer " + std::to_string(l.peer) + " answered without this group's token");
+        return;
+    }
+    // A stranger, or a second link from a member: not that member's failure.
+    LOG_WARN("peer link refused: %s", ok ? "a second link from the same peer"
+                                         : "its hello does not carry this group's token");
+    l.peer = -1;
+    close_link(l, "");
 }
 
 // Writes queued frames until the socket is full; false once the link is closed.
@@ -454,8 +450,7 @@ void Transport::heartbeat_and_liveness() {
 void Transport::run() {
     pthread_setname_np(pthread_self(), "clairfs-peers");
     begin_connects();
-    std::vector<pollfd> fds;
-    std::vector<Link*> polled;
+    Polled polled;
     for (;;) {
         bool stopping;
         Clock::time_point deadline;
@@ -465,59 +460,17 @@ void Transport::run() {
             deadline = stop_deadline_;
         }
         take_outbox();
-        if (stopping) {
-            // Out once every bye is written, or at the bound.
-            bool pending = std::any_of(links_.begin(), links_.end(), [](const auto& l) {
-                return l->fd >= 0 && l->hello_in && !l->out.empty();
-            });
-            if (!pending || Clock::now() >= deadline) break;
-        }
+        // Out once every bye is written, or at the bound.
+        if (stopping && (!byes_unsent() || Clock::now() >= deadline)) break;
         heartbeat_and_liveness();
         std::erase_if(links_, [](const auto& l) { return l->fd < 0; });
-
-        fds.clear();
-        polled.clear();
-        fds.push_back({wake_fd_, POLLIN, 0});
-        fds.push_back({stopping ? -1 : listen_fd_, POLLIN, 0});
-        for (auto& l : links_) {
-            short want = POLLIN;
-            if (l->connecting || !l->out.empty()) want |= POLLOUT;
-            fds.push_back({l->fd, want, 0});
-            polled.push_back(l.get());
-        }
-        // Wakes for work, or every timeout / 8 for pings and the silence
-        // check: a few wake-ups a second while idle.
-        int wait_ms = static_cast<int>(std::max<int64_t>(timeout_.count() / 8, 10));
-        if (stopping) wait_ms = 10;
-        int n = ::poll(fds.data(), fds.size(), wait_ms);
+        int n = poll_links(polled, stopping);
         if (n < 0 && errno != EINTR) {
             LOG_ERROR("peer links: poll failed: %s", sys::error_text(-errno));
             break;
         }
         if (n <= 0) continue;
-        if (fds[0].revents & POLLIN) {
-            uint64_t v;
-            (void)!::read(wake_fd_, &v, sizeof v);
-        }
-        if (fds[1].revents & POLLIN) accept_new();
-        for (size_t i = 0; i < polled.size(); ++i) {
-            Link& l = *polled[i];
-            short re = fds[i + 2].revents;
-            if (!re || l.fd < 0) continue;
-            if (l.connecting && (re & (POLLOUT | POLLERR | POLLHUP))) {
-                int err = 0;
-                socklen_t len = sizeof err;
-                ::getsockopt(l.fd, SOL_SOCKET, SO_ERROR, &err, &len);
-                if (err) {
-                    close_link(l, "cannot connect to peer " + std::to_string(l.peer) + ": " +
-                                      sys::error_text(-err));
-                    continue;
-                }
-                l.connecting = false;
-            }
-            if ((re & (POLLIN | POLLERR | POLLHUP)) && !read_from(l)) continue;
-            if (!l.connecting && (re & POLLOUT) && !write_to(l)) continue;
-        }
+        serve_polled(polled);
         // Frames queued by read_from (hello answers) go out without waiting
         // for the next POLLOUT.
         for (auto& l : links_)
@@ -526,6 +479,61 @@ void Transport::run() {
     for (auto& l : links_)
         if (l->fd >= 0) close_link(*l, "this daemon is unmounting");
     links_.clear();
+}
+
+bool Transport::byes_unsent() const {
+    return std::any_of(links_.begin(), links_.end(), [](const auto& l) {
+        return l->fd >= 0 && l->hello_in && !l->out.empty();
+    });
+}
+
+// poll()'s result, its errno intact.
+int Transport::poll_links(Polled& polled, bool stopping) {
+    polled.fds.clear();
+    polled.links.clear();
+    polled.fds.push_back({wake_fd_, POLLIN, 0});
+    polled.fds.push_back({stopping ? -1 : listen_fd_, POLLIN, 0});
+    for (auto& l : links_) {
+        short want = POLLIN;
+        if (l->connecting || !l->out.empty()) want |= POLLOUT;
+        polled.fds.push_back({l->fd, want, 0});
+        polled.links.push_back(l.get());
+    }
+    // Wakes for work, or every timeout / 8 for pings and the silence
+    // check: a few wake-ups a second while idle.
+    int wait_ms = static_cast<int>(std::max<int64_t>(timeout_.count() / 8, 10));
+    if (stopping) wait_ms = 10;
+    return ::poll(polled.fds.data(), polled.fds.size(), wait_ms);
+}
+
+void Transport::serve_polled(const Polled& polled) {
+    if (polled.fds[0].revents & POLLIN) {
+        uint64_t v;
+        (void)!::read(wake_fd_, &v, sizeof v);
+    }
+    if (polled.fds[1].revents & POLLIN) accept_new();
+    for (size_t i = 0; i < polled.links.size(); ++i) {
+        Link& l = *polled.links[i];
+        short re = polled.fds[i + 2].revents;
+        if (!re || l.fd < 0) continue;
+        if (l.connecting && (re & (POLLOUT | POLLERR | POLLHUP)) && !finish_connect(l)) continue;
+        if ((re & (POLLIN | POLLERR | POLLHUP)) && !read_from(l)) continue;
+        if (!l.connecting && (re & POLLOUT)) write_to(l);
+    }
+}
+
+// The outcome of a non-blocking connect(); false once the link is closed.
+bool Transport::finish_connect(Link& l) {
+    int err = 0;
+    socklen_t len = sizeof err;
+    ::getsockopt(l.fd, SOL_SOCKET, SO_ERROR, &err, &len);
+    if (err) {
+        close_link(l, "cannot connect to peer " + std::to_string(l.peer) + ": " +
+                          sys::error_text(-err));
+        return false;
+    }
+    l.connecting = false;
+    return true;
 }
 
 } // namespace clairfs::peer

@@ -99,20 +99,7 @@ void Tracker::run_deep_slice(std::unique_lock<std::mutex>& lk) {
     });
     double spent = thread_cpu_s() - start;
     lk.lock();
-    deep_cpu_s_ += spent;
-    // Past the burst the slice is paid back at deep_share before the next.
-    // So it is once the family has opened as many files as the epoch
-    // holds and a tenth of the burst is spent (a resnet's offset, on any
-    // n): that epoch is over, unprefetched, and the rest of the burst
-    // would only take a core from the next (measured: 8.4 s against
-    // 4.0 s for a CPU-bound epoch on 2 cores).
-    bool epoch_over = r.current && d.held.opens.size() >= r.current->size() &&
-                      deep_cpu_s_ > opt_.deep_burst_s / 10;
-    if ((deep_cpu_s_ > opt_.deep_burst_s || epoch_over) && opt_.deep_share > 0 &&
-        opt_.deep_share < 1)
-        d.resume_at = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                         std::chrono::duration<double>(
-                                             spent * (1 / opt_.deep_share - 1)));
+    pace_deep(d, r, spent);
     deep_scanned_ = res.scanned;
     deep_range_ = res.range;
     if (!failed.empty()) {
@@ -124,17 +111,31 @@ void Tracker::run_deep_slice(std::unique_lock<std::mutex>& lk) {
         res.tried = "could not plan epoch " + std::to_string(req.epoch) + " again";
     }
     if (!res.found && res.more) return;
-    if (res.found) {
-        install_found(r, redo, std::move(first), std::move(second), res);
-        ++resyncs_;
-        draw_offset_ = res.words;
-        Evidence held = std::move(d.held);
-        uint32_t family = d.family;
-        finish_deep(res);
-        replay(held, family, Clock::now());
-        return;
-    }
+    if (!res.found) return finish_deep(res);
+    install_found(r, redo, std::move(first), std::move(second), res);
+    ++resyncs_;
+    draw_offset_ = res.words;
+    Evidence held = std::move(d.held);
+    uint32_t family = d.family;
     finish_deep(res);
+    replay(held, family, Clock::now());
+}
+
+// Under mu_, after a slice that took `spent` seconds of CPU. Past the burst
+// the slice is paid back at deep_share before the next. So it is once the
+// family has opened as many files as the epoch holds and a tenth of the
+// burst is spent (a resnet's offset, on any n): that epoch is over,
+// unprefetched, and the rest of the burst would only take a core from the
+// next (measured: 8.4 s against 4.0 s for a CPU-bound epoch on 2 cores).
+void Tracker::pace_deep(DeepSearch& d, const Rank& r, double spent) {
+    deep_cpu_s_ += spent;
+    bool epoch_over = r.current && d.held.opens.size() >= r.current->size() &&
+                      deep_cpu_s_ > opt_.deep_burst_s / 10;
+    if ((deep_cpu_s_ > opt_.deep_burst_s || epoch_over) && opt_.deep_share > 0 &&
+        opt_.deep_share < 1)
+        d.resume_at = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                         std::chrono::duration<double>(
+                                             spent * (1 / opt_.deep_share - 1)));
 }
 
 // Under mu_: the search is over, found or not.

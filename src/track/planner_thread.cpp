@@ -31,36 +31,45 @@ void Tracker::plan_loop() {
         // Epochs asked for first: a search corrects the first epoch a rank
         // has not begun, which must exist by then. A deep search's slices
         // last: each is a fraction of a second, so neither waits long.
-        if (!wanted && resync_queue_.empty()) {
-            std::string failed = sys::contained("searching the global generator's chain",
-                                                [&] { run_deep_slice(lk); });
-            if (!failed.empty()) {
-                fall_back("could not search for the job's seed: " + failed);
-                if (deep_) finish_deep({});
-            }
-            continue;
-        }
-        if (!wanted) {
-            uint32_t family = resync_queue_.front();
-            resync_queue_.pop_front();
-            std::string failed =
-                sys::contained("searching for the job's seed", [&] { run_resync(lk, family); });
-            if (!failed.empty()) fall_back("could not search for the job's seed: " + failed);
-            continue;
-        }
-        wanted->next_wanted = false;
-        std::shared_ptr<const plan::EpochPlan> plan;
-        lk.unlock();
-        // Only this thread calls the source now, so it needs no lock. A
-        // thread entry lets no exception out (an allocation failing for a
-        // huge epoch): the rank then has no next epoch, and the prediction
-        // is given up below rather than followed with a hole in it.
-        std::string failed =
-            sys::contained("building the next epoch's plan", [&] { plan = wanted->source(); });
-        lk.lock();
-        if (!failed.empty()) fall_back("could not build the next epoch's plan: " + failed);
-        install_next(*wanted, std::move(plan));
+        if (!wanted && resync_queue_.empty())
+            deep_slice(lk);
+        else if (!wanted)
+            resync_next(lk);
+        else
+            build_next(lk, *wanted);
     }
+}
+
+// The planner thread's steps: `lk` is held on entry and on exit.
+void Tracker::deep_slice(std::unique_lock<std::mutex>& lk) {
+    std::string failed = sys::contained("searching the global generator's chain",
+                                        [&] { run_deep_slice(lk); });
+    if (failed.empty()) return;
+    fall_back("could not search for the job's seed: " + failed);
+    if (deep_) finish_deep({});
+}
+
+void Tracker::resync_next(std::unique_lock<std::mutex>& lk) {
+    uint32_t family = resync_queue_.front();
+    resync_queue_.pop_front();
+    std::string failed =
+        sys::contained("searching for the job's seed", [&] { run_resync(lk, family); });
+    if (!failed.empty()) fall_back("could not search for the job's seed: " + failed);
+}
+
+void Tracker::build_next(std::unique_lock<std::mutex>& lk, Rank& wanted) {
+    wanted.next_wanted = false;
+    std::shared_ptr<const plan::EpochPlan> plan;
+    lk.unlock();
+    // Only this thread calls the source now, so it needs no lock. A
+    // thread entry lets no exception out (an allocation failing for a
+    // huge epoch): the rank then has no next epoch, and the prediction
+    // is given up below rather than followed with a hole in it.
+    std::string failed =
+        sys::contained("building the next epoch's plan", [&] { plan = wanted.source(); });
+    lk.lock();
+    if (!failed.empty()) fall_back("could not build the next epoch's plan: " + failed);
+    install_next(wanted, std::move(plan));
 }
 
 // Under mu_. A rank whose source ended may have become finished now, which

@@ -79,6 +79,14 @@ private:
     int register_job(JobRegistration job, bool stage, bool replace, std::string& why,
                      std::span<const std::pair<index::NodeId, uint32_t>> replay = {},
                      const std::function<prefetch::Engine::Opens()>& late = {});
+    bool registered_unchanged(const JobRegistration& job, bool replace,
+                              std::optional<uint32_t>& held_by);
+    int resolve_loaders(const JobRegistration& job, std::string& why,
+                        std::vector<plan::Job>& resolved, size_t& samples);
+    int activate(JobRegistration job, bool replace,
+                 std::shared_ptr<prefetch::Engine::Active> prepared,
+                 const std::function<prefetch::Engine::Opens()>& late,
+                 prefetch::Engine::Jobs& replaced, std::string& why);
     // Under mu_: the active written job of `job`'s id that `job` differs
     // from and that another process wrote (or an unknown one), which only
     // a process of its own may replace while it runs; null if none.

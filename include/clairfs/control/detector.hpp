@@ -112,6 +112,10 @@ private:
     };
 
     void run();
+    bool next_batch(std::deque<std::pair<index::NodeId, uint32_t>>& batch, bool& was_reset);
+    void start_over();
+    bool detected_job_over();
+    void judge();
     void take(std::deque<std::pair<index::NodeId, uint32_t>>& batch);
     void forget(std::map<uint32_t, Process>::iterator it); // erases, freeing its `later`
     void round();
@@ -119,10 +123,25 @@ private:
     const Candidate& candidate(const std::string& root, layout::LayoutKind kind);
     std::vector<order::ProcessOpens> opens_in(const std::vector<order::Sample>& sample_of) const;
     bool search_due() const;
+    bool deferred();
     bool search();
+    struct Pending;
+    std::unique_ptr<Pending>
+    search_torch(std::span<const std::pair<std::string, layout::LayoutKind>> roots,
+                 order::DetectStats& stats);
+    void note_searched();
+    void report_search(const order::DetectedJob* found, const order::DetectStats& stats,
+                       const TfAttempt& tf, double cpu);
+    bool found_none(const TfAttempt& tf);
+    void begin_chain();
     // One slice of the chain search; whether it is due now, else in how
     // many seconds.
     void chain_slice();
+    std::vector<order::ChainTarget>
+    chain_targets(std::vector<const Candidate*>& used,
+                  std::vector<std::vector<order::ProcessOpens>>& opens);
+    void pay_for_slice(bool burst, double cpu);
+    void chain_found(const order::ChainFound& found, const Candidate& c);
     double chain_wait_s() const;
     void end_chain(const std::string& why);
     void accept(const order::DetectedJob& job);
@@ -134,6 +153,8 @@ private:
     // Registers a detected job (accept, accept_tf): true if it went live.
     bool register_detected(JobRegistration job, std::span<const uint32_t> pids,
                            const std::string& what, const std::string& said_ok);
+    Opens claimed_opens(const JobRegistration& job, std::span<const uint32_t> pids) const;
+    void went_live(const JobRegistration& job, std::span<const uint32_t> pids);
 
     const index::Index& idx_;
     DetectorOptions opt_;

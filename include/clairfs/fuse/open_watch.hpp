@@ -67,7 +67,9 @@ public:
 private:
     void run(Filesystem& fs);
     bool mark(const std::string& mountpoint);
+    void read_events(Filesystem& fs, std::vector<char>& buf);
     void handle(Filesystem& fs, const char* buf, size_t len);
+    void handle_event(Filesystem& fs, uint64_t mask, int fd, int32_t pid, int32_t self);
     void drop_written(Filesystem& fs);
     void drop_due(Filesystem& fs, bool all);
 

@@ -120,12 +120,23 @@ private:
         FrameHeader h;
         std::chrono::steady_clock::time_point queued;
     };
+    bool await_answer(Waiting& w, std::unique_lock<std::mutex>& lk, SourceRate& link,
+                      std::chrono::steady_clock::time_point start);
+    PeerReply refused(const Waiting& w, std::unique_lock<std::mutex>& lk);
+    PeerReply arrived(Waiting& w, uint64_t expect, std::chrono::steady_clock::time_point start);
+    void links_status(nlohmann::json& p) const;
+    nlohmann::json source_status(const Member& m, bool up) const;
+    nlohmann::json nodes_status() const;
     void on_frame(int from, const FrameHeader& h, std::shared_ptr<cache::Blob> payload);
+    void queue_get(int from, const FrameHeader& h);
+    void take_note(int from, const FrameHeader& h, const cache::Blob* payload);
+    void answer_waiting(int from, const FrameHeader& h, std::shared_ptr<cache::Blob> payload);
     void on_down(int peer, const std::string& why);
     void on_up(int peer);
     void send_note(int peer, const std::string& text, uint16_t kind = 0);
     void report_loop();
     void serve_loop();
+    void answer_get(const Job& j);
 
     Group group_;
     PeerOptions opt_;

@@ -78,10 +78,19 @@ public:
 
 private:
     struct Link;
+    struct Polled;
     void run();
+    bool byes_unsent() const;
+    int poll_links(Polled& polled, bool stopping);
+    void serve_polled(const Polled& polled);
+    bool finish_connect(Link& l);
     void accept_new();
     void begin_connects();
     bool read_from(Link& l);
+    void count_bad_frame();
+    bool take_frame(Link& l, const FrameHeader& h, std::shared_ptr<cache::Blob> body);
+    bool take_hello(Link& l, const FrameHeader& h, const cache::Blob* body);
+    void refuse_hello(Link& l, bool ok);
     bool write_to(Link& l);
     void take_outbox();
     void close_link(Link& l, const std::string& why);

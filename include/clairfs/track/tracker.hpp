@@ -318,7 +318,12 @@ private:
     bool redo_current(const Rank& r, const Evidence& ev) const;
     bool begin_deep(uint32_t family, size_t slot, Evidence ev);
     bool hold_for_deep(index::NodeId node, uint32_t pid, uint32_t family);
+    void deep_slice(std::unique_lock<std::mutex>& lk);
+    void resync_next(std::unique_lock<std::mutex>& lk);
+    void build_next(std::unique_lock<std::mutex>& lk, Rank& wanted);
     void run_deep_slice(std::unique_lock<std::mutex>& lk);
+    struct DeepSearch;
+    void pace_deep(DeepSearch& d, const Rank& r, double spent);
     void finish_deep(const plan::ResyncResult& res);
     size_t evidence_for(uint64_t candidates, bool ordered) const;
     bool resync_slot(std::unique_lock<std::mutex>& lk, size_t slot, const Evidence& ev,
