@@ -87,6 +87,10 @@ struct SsdTier::Core {
     // ssd_open.cpp / ssd_restart.cpp. open_files returns "" or the one-line
     // reason the tier stays off.
     std::string open_files(const SsdOptions& o, bool& existed);
+    // Sets dataset_tag and the names of the cache file and the journal.
+    void name_files(const std::string& dataset);
+    // The opened cache file `fd` becomes the tier's device of `capacity`.
+    void attach_device(const SsdOptions& o, int fd, uint64_t capacity);
     void restart_warm(bool existed);
     void close();
 };
