@@ -62,7 +62,22 @@ struct SsdTier::Core {
 
     // ssd_read.cpp / ssd_write.cpp
     BlobRef read(index::NodeId id, bool count);
+    // read()'s steps: the entry pinned under mu (false: a miss), its bytes
+    // read without mu (0 or -errno), the read counted and the entry unpinned
+    // (and dropped if the read failed: true and the drop's seq), and the
+    // failure told.
+    bool pin_entry(index::NodeId id, bool count, SsdEntry& e);
+    int read_entry(const SsdEntry& e, std::shared_ptr<Blob>& blob);
+    bool settle_read(index::NodeId id, const SsdEntry& e, bool count, bool intact, int rv,
+                     uint64_t& seq);
+    void read_failed(index::NodeId id, const SsdEntry& e, int rv, bool dropped, uint64_t seq);
     bool write(index::NodeId id, const BlobRef& blob);
+    // write()'s steps under mu: an extent reserved for `id` (or it is held
+    // or being written already, or there is no room), and after the write
+    // the entry published (true) or its extent given back.
+    enum class Reservation { made, held, refused };
+    Reservation reserve_extent(index::NodeId id, uint64_t size, uint64_t& offset);
+    bool publish(index::NodeId id, int rv, SsdEntry& e);
     uint64_t drop(index::NodeId id);
 
     // Under mu: extent bookkeeping.
