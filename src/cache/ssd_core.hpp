@@ -7,6 +7,7 @@
 #include "cache_journal.hpp"
 #include "clairfs/cache/ssd_tier.hpp"
 #include "extent_allocator.hpp"
+#include "journal_placement.hpp"
 
 #include <atomic>
 #include <memory>
@@ -14,6 +15,7 @@
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 namespace clairfs::cache {
 
@@ -107,6 +109,12 @@ struct SsdTier::Core {
     // The opened cache file `fd` becomes the tier's device of `capacity`.
     void attach_device(const SsdOptions& o, int fd, uint64_t capacity);
     void restart_warm(bool existed);
+    // restart_warm()'s steps: the previous mount's journal folded, the
+    // entries kept taken into `files` (their records returned), and the
+    // journal rewritten with just those.
+    void read_journal(JournalFold& fold);
+    std::vector<JournalRecord> adopt(JournalEntries& keep);
+    void rewrite_journal(const std::vector<JournalRecord>& records);
     void close();
 };
 
