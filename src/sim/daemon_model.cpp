@@ -77,47 +77,15 @@ void Run::fetch(uint32_t n, uint32_t f, double t, bool prefetch, std::optional<u
     Fetch fe{t, 0, Src::fs, prefetch, -1, true, {}};
     if (waiter) fe.waiters.push_back(*waiter);
     double done = 0;
+    const int h = peers() ? home_[f] : -1;
     if (x.ssd.contains(f)) {
         fe.src = Src::ssd;
         done = x.ssd_dev.reserve(t, size / cfg_.ssd_read_bandwidth) + cfg_.ssd_latency_s;
+    } else if (h >= 0 && h != static_cast<int>(n) && peer_first(n, h)) {
+        done = fetch_from_peer(n, h, f, t, fe);
     } else {
-        int h = peers() ? home_[f] : -1;
-        bool to_peer = false;
-        if (h >= 0 && h != static_cast<int>(n)) {
-            peer::SourceRate& link = links_[uint64_t{n} * nodes_ + h];
-            to_peer = peer::choose_source(
-                          {link.seconds_per_file(), link.inflight(), cfg_.server_threads},
-                          {x.backing_rate.seconds_per_file(), x.backing_rate.inflight(),
-                           cfg_.fetch_threads}) == peer::Choice::peer;
-        }
-        if (to_peer) {
-            // The home answers from RAM, from a fetch of its own already on
-            // the way, or reads the file itself (SSD, else the shared file
-            // system: serve_peer never asks a third node).
-            Node& hx = node_[h];
-            double ready = t;
-            if (auto it = hx.inflight.find(f); it != hx.inflight.end()) {
-                ready = it->second.done;
-                fe.measured = false;
-            } else if (!hx.ram.holds(f)) {
-                fetch(h, f, t, false, std::nullopt);
-                ready = hx.inflight.at(f).done;
-                fe.measured = false;
-            }
-            const double xfer = size / cfg_.net_bandwidth;
-            double start = std::max({ready, hx.net_out.free_at, x.net_in.free_at});
-            hx.net_out.free_at = x.net_in.free_at = start + xfer;
-            done = start + xfer + cfg_.net_latency_s + cfg_.peer_file_cost_s;
-            fe.src = Src::peer;
-            fe.home = h;
-            links_[uint64_t{n} * nodes_ + h].begin();
-            EpochResult& e = stats();
-            e.peer_bytes += size;
-            ++e.peer_files;
-        } else {
-            done = fs_read(n, size, t);
-            x.backing_rate.begin();
-        }
+        done = fs_read(n, size, t);
+        x.backing_rate.begin();
     }
     fe.done = done;
     if (prefetch) {
@@ -126,6 +94,44 @@ void Run::fetch(uint32_t n, uint32_t f, double t, bool prefetch, std::optional<u
     }
     x.inflight.emplace(f, std::move(fe));
     push(done, fetch_done, n, f);
+}
+
+// choose_source(): whether the file's home is expected to answer before
+// the shared file system.
+bool Run::peer_first(uint32_t n, int home) const {
+    const Node& x = node_[n];
+    const peer::SourceRate& link = links_[uint64_t{n} * nodes_ + home];
+    return peer::choose_source({link.seconds_per_file(), link.inflight(), cfg_.server_threads},
+                               {x.backing_rate.seconds_per_file(), x.backing_rate.inflight(),
+                                cfg_.fetch_threads}) == peer::Choice::peer;
+}
+
+// The home answers from RAM, from a fetch of its own already on the way,
+// or reads the file itself (SSD, else the shared file system: serve_peer
+// never asks a third node). Returns when the bytes are here.
+double Run::fetch_from_peer(uint32_t n, int h, uint32_t f, double t, Fetch& fe) {
+    Node& x = node_[n];
+    Node& hx = node_[h];
+    const uint32_t size = size_[f];
+    double ready = t;
+    if (auto it = hx.inflight.find(f); it != hx.inflight.end()) {
+        ready = it->second.done;
+        fe.measured = false;
+    } else if (!hx.ram.holds(f)) {
+        fetch(h, f, t, false, std::nullopt);
+        ready = hx.inflight.at(f).done;
+        fe.measured = false;
+    }
+    const double xfer = size / cfg_.net_bandwidth;
+    double start = std::max({ready, hx.net_out.free_at, x.net_in.free_at});
+    hx.net_out.free_at = x.net_in.free_at = start + xfer;
+    fe.src = Src::peer;
+    fe.home = h;
+    links_[uint64_t{n} * nodes_ + h].begin();
+    EpochResult& e = stats();
+    e.peer_bytes += size;
+    ++e.peer_files;
+    return start + xfer + cfg_.net_latency_s + cfg_.peer_file_cost_s;
 }
 
 void Run::on_fetch_done(uint32_t n, uint32_t f, double t) {
@@ -217,10 +223,7 @@ void Run::pump(uint32_t n, double t) {
         x.qp = front;
         x.window_bytes = 0;
     }
-    // The daemon knows each rank's current epoch's order and the next one's.
-    uint32_t horizon = UINT32_MAX;
-    for (uint32_t j = 0; j < R_; ++j)
-        if (!ranks_[n * R_ + j].done) horizon = std::min(horizon, ranks_[n * R_ + j].epoch + 1);
+    const uint32_t horizon = known_epochs(n);
     while (x.prefetching < cfg_.fetch_threads) {
         const uint32_t e = q_epoch(x.qp);
         if (e >= E_ || e > horizon) return;
@@ -242,31 +245,54 @@ void Run::pump(uint32_t n, double t) {
             continue;
         }
         const bool here = peers() && home_[f] == static_cast<int>(n);
-        const uint64_t need = size + (here ? 0 : reserved(x));
-        auto room = [&] {
-            uint64_t used = x.ram.bytes() + x.inflight_bytes;
-            return used >= cfg_.ram ? 0 : cfg_.ram - used;
-        };
-        if (room() < need) {
-            const uint64_t limit = prefetch::evict_beyond(x.qp - front, lead_);
-            while (room() < need) {
-                auto [key, v] = x.ram.victim([&](uint32_t g) { return due(n, g); });
-                if (v == UINT32_MAX) break;
-                const uint64_t rel = key == never ? never : key - std::min(key, front);
-                if (rel <= limit) break;
-                bool unopened = false;
-                uint32_t freed = x.ram.evict(v, &unopened);
-                ++stats().evictions;
-                if (unopened) ++stats().evicted_unopened;
-                if (peers() && home_[v] == static_cast<int>(n))
-                    x.homed_held -= std::min<uint64_t>(x.homed_held, freed);
-            }
-            if (room() < need) return;
-        }
+        if (!make_room(n, size + (here ? 0 : reserved(x)))) return;
         x.window_bytes += size;
         ++x.qp;
         fetch(n, f, t, true, std::nullopt);
     }
+}
+
+// The daemon knows each rank's current epoch's order and the next one's:
+// the last epoch all of the node's ranks still at work have.
+uint32_t Run::known_epochs(uint32_t n) const {
+    uint32_t horizon = UINT32_MAX;
+    for (uint32_t j = 0; j < R_; ++j)
+        if (!ranks_[n * R_ + j].done) horizon = std::min(horizon, ranks_[n * R_ + j].epoch + 1);
+    return horizon;
+}
+
+// RAM neither held nor spoken for by a prefetch in flight.
+uint64_t Run::free_ram(const Node& x) const {
+    uint64_t used = x.ram.bytes() + x.inflight_bytes;
+    return used >= cfg_.ram ? 0 : cfg_.ram - used;
+}
+
+// Room for `need` bytes for the file at the node's position qp: evicts
+// what is due later than it, within the lead only (beyond it only files
+// never needed again). False if there is not room enough.
+bool Run::make_room(uint32_t n, uint64_t need) {
+    Node& x = node_[n];
+    if (free_ram(x) >= need) return true;
+    const uint64_t front = x.front;
+    const uint64_t limit = prefetch::evict_beyond(x.qp - front, lead_);
+    while (free_ram(x) < need) {
+        auto [key, v] = x.ram.victim([&](uint32_t g) { return due(n, g); });
+        if (v == UINT32_MAX) break;
+        const uint64_t rel = key == never ? never : key - std::min(key, front);
+        if (rel <= limit) break;
+        evict(n, v);
+    }
+    return free_ram(x) >= need;
+}
+
+void Run::evict(uint32_t n, uint32_t f) {
+    Node& x = node_[n];
+    bool unopened = false;
+    uint32_t freed = x.ram.evict(f, &unopened);
+    ++stats().evictions;
+    if (unopened) ++stats().evicted_unopened;
+    if (peers() && home_[f] == static_cast<int>(n))
+        x.homed_held -= std::min<uint64_t>(x.homed_held, freed);
 }
 
 // Engine::plan_homes(): each file's home is the node whose rank opens it

@@ -46,39 +46,51 @@ void Run::worker_next(uint32_t wi, double t) {
     w.blocked = false;
     const uint32_t p = w.batch * cfg_.job.batch_size + w.i;
     const uint32_t f = orders_.file(k.epoch, r, p);
-    const uint32_t n = r / R_;
     ++stats_of(r).opens;
     ++opens_done_;
     double done = 0;
     switch (sc_) {
-    case Scenario::local_warm:
-        ++stats_of(r).ram_hits;
-        done = ram_read(size_[f], t, true);
-        break;
-    case Scenario::direct: {
-        Lru* pc = shared_page_cache_ ? shared_page_cache_.get() : node_[n].page_cache.get();
-        if (pc && pc->hit(f)) {
-            ++stats_of(r).page_cache_hits;
-            done = ram_read(size_[f], t, true);
-        } else {
-            ++stats_of(r).from_fs;
-            done = fs_read(n, size_[f], t, true) + size_[f] / cfg_.ram_bandwidth;
-            if (pc) pc->insert(f, size_[f]);
-        }
-        break;
-    }
-    default:
-        opened(r, p);
-        if (tiered(f)) {
-            done = open(n, wi, f, t);
-        } else {
-            ++stats_of(r).from_fs;
-            done = ram_read(size_[f], fs_read(n, size_[f], t), false);
-        }
-        pump(n, t);
-        break;
+    case Scenario::local_warm: done = read_warm(r, f, t); break;
+    case Scenario::direct: done = read_direct(r, f, t); break;
+    default: done = read_clairfs(wi, r, p, f, t); break;
     }
     if (done >= 0) read_done(wi, done);
+}
+
+// Every file already in the node's memory.
+double Run::read_warm(uint32_t r, uint32_t f, double t) {
+    ++stats_of(r).ram_hits;
+    return ram_read(size_[f], t, true);
+}
+
+// The shared file system through the kernel's page cache, if one is
+// modelled.
+double Run::read_direct(uint32_t r, uint32_t f, double t) {
+    const uint32_t n = r / R_;
+    Lru* pc = shared_page_cache_ ? shared_page_cache_.get() : node_[n].page_cache.get();
+    if (pc && pc->hit(f)) {
+        ++stats_of(r).page_cache_hits;
+        return ram_read(size_[f], t, true);
+    }
+    ++stats_of(r).from_fs;
+    double done = fs_read(n, size_[f], t, true) + size_[f] / cfg_.ram_bandwidth;
+    if (pc) pc->insert(f, size_[f]);
+    return done;
+}
+
+// Through the node's clairfs, which sees the open and schedules on.
+double Run::read_clairfs(uint32_t wi, uint32_t r, uint32_t p, uint32_t f, double t) {
+    const uint32_t n = r / R_;
+    opened(r, p);
+    double done = 0;
+    if (tiered(f)) {
+        done = open(n, wi, f, t);
+    } else {
+        ++stats_of(r).from_fs;
+        done = ram_read(size_[f], fs_read(n, size_[f], t), false);
+    }
+    pump(n, t);
+    return done;
 }
 
 void Run::on_sample_done(uint32_t wi, double t) {

@@ -97,6 +97,14 @@ public:
     ScenarioResult run();
 
 private:
+    // run()'s steps: the job's dimensions, the cluster's state, the first
+    // events, and each event as it comes.
+    void size_job();
+    void build_cluster();
+    void start_job();
+    void dispatch(const Event& ev);
+    void on_global_step_done(double t);
+
     // The node's future: Q = (epoch * L + position) * R + local rank.
     uint64_t q_of(uint32_t e, uint32_t p, uint32_t j) const {
         return (uint64_t{e} * L_ + p) * R_ + j;
@@ -143,6 +151,11 @@ private:
     // The loader.
     void start_epoch(uint32_t r, double t);
     void worker_next(uint32_t w, double t);
+    // An open by worker w of rank r of file f at position p, by scenario:
+    // when its read is done, or < 0 when it waits on a fetch.
+    double read_warm(uint32_t r, uint32_t f, double t);
+    double read_direct(uint32_t r, uint32_t f, double t);
+    double read_clairfs(uint32_t w, uint32_t r, uint32_t p, uint32_t f, double t);
     void read_done(uint32_t w, double t) { push(cpu(worker_node(w), t), sample_done, w); }
     void on_sample_done(uint32_t w, double t);
     void try_step(uint32_t r, double t);
@@ -160,9 +173,15 @@ private:
     void opened(uint32_t r, uint32_t p);
     void pass_group_firsts(uint32_t n);
     void fetch(uint32_t n, uint32_t f, double t, bool prefetch, std::optional<uint32_t> waiter);
+    bool peer_first(uint32_t n, int home) const;
+    double fetch_from_peer(uint32_t n, int home, uint32_t f, double t, Fetch& fe);
     void on_fetch_done(uint32_t n, uint32_t f, double t);
     void admit(uint32_t n, uint32_t f, bool opened_on_arrival);
     void pump(uint32_t n, double t);
+    uint32_t known_epochs(uint32_t n) const;
+    uint64_t free_ram(const Node& x) const;
+    bool make_room(uint32_t n, uint64_t need);
+    void evict(uint32_t n, uint32_t f);
     uint64_t due(uint32_t n, uint32_t f) const;
     uint64_t reserved(const Node& x) const;
     void place_homes();

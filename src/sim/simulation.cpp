@@ -35,12 +35,9 @@ double Run::fs_read(uint32_t n, uint32_t size, double t, bool direct) {
     return std::max(fs_end, client_end) + cfg_.fs_latency_s;
 }
 
-ScenarioResult Run::run() {
-    auto wall = std::chrono::steady_clock::now();
-    result_.scenario = sc_;
-    L_ = orders_.positions();
-    max_file_ = cfg_.ram / 16; // EngineOptions::max_file's default
-    if (L_ == 0) return result_; // check_job() refuses it
+// Positions, epochs, streams and batches per rank, and the lead the
+// daemon keeps.
+void Run::size_job() {
     E_ = cfg_.job.epochs;
     S_ = std::max<uint32_t>(cfg_.job.num_workers, 1);
     B_ = (L_ + cfg_.job.batch_size - 1) / cfg_.job.batch_size;
@@ -52,6 +49,10 @@ ScenarioResult Run::run() {
                                                             cfg_.job.prefetch_factor,
                                                             cfg_.job.batch_size, R_),
                                  cfg_.fetch_threads);
+}
+
+// Nodes with their caches, cores, ranks and workers, all idle.
+void Run::build_cluster() {
     node_ = std::vector<Node>(nodes_);
     for (Node& x : node_) x.ram.set_sizes(size_.data());
     if (sc_ == Scenario::direct && cfg_.page_cache > 0) {
@@ -67,13 +68,47 @@ ScenarioResult Run::run() {
         k.ready.assign(B_, 0);
     }
     workers_.assign(uint64_t{world_} * S_, {});
+}
+
+void Run::start_job() {
     orders_.build(1);
     if (peers()) place_homes();
     for (uint32_t r = 0; r < world_; ++r) start_epoch(r, cfg_.job_start_s);
     if (clairfs()) // clairfs prefetches from the registration on
         for (uint32_t n = 0; n < nodes_; ++n) pump(n, 0);
     if (cfg_.lockstep) ready_count_.assign(B_, 0);
+}
 
+void Run::dispatch(const Event& ev) {
+    switch (ev.kind) {
+    case worker_go: worker_next(ev.a, ev.t); break;
+    case sample_done: on_sample_done(ev.a, ev.t); break;
+    case fetch_done: on_fetch_done(ev.a, ev.b, ev.t); break;
+    case step_done: on_step_done(ev.a, ev.t); break;
+    case global_step_done: on_global_step_done(ev.t); break;
+    }
+}
+
+void Run::on_global_step_done(double t) {
+    global_stepping_ = false;
+    for (uint32_t r = 0; r < world_; ++r) on_step_done(r, t);
+    if (++global_step_ == B_) {
+        global_step_ = 0;
+        std::fill(ready_count_.begin(), ready_count_.end(), 0);
+    } else {
+        try_global_step(t);
+    }
+}
+
+ScenarioResult Run::run() {
+    auto wall = std::chrono::steady_clock::now();
+    result_.scenario = sc_;
+    L_ = orders_.positions();
+    max_file_ = cfg_.ram / 16; // EngineOptions::max_file's default
+    if (L_ == 0) return result_; // check_job() refuses it
+    size_job();
+    build_cluster();
+    start_job();
     while (!events_.empty()) {
         Event ev = events_.top();
         events_.pop();
@@ -81,22 +116,7 @@ ScenarioResult Run::run() {
         // a second).
         if ((++result_.events & ((1u << 22) - 1)) == 0 && progress_)
             progress_(sc_, global_epoch_, double(opens_done_) / double(opens_total_));
-        switch (ev.kind) {
-        case worker_go: worker_next(ev.a, ev.t); break;
-        case sample_done: on_sample_done(ev.a, ev.t); break;
-        case fetch_done: on_fetch_done(ev.a, ev.b, ev.t); break;
-        case step_done: on_step_done(ev.a, ev.t); break;
-        case global_step_done:
-            global_stepping_ = false;
-            for (uint32_t r = 0; r < world_; ++r) on_step_done(r, ev.t);
-            if (++global_step_ == B_) {
-                global_step_ = 0;
-                std::fill(ready_count_.begin(), ready_count_.end(), 0);
-            } else {
-                try_global_step(ev.t);
-            }
-            break;
-        }
+        dispatch(ev);
     }
     result_.wall_s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - wall).count();
