@@ -104,25 +104,7 @@ int BackingStore::read_range(index::NodeId id, uint64_t off, uint64_t len, BlobR
     // (measured: 3% more bytes from the shared file system than the
     // dataset, bench/RESULTS.md "TFRecord shards").
     if (len < n.size) sys::fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
-    int rv = 0;
-    if (len > 0) {
-        // pread_full loops on short reads; fewer bytes than asked means EOF.
-        ssize_t got = read_at(fd, blob->bytes.get(), len, static_cast<off_t>(off));
-        if (got < 0) {
-            rv = static_cast<int>(got);
-        } else if (static_cast<uint64_t>(got) < len) {
-            // fstat agreed with the scan, so the file shrank under us (or
-            // the file system lies about sizes): the bytes are not the scan's.
-            stale_.fetch_add(1, std::memory_order_relaxed);
-            std::string path;
-            index_.relative_path(id, path);
-            LOG_WARN("%s ended at byte %lld although the mount scan saw %llu bytes; refusing "
-                     "it with ESTALE, remount to see the new version",
-                     path.c_str(), static_cast<long long>(off) + got,
-                     static_cast<unsigned long long>(n.size));
-            rv = -ESTALE;
-        }
-    }
+    int rv = len > 0 ? read_exactly(fd, id, off, len, *blob) : 0;
     // The tiers now hold the bytes: the backing file's pages would be a
     // second copy charged to the same memory budget (the job's cgroup, on
     // a node), and reclaiming them later costs the job's own allocations.
@@ -133,6 +115,23 @@ int BackingStore::read_range(index::NodeId id, uint64_t off, uint64_t len, BlobR
     if (rv < 0) return rv;
     out = std::move(blob);
     return 0;
+}
+
+int BackingStore::read_exactly(int fd, index::NodeId id, uint64_t off, uint64_t len, Blob& blob) {
+    // pread_full loops on short reads; fewer bytes than asked means EOF.
+    ssize_t got = read_at(fd, blob.bytes.get(), len, static_cast<off_t>(off));
+    if (got < 0) return static_cast<int>(got);
+    if (static_cast<uint64_t>(got) >= len) return 0;
+    // fstat agreed with the scan, so the file shrank under us (or the file
+    // system lies about sizes): the bytes are not the scan's.
+    stale_.fetch_add(1, std::memory_order_relaxed);
+    std::string path;
+    index_.relative_path(id, path);
+    LOG_WARN("%s ended at byte %lld although the mount scan saw %llu bytes; refusing "
+             "it with ESTALE, remount to see the new version",
+             path.c_str(), static_cast<long long>(off) + got,
+             static_cast<unsigned long long>(index_.node(id).size));
+    return -ESTALE;
 }
 
 BackingStats BackingStore::stats() const {

@@ -44,6 +44,53 @@ ssize_t read_some(int fd, char* p, size_t n) {
     }
 }
 
+// The longest record decode() accepts.
+constexpr size_t longest_record = fixed_size + max_journal_path + tail_size;
+
+// A journal read in chunks: an uncompacted journal of a large dataset can
+// be hundreds of megabytes, and only the folded state needs to stay. A
+// small journal is read in one piece of its own size.
+struct ChunkedReader {
+    int fd;
+    size_t chunk = read_chunk;
+    std::string buf{};
+    size_t pos = 0; // bytes of buf consumed
+    bool eof = false;
+    int rv = 0; // the first read error
+
+    explicit ChunkedReader(int fd_in) : fd(fd_in) {
+        if (struct stat st; sys::fstat(fd, &st) == 0 && st.st_size >= 0)
+            chunk = static_cast<size_t>(std::min<uint64_t>(read_chunk, uint64_t(st.st_size) + 1));
+    }
+
+    std::string_view unread() const { return std::string_view(buf).substr(pos); }
+
+    // Reads another chunk once less than one is left unread.
+    void refill() {
+        if (eof || buf.size() - pos >= chunk) return;
+        buf.erase(0, pos);
+        pos = 0;
+        size_t have = buf.size();
+        buf.resize(have + chunk);
+        ssize_t got = read_some(fd, buf.data() + have, chunk);
+        buf.resize(have + static_cast<size_t>(got > 0 ? got : 0));
+        if (got < 0) rv = static_cast<int>(got);
+        if (got <= 0) eof = true;
+    }
+
+    // The file's bytes not consumed, read or not yet read.
+    uint64_t unconsumed() const {
+        struct stat st;
+        if (sys::fstat(fd, &st) != 0) return 0;
+        uint64_t consumed = 0;
+        // Bytes before `pos` in `buf` are consumed; the file offset tells
+        // how much has been read in total.
+        off_t at = ::lseek(fd, 0, SEEK_CUR);
+        if (at >= 0) consumed = static_cast<uint64_t>(at) - (buf.size() - pos);
+        return static_cast<uint64_t>(st.st_size) - consumed;
+    }
+};
+
 } // namespace
 
 void encode_header(uint64_t dataset_tag, std::string& out) {
@@ -106,62 +153,34 @@ int replay_journal(int dirfd, const std::string& name, uint64_t dataset_tag,
     int fd = sys::openat(dirfd, name.c_str(), O_RDONLY);
     if (fd == -ENOENT) return 0;
     if (fd < 0) return fd;
-    // Read in chunks: an uncompacted journal of a large dataset can be
-    // hundreds of megabytes, and only the folded state needs to stay. A
-    // small journal is read in one piece of its own size.
-    size_t chunk = read_chunk;
-    if (struct stat st; sys::fstat(fd, &st) == 0 && st.st_size >= 0)
-        chunk = static_cast<size_t>(std::min<uint64_t>(read_chunk, uint64_t(st.st_size) + 1));
-    std::string buf;
-    size_t pos = 0;
-    bool eof = false;
+    ChunkedReader in(fd);
     bool header_checked = false;
-    int rv = 0;
     JournalRecord r;
     for (;;) {
-        if (!eof && buf.size() - pos < chunk) {
-            buf.erase(0, pos);
-            pos = 0;
-            size_t have = buf.size();
-            buf.resize(have + chunk);
-            ssize_t got = read_some(fd, buf.data() + have, chunk);
-            buf.resize(have + static_cast<size_t>(got > 0 ? got : 0));
-            if (got < 0) rv = static_cast<int>(got);
-            if (got <= 0) eof = true;
-        }
+        in.refill();
         if (!header_checked) {
-            if (buf.size() < journal_header_size && !eof) continue;
-            if (!header_matches(buf, dataset_tag)) break;
+            if (in.buf.size() < journal_header_size && !in.eof) continue;
+            if (!header_matches(in.buf, dataset_tag)) break;
             header_checked = true;
             out.found = true;
-            pos = journal_header_size;
+            in.pos = journal_header_size;
         }
-        size_t used = decode(std::string_view(buf).substr(pos), r);
+        size_t used = decode(in.unread(), r);
         if (used == 0) {
-            if (eof) break;
+            if (in.eof) break;
             // A record may straddle the chunk boundary: read on before
             // calling it torn, unless the buffer already holds the longest one.
-            if (buf.size() - pos < fixed_size + max_journal_path + tail_size) continue;
+            if (in.unread().size() < longest_record) continue;
             break;
         }
-        pos += used;
+        in.pos += used;
         ++out.records;
         sink(std::move(r));
     }
-    if (out.found) {
-        // Everything unread counts as ignored, read or not yet read.
-        struct stat st;
-        if (sys::fstat(fd, &st) == 0) {
-            uint64_t consumed = 0;
-            // Bytes before `pos` in `buf` are consumed; the file offset
-            // tells how much has been read in total.
-            off_t at = ::lseek(fd, 0, SEEK_CUR);
-            if (at >= 0) consumed = static_cast<uint64_t>(at) - (buf.size() - pos);
-            out.ignored_bytes = static_cast<uint64_t>(st.st_size) - consumed;
-        }
-    }
+    // Everything unread counts as ignored, read or not yet read.
+    if (out.found) out.ignored_bytes = in.unconsumed();
     sys::close(fd);
-    return rv;
+    return in.rv;
 }
 
 void JournalFold::apply(JournalRecord&& r) {

@@ -7,6 +7,7 @@
 #include "cache_journal.hpp"
 #include "clairfs/cache/ssd_tier.hpp"
 #include "extent_allocator.hpp"
+#include "journal_placement.hpp"
 
 #include <atomic>
 #include <memory>
@@ -14,6 +15,7 @@
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 namespace clairfs::cache {
 
@@ -62,7 +64,22 @@ struct SsdTier::Core {
 
     // ssd_read.cpp / ssd_write.cpp
     BlobRef read(index::NodeId id, bool count);
+    // read()'s steps: the entry pinned under mu (false: a miss), its bytes
+    // read without mu (0 or -errno), the read counted and the entry unpinned
+    // (and dropped if the read failed: true and the drop's seq), and the
+    // failure told.
+    bool pin_entry(index::NodeId id, bool count, SsdEntry& e);
+    int read_entry(const SsdEntry& e, std::shared_ptr<Blob>& blob);
+    bool settle_read(index::NodeId id, const SsdEntry& e, bool count, bool intact, int rv,
+                     uint64_t& seq);
+    void read_failed(index::NodeId id, const SsdEntry& e, int rv, bool dropped, uint64_t seq);
     bool write(index::NodeId id, const BlobRef& blob);
+    // write()'s steps under mu: an extent reserved for `id` (or it is held
+    // or being written already, or there is no room), and after the write
+    // the entry published (true) or its extent given back.
+    enum class Reservation { made, held, refused };
+    Reservation reserve_extent(index::NodeId id, uint64_t size, uint64_t& offset);
+    bool publish(index::NodeId id, int rv, SsdEntry& e);
     uint64_t drop(index::NodeId id);
 
     // Under mu: extent bookkeeping.
@@ -87,7 +104,17 @@ struct SsdTier::Core {
     // ssd_open.cpp / ssd_restart.cpp. open_files returns "" or the one-line
     // reason the tier stays off.
     std::string open_files(const SsdOptions& o, bool& existed);
+    // Sets dataset_tag and the names of the cache file and the journal.
+    void name_files(const std::string& dataset);
+    // The opened cache file `fd` becomes the tier's device of `capacity`.
+    void attach_device(const SsdOptions& o, int fd, uint64_t capacity);
     void restart_warm(bool existed);
+    // restart_warm()'s steps: the previous mount's journal folded, the
+    // entries kept taken into `files` (their records returned), and the
+    // journal rewritten with just those.
+    void read_journal(JournalFold& fold);
+    std::vector<JournalRecord> adopt(JournalEntries& keep);
+    void rewrite_journal(const std::vector<JournalRecord>& records);
     void close();
 };
 

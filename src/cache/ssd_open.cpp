@@ -75,6 +75,64 @@ int probe_direct(int fd) {
     return rv < 0 ? rv : 0;
 }
 
+// The cache file while the tier comes up: found or created, locked,
+// preallocated, and opened for O_DIRECT where the file system takes it.
+// Each step returns "" or the reason the tier stays off.
+struct CacheFile {
+    int dir_fd;
+    const std::string& name; // in the directory of dir_fd
+    std::string path;        // for messages
+    FdGuard fd{};
+    bool direct = true;
+    bool existed = false;
+    uint64_t old_size = 0;
+
+    std::string open() {
+        struct stat st;
+        existed = sys::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
+        old_size = existed ? static_cast<uint64_t>(st.st_size) : 0;
+        direct = true;
+        fd.fd = open_cache(dir_fd, name, true);
+        if (fd.fd == -EINVAL) {
+            fd.fd = open_cache(dir_fd, name, false);
+            direct = false;
+        }
+        if (fd.fd < 0) return "cannot open " + path + ": " + sys::error_text(fd.release());
+        if (int rv = lock_cache(fd.fd); rv < 0)
+            return path + (rv == -EWOULDBLOCK ? " is in use by another clairfs mount"
+                                              : std::string(": cannot lock: ") +
+                                                    sys::error_text(rv));
+        if (sys::fstat(fd.fd, &st) < 0 || !S_ISREG(st.st_mode))
+            return path + " is not a regular file";
+        ::fchmod(fd.fd, 0600);
+        return "";
+    }
+
+    std::string reserve(uint64_t capacity, const std::string& dir) {
+        int rv = preallocate(fd.fd, capacity, old_size);
+        if (rv >= 0) return "";
+        // Give the space back: a disabled tier must not sit on a full disk.
+        if (existed)
+            (void)::ftruncate(fd.fd, static_cast<off_t>(old_size));
+        else
+            ::unlinkat(dir_fd, name.c_str(), 0);
+        return "cannot preallocate " + human_bytes(capacity) + " in " + dir + ": " +
+               sys::error_text(rv);
+    }
+
+    // Opened with O_DIRECT but refused at the first transfer: buffered.
+    std::string settle_direct() {
+        if (!direct || probe_direct(fd.fd) != -EINVAL) return "";
+        sys::close(fd.release());
+        fd.fd = open_cache(dir_fd, name, false);
+        direct = false;
+        if (fd.fd < 0) return "cannot open " + path + ": " + sys::error_text(fd.release());
+        if (int rv = lock_cache(fd.fd); rv < 0)
+            return path + ": cannot lock: " + sys::error_text(rv);
+        return "";
+    }
+};
+
 } // namespace
 
 std::string cache_file_stem(const std::string& dataset) {
@@ -103,55 +161,33 @@ std::string SsdTier::Core::open_files(const SsdOptions& o, bool& existed) {
     int dfd = sys::neg_errno(::open(o.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (dfd < 0) return off + "cannot open cache dir " + o.dir + ": " + sys::error_text(dfd);
     dir_fd = dfd;
+    name_files(o.dataset);
 
-    std::string root = absolute_root(o.dataset);
-    dataset_tag = XXH3_64bits(root.data(), root.size());
-    std::string stem = cache_file_stem(o.dataset);
-    cache_name = stem + ".cache";
-    journal_name = stem + ".journal";
-    const std::string path = dir + "/" + cache_name;
-
-    struct stat st;
-    existed = sys::fstatat(dir_fd, cache_name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
-    uint64_t old_size = existed ? static_cast<uint64_t>(st.st_size) : 0;
-
-    direct = true;
-    FdGuard fd{open_cache(dir_fd, cache_name, true)};
-    if (fd.fd == -EINVAL) {
-        fd.fd = open_cache(dir_fd, cache_name, false);
-        direct = false;
-    }
-    if (fd.fd < 0) return off + "cannot open " + path + ": " + sys::error_text(fd.release());
-    if (int rv = lock_cache(fd.fd); rv < 0)
-        return off + path +
-               (rv == -EWOULDBLOCK ? " is in use by another clairfs mount"
-                                   : std::string(": cannot lock: ") + sys::error_text(rv));
-    if (sys::fstat(fd.fd, &st) < 0 || !S_ISREG(st.st_mode))
-        return off + path + " is not a regular file";
-    ::fchmod(fd.fd, 0600);
-
-    if (int rv = preallocate(fd.fd, capacity, old_size); rv < 0) {
-        // Give the space back: a disabled tier must not sit on a full disk.
-        if (existed)
-            (void)::ftruncate(fd.fd, static_cast<off_t>(old_size));
-        else
-            ::unlinkat(dir_fd, cache_name.c_str(), 0);
-        return off + "cannot preallocate " + human_bytes(capacity) + " in " + dir + ": " +
-               sys::error_text(rv);
-    }
-    if (direct && probe_direct(fd.fd) == -EINVAL) {
-        sys::close(fd.release());
-        fd.fd = open_cache(dir_fd, cache_name, false);
-        direct = false;
-        if (fd.fd < 0) return off + "cannot open " + path + ": " + sys::error_text(fd.release());
-        if (int rv = lock_cache(fd.fd); rv < 0)
-            return off + path + ": cannot lock: " + sys::error_text(rv);
-    }
+    CacheFile file{dir_fd, cache_name, dir + "/" + cache_name};
+    std::string why = file.open();
+    existed = file.existed;
+    direct = file.direct;
+    if (why.empty()) why = file.reserve(capacity, dir);
+    if (why.empty()) why = file.settle_direct();
+    direct = file.direct;
+    if (!why.empty()) return off + why;
     if (!direct)
         LOG_WARN("ssd tier: %s does not support O_DIRECT; using buffered I/O with "
                  "POSIX_FADV_DONTNEED, so the cache file competes with the page cache",
                  dir.c_str());
+    attach_device(o, file.fd.release(), capacity);
+    return "";
+}
 
+void SsdTier::Core::name_files(const std::string& dataset) {
+    std::string root = absolute_root(dataset);
+    dataset_tag = XXH3_64bits(root.data(), root.size());
+    std::string stem = cache_file_stem(dataset);
+    cache_name = stem + ".cache";
+    journal_name = stem + ".journal";
+}
+
+void SsdTier::Core::attach_device(const SsdOptions& o, int fd, uint64_t capacity) {
     StallWatch stall;
     stall.after = o.io_timeout;
     char bound[32];
@@ -161,12 +197,11 @@ std::string SsdTier::Core::open_files(const SsdOptions& o, bool& existed) {
                 " has not completed in " + bound +
                 " (--io-timeout); reads go to the backing store");
     };
-    lock_fd = fd.fd;
-    device = std::make_unique<AioFile>(fd.release(), direct, std::move(stall));
+    lock_fd = fd;
+    device = std::make_unique<AioFile>(fd, direct, std::move(stall));
     if (o.wrap_device) device = o.wrap_device(std::move(device));
     extents = ExtentAllocator(capacity);
     stats.capacity = capacity;
-    return "";
 }
 
 SsdTier::SsdTier(std::unique_ptr<Core> core) : core_(std::move(core)) {}

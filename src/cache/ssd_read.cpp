@@ -53,59 +53,75 @@ bool SsdTier::Core::remove_locked(index::NodeId id, SsdEntry& out) {
 
 BlobRef SsdTier::Core::read(index::NodeId id, bool count) {
     SsdEntry e;
-    {
-        std::lock_guard lk(mu);
-        auto it = enabled.load() ? files.find(id) : files.end();
-        if (it == files.end()) {
-            if (count) ++stats.misses;
-            return nullptr;
-        }
-        e = it->second;
-        pin(e);
-    }
-
+    if (!pin_entry(id, count, e)) return nullptr;
     std::shared_ptr<Blob> blob;
+    int rv = read_entry(e, blob);
+    bool intact = rv == 0 && XXH3_64bits(blob->bytes.get(), e.size) == e.checksum;
+    uint64_t seq = 0;
+    bool dropped = settle_read(id, e, count, intact, rv, seq);
+    if (intact) return blob;
+    read_failed(id, e, rv, dropped, seq);
+    return nullptr;
+}
+
+bool SsdTier::Core::pin_entry(index::NodeId id, bool count, SsdEntry& e) {
+    std::lock_guard lk(mu);
+    auto it = enabled.load() ? files.find(id) : files.end();
+    if (it == files.end()) {
+        if (count) ++stats.misses;
+        return false;
+    }
+    e = it->second;
+    pin(e);
+    return true;
+}
+
+int SsdTier::Core::read_entry(const SsdEntry& e, std::shared_ptr<Blob>& blob) {
     int rv = 0;
     try {
         blob = Blob::make(e.size);
     } catch (const std::bad_alloc&) {
         rv = -ENOMEM;
     }
-    uint64_t len = ExtentAllocator::aligned(e.size);
-    if (blob && e.size > 0) rv = device->read(blob->bytes.get(), len, e.offset);
-    bool intact = rv == 0 && XXH3_64bits(blob->bytes.get(), e.size) == e.checksum;
+    if (blob && e.size > 0)
+        rv = device->read(blob->bytes.get(), ExtentAllocator::aligned(e.size), e.offset);
+    return rv;
+}
 
-    // A failed or corrupt read drops the entry, unless it was already
-    // evicted and put again (another seq) while this read ran.
+// A failed or corrupt read drops the entry, unless it was already evicted
+// and put again (another seq) while this read ran.
+bool SsdTier::Core::settle_read(index::NodeId id, const SsdEntry& e, bool count, bool intact,
+                                int rv, uint64_t& seq) {
     SsdEntry dropped;
     bool drop = false;
-    uint64_t seq = 0;
-    {
-        std::lock_guard lk(mu);
-        unpin(e);
-        if (count) ++(intact ? stats.hits : stats.misses);
-        if (intact) {
-            ++counters.reads;
-            counters.bytes_read += e.size;
-        } else if (rv != -ENOMEM) {
-            auto it = files.find(id);
-            drop = it != files.end() && it->second.seq == e.seq && remove_locked(id, dropped);
-            if (drop) seq = next_seq++;
-        }
+    std::lock_guard lk(mu);
+    unpin(e);
+    if (count) ++(intact ? stats.hits : stats.misses);
+    if (intact) {
+        ++counters.reads;
+        counters.bytes_read += e.size;
+    } else if (rv != -ENOMEM) {
+        auto it = files.find(id);
+        drop = it != files.end() && it->second.seq == e.seq && remove_locked(id, dropped);
+        if (drop) seq = next_seq++;
     }
-    if (intact) return blob;
+    return drop;
+}
+
+void SsdTier::Core::read_failed(index::NodeId id, const SsdEntry& e, int rv, bool dropped,
+                                uint64_t seq) {
     if (rv == -ENOMEM) {
         LOG_WARN("ssd tier: no memory for a %s file (node %u)", human_bytes(e.size).c_str(), id);
-        return nullptr;
+        return;
     }
-    if (drop) journal_evict(id, seq);
+    if (dropped) journal_evict(id, seq);
+    uint64_t len = ExtentAllocator::aligned(e.size);
     if (rv < 0)
         fail(true, "ssd tier: read of " + where(len, e.offset) + " failed: " + sys::error_text(rv) +
                        "; entry dropped");
     else
         fail(false, "ssd tier: checksum mismatch for node " + std::to_string(id) + " (" +
                         where(len, e.offset) + "); entry dropped, not served");
-    return nullptr;
 }
 
 BlobRef SsdTier::get(index::NodeId id) {

@@ -53,24 +53,36 @@ Kept match_files(std::unordered_map<std::string, JournalRecord> live, const Desc
 
 void SsdTier::Core::restart_warm(bool existed) {
     JournalFold fold;
-    JournalReplay replay;
     // A cache file made just now holds none of the journal's bytes.
-    if (existed) {
-        int rv = replay_journal(
-            dir_fd, journal_name, dataset_tag, [&](JournalRecord&& r) { fold.apply(std::move(r)); },
-            replay);
-        if (rv < 0)
-            LOG_WARN("ssd tier: cannot read the journal %s/%s: %s; reusing what was read before "
-                     "the error",
-                     dir.c_str(), journal_name.c_str(), sys::error_text(rv));
-        if (replay.ignored_bytes > 0)
-            LOG_INFO("ssd tier: ignored the last %s of the journal (torn by a crash or corrupt)",
-                     human_bytes(replay.ignored_bytes).c_str());
-    }
+    if (existed) read_journal(fold);
     Kept keep = match_files(fold.take_live(), describe, nodes, counters.invalidated);
-
     counters.discarded += place_entries(keep, extents);
     next_seq = keep.size() + 1;
+    rewrite_journal(adopt(keep));
+    LOG_INFO("ssd tier: %s cache file %s/%s (%s); reused %llu files (%s), invalidated %llu, "
+             "discarded %llu",
+             human_bytes(stats.capacity).c_str(), dir.c_str(), cache_name.c_str(),
+             direct ? "O_DIRECT" : "buffered", static_cast<unsigned long long>(counters.reused),
+             human_bytes(stats.bytes).c_str(),
+             static_cast<unsigned long long>(counters.invalidated),
+             static_cast<unsigned long long>(counters.discarded));
+}
+
+void SsdTier::Core::read_journal(JournalFold& fold) {
+    JournalReplay replay;
+    int rv = replay_journal(
+        dir_fd, journal_name, dataset_tag, [&](JournalRecord&& r) { fold.apply(std::move(r)); },
+        replay);
+    if (rv < 0)
+        LOG_WARN("ssd tier: cannot read the journal %s/%s: %s; reusing what was read before "
+                 "the error",
+                 dir.c_str(), journal_name.c_str(), sys::error_text(rv));
+    if (replay.ignored_bytes > 0)
+        LOG_INFO("ssd tier: ignored the last %s of the journal (torn by a crash or corrupt)",
+                 human_bytes(replay.ignored_bytes).c_str());
+}
+
+std::vector<JournalRecord> SsdTier::Core::adopt(JournalEntries& keep) {
     std::vector<JournalRecord> records;
     for (auto& [id, r] : keep) {
         files.emplace(id, SsdEntry{r.offset, r.size, r.checksum, r.seq});
@@ -80,21 +92,16 @@ void SsdTier::Core::restart_warm(bool existed) {
     }
     stats.entries = files.size();
     counters.reused = files.size();
+    return records;
+}
 
+void SsdTier::Core::rewrite_journal(const std::vector<JournalRecord>& records) {
     int rv = write_journal(dir_fd, journal_name, dataset_tag, records);
     if (rv == 0) rv = journal.open(dir_fd, journal_name);
-    if (rv < 0) {
-        ::unlinkat(dir_fd, journal_name.c_str(), 0);
-        fail(false, "ssd tier: cannot write the journal " + dir + "/" + journal_name + ": " +
-                        sys::error_text(rv) + "; the next mount will start cold");
-    }
-    LOG_INFO("ssd tier: %s cache file %s/%s (%s); reused %llu files (%s), invalidated %llu, "
-             "discarded %llu",
-             human_bytes(stats.capacity).c_str(), dir.c_str(), cache_name.c_str(),
-             direct ? "O_DIRECT" : "buffered", static_cast<unsigned long long>(counters.reused),
-             human_bytes(stats.bytes).c_str(),
-             static_cast<unsigned long long>(counters.invalidated),
-             static_cast<unsigned long long>(counters.discarded));
+    if (rv >= 0) return;
+    ::unlinkat(dir_fd, journal_name.c_str(), 0);
+    fail(false, "ssd tier: cannot write the journal " + dir + "/" + journal_name + ": " +
+                    sys::error_text(rv) + "; the next mount will start cold");
 }
 
 void SsdTier::Core::close() {

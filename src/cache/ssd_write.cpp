@@ -49,42 +49,15 @@ bool SsdTier::Core::write(index::NodeId id, const BlobRef& blob) {
     if (!blob || !enabled.load()) return false;
     FileIdentity file;
     if (!describe(id, file)) return false;
-
     uint64_t offset;
-    {
-        std::lock_guard lk(mu);
-        if (!enabled.load()) return false;
-        if (files.contains(id) || writing.contains(id)) return true;
-        auto got = extents.allocate(blob->size);
-        if (!got) {
-            ++stats.rejected;
-            return false;
-        }
-        offset = *got;
-        writing.insert(id);
+    switch (reserve_extent(id, blob->size, offset)) {
+    case Reservation::refused: return false;
+    case Reservation::held: return true;
+    case Reservation::made: break;
     }
-
     SsdEntry e{offset, blob->size, XXH3_64bits(blob->bytes.get(), blob->size), 0};
     int rv = e.size > 0 ? write_blob(*device, *blob, offset) : 0;
-
-    bool published = false;
-    {
-        std::lock_guard lk(mu);
-        writing.erase(id);
-        if (rv == 0 && enabled.load()) {
-            e.seq = next_seq++;
-            files.emplace(id, e);
-            set_resident(id, true);
-            stats.bytes += e.size;
-            stats.entries = files.size();
-            ++counters.writes;
-            counters.bytes_written += e.size;
-            published = true;
-        } else if (e.size > 0) {
-            extents.release(offset, e.size);
-        }
-    }
-    if (published) {
+    if (publish(id, rv, e)) {
         if (!journal.failed()) {
             int jrv = journal.append(put_record(e, std::move(file)));
             if (jrv < 0 && jrv != -EBADF) journal_failed(jrv);
@@ -95,6 +68,38 @@ bool SsdTier::Core::write(index::NodeId id, const BlobRef& blob) {
         fail(rv != -ENOMEM, "ssd tier: write of " +
                                 where(ExtentAllocator::aligned(e.size), offset) +
                                 " failed: " + sys::error_text(rv));
+    return false;
+}
+
+SsdTier::Core::Reservation SsdTier::Core::reserve_extent(index::NodeId id, uint64_t size,
+                                                         uint64_t& offset) {
+    std::lock_guard lk(mu);
+    if (!enabled.load()) return Reservation::refused;
+    if (files.contains(id) || writing.contains(id)) return Reservation::held;
+    auto got = extents.allocate(size);
+    if (!got) {
+        ++stats.rejected;
+        return Reservation::refused;
+    }
+    offset = *got;
+    writing.insert(id);
+    return Reservation::made;
+}
+
+bool SsdTier::Core::publish(index::NodeId id, int rv, SsdEntry& e) {
+    std::lock_guard lk(mu);
+    writing.erase(id);
+    if (rv == 0 && enabled.load()) {
+        e.seq = next_seq++;
+        files.emplace(id, e);
+        set_resident(id, true);
+        stats.bytes += e.size;
+        stats.entries = files.size();
+        ++counters.writes;
+        counters.bytes_written += e.size;
+        return true;
+    }
+    if (e.size > 0) extents.release(e.offset, e.size);
     return false;
 }
 

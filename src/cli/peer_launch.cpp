@@ -47,24 +47,20 @@ std::string host_name() {
     return h;
 }
 
-// The launched process, from the fork on.
-[[noreturn]] void stand_in(pid_t child, int group_w, int ready_r, const peer::Member& me,
-                           const config::MountOptions& o) {
+// Signals for the daemon go on to it; Hydra's "a member died" notice is
+// nothing this process acts on.
+void forward_signals(pid_t child) {
     daemon_pid = child;
-    // Hydra's "a member died" notice: this process has nothing to do about it.
     std::signal(SIGUSR1, SIG_IGN);
     struct sigaction sa {};
     sa.sa_handler = forward;
     sigemptyset(&sa.sa_mask);
     for (int s : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(s, &sa, nullptr);
+}
 
-    peer::Group g;
-    std::string why = peer::mpi_join(me, join_bound, g);
-    if (!why.empty()) {
-        LOG_ERROR("cannot form the peer group: %s", why.c_str());
-        ::kill(child, SIGTERM);
-        _exit(1);
-    }
+// The group, as one line of JSON, down the pipe the daemon reads; exits on
+// a failure, which leaves the daemon to report a group that never came.
+void hand_group(int group_w, const peer::Group& g) {
     std::string line = peer::group_to_json(g) + "\n";
     const char* p = line.data();
     size_t left = line.size();
@@ -80,6 +76,20 @@ std::string host_name() {
         left -= static_cast<size_t>(n);
     }
     ::close(group_w);
+}
+
+// The launched process, from the fork on.
+[[noreturn]] void stand_in(pid_t child, int group_w, int ready_r, const peer::Member& me,
+                           const config::MountOptions& o) {
+    forward_signals(child);
+    peer::Group g;
+    std::string why = peer::mpi_join(me, join_bound, g);
+    if (!why.empty()) {
+        LOG_ERROR("cannot form the peer group: %s", why.c_str());
+        ::kill(child, SIGTERM);
+        _exit(1);
+    }
+    hand_group(group_w, g);
     LOG_INFO("joined the peer group as rank %d of %d", g.self, g.size());
 
     why = fuse::wait_ready(ready_r, o.mountpoint);

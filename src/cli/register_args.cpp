@@ -97,13 +97,13 @@ bool parse_ranks(const std::string& text, ojson& out) {
     return true;
 }
 
-std::string set_flag(RegisterArgs& a, std::string key, const std::string& value, bool bare) {
+// `key` made canonical, with its kind; "--no-KEY" of a boolean key is KEY
+// negated. "" or why it is no key.
+std::string known_key(std::string& key, Kind& kind, bool& negated) {
     key = config::canonical_key(key);
     if (key == "rank")
         return "--rank is not a registration key: use --ranks (the ranks running on this node, "
                "such as 0,1)";
-    bool negated = false;
-    Kind kind;
     if (!key_kind(key, kind) && key.starts_with("no_") && key_kind(key.substr(3), kind) &&
         kind == Kind::boolean) {
         key = key.substr(3);
@@ -111,40 +111,50 @@ std::string set_flag(RegisterArgs& a, std::string key, const std::string& value,
     } else if (!key_kind(key, kind)) {
         return "unknown option '--" + key + "'";
     }
+    return "";
+}
+
+// A flag's text as the JSON value of its kind; false if it is not one. A
+// bare flag is a boolean's true.
+bool json_value(Kind kind, const std::string& value, bool bare, bool negated, ojson& v) {
+    switch (kind) {
+    case Kind::number:
+        return parse_number(value, v);
+    case Kind::fraction: {
+        double d = 0;
+        auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), d);
+        v = d;
+        return ec == std::errc{} && p == value.data() + value.size();
+    }
+    case Kind::boolean: {
+        bool b = true;
+        bool ok = bare || config::parse_bool(value, b);
+        v = negated ? !b : b;
+        return ok;
+    }
+    case Kind::string:
+        v = value;
+        return true;
+    case Kind::ranks:
+        return parse_ranks(value, v);
+    }
+    return true;
+}
+
+std::string set_flag(RegisterArgs& a, std::string key, const std::string& value, bool bare) {
+    Kind kind = Kind::string;
+    bool negated = false;
+    if (auto why = known_key(key, kind, negated); !why.empty()) return why;
     if (bare && kind != Kind::boolean) return "--" + key + " needs a value";
-    ojson v;
-    bool ok = true;
     // --seed none: Python's None (framework tensorflow), JSON null.
     bool none = (kind == Kind::number || kind == Kind::fraction) && (value == "none" || value == "null");
     if (none) {
         a.body[key] = nullptr;
         return "";
     }
-    switch (kind) {
-    case Kind::number:
-        ok = parse_number(value, v);
-        break;
-    case Kind::fraction: {
-        double d;
-        auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), d);
-        ok = ec == std::errc{} && p == value.data() + value.size();
-        v = d;
-        break;
-    }
-    case Kind::boolean: {
-        bool b = true;
-        ok = bare || config::parse_bool(value, b);
-        v = negated ? !b : b;
-        break;
-    }
-    case Kind::string:
-        v = value;
-        break;
-    case Kind::ranks:
-        ok = parse_ranks(value, v);
-        break;
-    }
-    if (!ok) return "invalid value for --" + key + ": " + value;
+    ojson v;
+    if (!json_value(kind, value, bare, negated, v))
+        return "invalid value for --" + key + ": " + value;
     a.body[key] = v;
     return "";
 }
@@ -211,10 +221,8 @@ bool is_flag(const std::string& s) {
     return s.size() > 2 && s.starts_with("--");
 }
 
-} // namespace
-
-std::string parse_register_args(const std::vector<std::string>& args, RegisterArgs& out,
-                                const EnvLookup& env) {
+// Config files first, so that flags override them wherever they stand.
+std::string read_config_files(const std::vector<std::string>& args, RegisterArgs& out) {
     for (size_t i = 0; i < args.size(); ++i) {
         std::string file;
         if (args[i] == "--config" && i + 1 < args.size())
@@ -225,6 +233,34 @@ std::string parse_register_args(const std::vector<std::string>& args, RegisterAr
             continue;
         if (auto why = read_config(file, out); !why.empty()) return why;
     }
+    return "";
+}
+
+// The flag at args[i], "--key=value", "--key value" (which moves i on) or
+// a bare "--key".
+std::string take_flag(const std::vector<std::string>& args, size_t& i, RegisterArgs& out) {
+    std::string key = args[i].substr(2), value;
+    bool bare = false;
+    if (size_t eq = key.find('='); eq != std::string::npos) {
+        value = key.substr(eq + 1);
+        key.resize(eq);
+    } else if (i + 1 < args.size() && !is_flag(args[i + 1])) {
+        value = args[++i]; // "-5" is a value: a negative seed
+    } else {
+        bare = true;
+    }
+    if (key == "config") {
+        if (bare) return "--config needs a file";
+        return ""; // read_config_files() has read it
+    }
+    return set_flag(out, key, value, bare);
+}
+
+} // namespace
+
+std::string parse_register_args(const std::vector<std::string>& args, RegisterArgs& out,
+                                const EnvLookup& env) {
+    if (auto why = read_config_files(args, out); !why.empty()) return why;
     for (size_t i = 0; i < args.size(); ++i) {
         const std::string& a = args[i];
         if (a == "--help" || a == "-h") {
@@ -236,21 +272,7 @@ std::string parse_register_args(const std::vector<std::string>& args, RegisterAr
             out.mount = a;
             continue;
         }
-        std::string key = a.substr(2), value;
-        bool bare = false;
-        if (size_t eq = key.find('='); eq != std::string::npos) {
-            value = key.substr(eq + 1);
-            key.resize(eq);
-        } else if (i + 1 < args.size() && !is_flag(args[i + 1])) {
-            value = args[++i]; // "-5" is a value: a negative seed
-        } else {
-            bare = true;
-        }
-        if (key == "config") {
-            if (bare) return "--config needs a file";
-            continue; // read first, so that flags override it wherever they stand
-        }
-        if (auto why = set_flag(out, key, value, bare); !why.empty()) return why;
+        if (auto why = take_flag(args, i, out); !why.empty()) return why;
     }
     if (out.help) return "";
     if (out.mount.empty()) return "expected MOUNT";

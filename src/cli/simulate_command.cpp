@@ -14,6 +14,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <numeric>
+#include <optional>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -81,53 +82,59 @@ int root_sizes(const sim::SimConfig& cfg, std::vector<uint32_t>& sizes) {
     return exit_ok;
 }
 
-} // namespace
-
-int simulate_command(const std::vector<std::string>& args) {
+struct SimulateArgs {
     std::string config_path, json_out, plot, scenarios;
     bool quiet = false;
+};
+
+// The command line into `out`; an exit code when the command ends here
+// (--help, or a usage error).
+std::optional<int> parse_args(const std::vector<std::string>& args, SimulateArgs& out) {
     for (size_t i = 0; i < args.size(); ++i) {
         const std::string& a = args[i];
-        auto value = [&](std::string& out) {
-            if (i + 1 >= args.size()) return false;
-            out = args[++i];
-            return true;
-        };
         if (a == "--help" || a == "-h") {
             print_help();
             return exit_ok;
         } else if (a == "--quiet") {
-            quiet = true;
+            out.quiet = true;
         } else if (a == "--config" || a == "--json" || a == "--plot" || a == "--scenarios") {
-            std::string& out = a == "--config" ? config_path
-                               : a == "--json" ? json_out
-                               : a == "--plot" ? plot
-                                               : scenarios;
-            if (!value(out)) return usage_error(a + " needs a value");
+            std::string& value = a == "--config" ? out.config_path
+                                 : a == "--json" ? out.json_out
+                                 : a == "--plot" ? out.plot
+                                                 : out.scenarios;
+            if (i + 1 >= args.size()) return usage_error(a + " needs a value");
+            value = args[++i];
         } else {
             return usage_error("unknown argument '" + a + "'");
         }
     }
-    if (config_path.empty()) return usage_error("--config FILE is required");
+    if (out.config_path.empty()) return usage_error("--config FILE is required");
+    return std::nullopt;
+}
 
-    sim::SimConfig cfg;
-    if (auto why = sim::load_sim_config(config_path, cfg); !why.empty()) {
+// --scenarios: the comma-separated names in place of the config's.
+std::string override_scenarios(const std::string& list, sim::SimConfig& cfg) {
+    cfg.scenarios.clear();
+    size_t at = 0;
+    for (;;) {
+        size_t comma = list.find(',', at);
+        std::string name = list.substr(at, comma == std::string::npos ? comma : comma - at);
+        if (auto why = sim::add_scenario(name, cfg.scenarios); !why.empty())
+            return "--scenarios: " + why;
+        if (comma == std::string::npos) return "";
+        at = comma + 1;
+    }
+}
+
+// The config and the dataset's sizes, checked against the job.
+int load_config(const SimulateArgs& a, sim::SimConfig& cfg, std::vector<uint32_t>& sizes) {
+    if (auto why = sim::load_sim_config(a.config_path, cfg); !why.empty()) {
         fprintf(stderr, "clairfs: %s\n", why.c_str());
         return exit_usage;
     }
-    if (!scenarios.empty()) {
-        cfg.scenarios.clear();
-        size_t at = 0;
-        for (;;) {
-            size_t comma = scenarios.find(',', at);
-            std::string name = scenarios.substr(at, comma == std::string::npos ? comma : comma - at);
-            if (auto why = sim::add_scenario(name, cfg.scenarios); !why.empty())
-                return usage_error("--scenarios: " + why);
-            if (comma == std::string::npos) break;
-            at = comma + 1;
-        }
-    }
-    std::vector<uint32_t> sizes;
+    if (!a.scenarios.empty())
+        if (auto why = override_scenarios(a.scenarios, cfg); !why.empty())
+            return usage_error(why);
     if (!cfg.root.empty()) {
         if (int rc = root_sizes(cfg, sizes); rc != exit_ok) return rc;
     } else if (auto why = sim::dataset_sizes(cfg, sizes); !why.empty()) {
@@ -135,18 +142,24 @@ int simulate_command(const std::vector<std::string>& args) {
         return exit_usage;
     }
     if (auto why = order::validate(cfg.job, sizes.size()); !why.empty()) {
-        fprintf(stderr, "clairfs: %s: job: %s\n", config_path.c_str(), why.c_str());
+        fprintf(stderr, "clairfs: %s: job: %s\n", a.config_path.c_str(), why.c_str());
         return exit_usage;
     }
     if (auto why = sim::check_job(cfg, sizes.size()); !why.empty()) {
-        fprintf(stderr, "clairfs: %s: %s\n", config_path.c_str(), why.c_str());
+        fprintf(stderr, "clairfs: %s: %s\n", a.config_path.c_str(), why.c_str());
         return exit_usage;
     }
+    return exit_ok;
+}
 
+// Every scenario in turn, with progress on standard error unless --quiet
+// (rewritten in place on a terminal, a line each otherwise).
+sim::Report run_scenarios(const sim::SimConfig& cfg, const std::vector<uint32_t>& sizes,
+                          bool quiet) {
     const bool progress_tty = !quiet && isatty(STDERR_FILENO);
     sim::Progress progress;
     if (!quiet)
-        progress = [&](sim::Scenario s, uint32_t epoch, double done) {
+        progress = [&cfg, progress_tty](sim::Scenario s, uint32_t epoch, double done) {
             fprintf(stderr, progress_tty ? "\r  %-14s epoch %u of %u, %3.0f%% of its opens   "
                                          : "  %-14s epoch %u of %u, %3.0f%% of its opens\n",
                     sim::scenario_name(s), epoch + 1, cfg.job.epochs, 100 * done);
@@ -162,17 +175,32 @@ int simulate_command(const std::vector<std::string>& args) {
     rusage ru{};
     getrusage(RUSAGE_SELF, &ru);
     report.peak_rss_mb = static_cast<double>(ru.ru_maxrss) / 1024.0;
+    return report;
+}
 
-    if (json_out != "-") printf("%s", sim::report_text(report).c_str());
-    if (!json_out.empty()) {
+// The table on standard output (unless --json -), the JSON and the plot.
+int write_report(const sim::Report& report, const SimulateArgs& a) {
+    if (a.json_out != "-") printf("%s", sim::report_text(report).c_str());
+    if (!a.json_out.empty()) {
         std::string j = sim::report_json(report).dump(2) + "\n";
-        if (json_out == "-")
+        if (a.json_out == "-")
             printf("%s", j.c_str());
-        else if (!write_file(json_out, j))
+        else if (!write_file(a.json_out, j))
             return exit_failure;
     }
-    if (!plot.empty() && !write_file(plot, sim::report_svg(report))) return exit_failure;
+    if (!a.plot.empty() && !write_file(a.plot, sim::report_svg(report))) return exit_failure;
     return exit_ok;
+}
+
+} // namespace
+
+int simulate_command(const std::vector<std::string>& args) {
+    SimulateArgs a;
+    if (std::optional<int> rc = parse_args(args, a)) return *rc;
+    sim::SimConfig cfg;
+    std::vector<uint32_t> sizes;
+    if (int rc = load_config(a, cfg, sizes); rc != exit_ok) return rc;
+    return write_report(run_scenarios(cfg, sizes, a.quiet), a);
 }
 
 } // namespace clairfs::cli

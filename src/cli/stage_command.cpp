@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <optional>
 #include <thread>
 #include <unistd.h>
 
@@ -32,22 +33,24 @@ std::string read_stage(const std::string& abs, nlohmann::json& out) {
     return "";
 }
 
-} // namespace
+void print_help() {
+    printf("usage: clairfs stage MOUNT [--wait]\n\n"
+           "Copies every file of the mounted dataset into the mount's tiers (the SSD tier\n"
+           "of --cache-dir, else RAM until it is full) in the background, in the registered\n"
+           "job's order of first use when there is one. The job may read meanwhile. Progress "
+           "is in\n"
+           "`clairfs status`; --wait follows it here and returns when the pass ends:\n"
+           "exit 0 when everything is staged, 1 when the tier ran out of room or some\n"
+           "files could not be copied.\n");
+}
 
-int stage_command(const std::vector<std::string>& args) {
-    std::string mount;
-    bool wait = false;
+// The mount and --wait; an exit code when the command ends here (--help,
+// or a usage error).
+std::optional<int> parse_args(const std::vector<std::string>& args, std::string& mount,
+                              bool& wait) {
     for (const auto& a : args) {
         if (a == "--help" || a == "-h") {
-            printf(
-                "usage: clairfs stage MOUNT [--wait]\n\n"
-                "Copies every file of the mounted dataset into the mount's tiers (the SSD tier\n"
-                "of --cache-dir, else RAM until it is full) in the background, in the registered\n"
-                "job's order of first use when there is one. The job may read meanwhile. Progress "
-                "is in\n"
-                "`clairfs status`; --wait follows it here and returns when the pass ends:\n"
-                "exit 0 when everything is staged, 1 when the tier ran out of room or some\n"
-                "files could not be copied.\n");
+            print_help();
             return exit_ok;
         }
         if (a == "--wait") {
@@ -59,10 +62,12 @@ int stage_command(const std::vector<std::string>& args) {
         mount = a;
     }
     if (mount.empty()) return usage_error("expected MOUNT");
-    std::string abs;
-    if (int rv = locate_mount(mount, abs); rv != exit_ok) return rv;
-    if (int rv = send_control(abs, "{\"stage\": true}\n"); rv != exit_ok || !wait) return rv;
+    return std::nullopt;
+}
 
+// --wait: the pass's progress line until it ends, rewritten in place on a
+// terminal, every 5 s otherwise.
+int follow_stage(const std::string& abs) {
     using namespace std::chrono_literals;
     bool tty = isatty(STDERR_FILENO);
     std::this_thread::sleep_for(100ms); // the pass reports "running" once it has its order
@@ -82,6 +87,18 @@ int stage_command(const std::vector<std::string>& args) {
         std::this_thread::sleep_for(tty ? 500ms : 5s);
         if (!tty) fprintf(stderr, "%s\n", l.c_str());
     }
+}
+
+} // namespace
+
+int stage_command(const std::vector<std::string>& args) {
+    std::string mount;
+    bool wait = false;
+    if (std::optional<int> rc = parse_args(args, mount, wait)) return *rc;
+    std::string abs;
+    if (int rv = locate_mount(mount, abs); rv != exit_ok) return rv;
+    if (int rv = send_control(abs, "{\"stage\": true}\n"); rv != exit_ok || !wait) return rv;
+    return follow_stage(abs);
 }
 
 } // namespace clairfs::cli

@@ -77,12 +77,8 @@ std::string parse(const std::vector<std::string>& args, StatusArgs& out, bool& h
 
 // `--cluster`: one row per node of the peer group, from the summaries the
 // daemons send each other every second (peers.nodes).
-std::string cluster_table(const nlohmann::json& st, bool json) {
-    nlohmann::json nodes = st.contains("peers") && st["peers"].is_object()
-                               ? st["peers"].value("nodes", nlohmann::json::array())
-                               : nlohmann::json::array();
-    if (json) return nodes.dump(2) + "\n";
-    if (nodes.empty()) return "no peer group: the mount was made without --peers\n";
+// The table's two heading lines.
+std::string cluster_heading() {
     std::string out;
     char line[512];
     snprintf(line, sizeof line, "%-5s %-16s %-8s %-12s %6s %9s %10s %8s %8s %7s %8s\n", "node",
@@ -92,35 +88,69 @@ std::string cluster_table(const nlohmann::json& st, bool json) {
     snprintf(line, sizeof line, "%-5s %-16s %-8s %-12s %6s %9s %10s %8s %8s %7s %8s\n", "", "",
              "", "", "rate", "files", "MB", "in", "out", "hit %", "s");
     out += line;
-    for (const auto& n : nodes) {
-        const auto& s = n["summary"];
-        std::string host = n.value("host", "");
-        if (host.size() > 16) host = host.substr(0, 16);
-        if (!s.is_object()) {
-            snprintf(line, sizeof line, "%-5d %-16s %-8s (no report yet)\n", n.value("rank", -1),
-                     host.c_str(), n.value("state", "").c_str());
-            out += line;
-            continue;
-        }
-        const uint64_t zero = 0;
-        uint64_t hits = s.value("ram_hits", zero), misses = s.value("ram_misses", zero);
-        double hit = hits + misses ? 100.0 * static_cast<double>(hits) /
-                                         static_cast<double>(hits + misses)
-                                   : 0.0;
-        std::string match = s["match_rate"].is_number()
-                                ? std::to_string(s["match_rate"].get<double>()).substr(0, 5)
-                                : "-";
-        snprintf(line, sizeof line, "%-5d %-16s %-8s %-12s %6s %9llu %10.1f %8llu %8llu %7.1f %8.1f\n",
-                 n.value("rank", -1), host.c_str(), n.value("state", "").c_str(),
-                 s.value("mode", "").c_str(), match.c_str(),
-                 static_cast<unsigned long long>(s.value("backing_files", zero)),
-                 static_cast<double>(s.value("backing_bytes", zero)) / 1e6,
-                 static_cast<unsigned long long>(s.value("peer_files_in", zero)),
-                 static_cast<unsigned long long>(s.value("peer_files_out", zero)), hit,
-                 s.value("stall_seconds", 0.0));
-        out += line;
-    }
     return out;
+}
+
+// One node's row, from the summary it last sent.
+std::string node_row(const nlohmann::json& n) {
+    char line[512];
+    const auto& s = n["summary"];
+    std::string host = n.value("host", "");
+    if (host.size() > 16) host = host.substr(0, 16);
+    if (!s.is_object()) {
+        snprintf(line, sizeof line, "%-5d %-16s %-8s (no report yet)\n", n.value("rank", -1),
+                 host.c_str(), n.value("state", "").c_str());
+        return line;
+    }
+    const uint64_t zero = 0;
+    uint64_t hits = s.value("ram_hits", zero), misses = s.value("ram_misses", zero);
+    double hit = hits + misses
+                     ? 100.0 * static_cast<double>(hits) / static_cast<double>(hits + misses)
+                     : 0.0;
+    std::string match = s["match_rate"].is_number()
+                            ? std::to_string(s["match_rate"].get<double>()).substr(0, 5)
+                            : "-";
+    snprintf(line, sizeof line, "%-5d %-16s %-8s %-12s %6s %9llu %10.1f %8llu %8llu %7.1f %8.1f\n",
+             n.value("rank", -1), host.c_str(), n.value("state", "").c_str(),
+             s.value("mode", "").c_str(), match.c_str(),
+             static_cast<unsigned long long>(s.value("backing_files", zero)),
+             static_cast<double>(s.value("backing_bytes", zero)) / 1e6,
+             static_cast<unsigned long long>(s.value("peer_files_in", zero)),
+             static_cast<unsigned long long>(s.value("peer_files_out", zero)), hit,
+             s.value("stall_seconds", 0.0));
+    return line;
+}
+
+std::string cluster_table(const nlohmann::json& st, bool json) {
+    nlohmann::json nodes = st.contains("peers") && st["peers"].is_object()
+                               ? st["peers"].value("nodes", nlohmann::json::array())
+                               : nlohmann::json::array();
+    if (json) return nodes.dump(2) + "\n";
+    if (nodes.empty()) return "no peer group: the mount was made without --peers\n";
+    std::string out = cluster_heading();
+    for (const auto& n : nodes) out += node_row(n);
+    return out;
+}
+
+void print_help() {
+    printf("usage: clairfs status MOUNT [--json | --prometheus] [--cluster]\n"
+           "                      [--watch [SECONDS]]\n\n"
+           "Shows what a mount is doing: mode, the registered job's progress per rank,\n"
+           "RAM use and hit rate, backing-store reads, stalls and prefetch lead.\n"
+           "  --json             print MOUNT/.clairfs/status as it is (keys in\n"
+           "                     clairfs-control(5))\n"
+           "  --prometheus       the same figures in Prometheus' text format (for\n"
+           "                     node_exporter's textfile collector), labelled\n"
+           "                     mount=\"MOUNT\"\n"
+           "  --cluster          one row per node of the mount's peer group (--peers),\n"
+           "                     from the summaries the daemons send each other every\n"
+           "                     second; with --json, the rows as JSON\n"
+           "  --watch [SECONDS]  refresh every SECONDS (default 1) until q or ^C: on a\n"
+           "                     terminal a full-screen view redrawn in place (tiers\n"
+           "                     as bars, prefetch lead, match rate, shared-FS bytes\n"
+           "                     read and saved, rates per second); piped, or with\n"
+           "                     --json, --prometheus or --cluster, one report after\n"
+           "                     another\n");
 }
 
 // One report; false (after saying why) if the status cannot be read.
@@ -157,24 +187,7 @@ int status_command(const std::vector<std::string>& args) {
         return exit_usage;
     }
     if (help) {
-        printf("usage: clairfs status MOUNT [--json | --prometheus] [--cluster]\n"
-               "                      [--watch [SECONDS]]\n\n"
-               "Shows what a mount is doing: mode, the registered job's progress per rank,\n"
-               "RAM use and hit rate, backing-store reads, stalls and prefetch lead.\n"
-               "  --json             print MOUNT/.clairfs/status as it is (keys in\n"
-               "                     clairfs-control(5))\n"
-               "  --prometheus       the same figures in Prometheus' text format (for\n"
-               "                     node_exporter's textfile collector), labelled\n"
-               "                     mount=\"MOUNT\"\n"
-               "  --cluster          one row per node of the mount's peer group (--peers),\n"
-               "                     from the summaries the daemons send each other every\n"
-               "                     second; with --json, the rows as JSON\n"
-               "  --watch [SECONDS]  refresh every SECONDS (default 1) until q or ^C: on a\n"
-               "                     terminal a full-screen view redrawn in place (tiers\n"
-               "                     as bars, prefetch lead, match rate, shared-FS bytes\n"
-               "                     read and saved, rates per second); piped, or with\n"
-               "                     --json, --prometheus or --cluster, one report after\n"
-               "                     another\n");
+        print_help();
         return exit_ok;
     }
     std::string abs;

@@ -216,34 +216,39 @@ std::string skipped_writes(const json& ssd) {
            " writes skipped (the backing store outran the SSD; those are read from it again)";
 }
 
-} // namespace
-
-std::string status_summary(const json& s) {
-    std::string out;
+// "mode:" and, after a refused registration, "error:".
+std::string mode_lines(const json& s) {
     std::string mode = text_of(status_at(s, "mode"));
     if (const json& reason = status_at(s, "reason"); reason.is_string())
         mode += " (" + reason.get<std::string>() + ")";
-    out += line("mode:", mode);
+    std::string out = line("mode:", mode);
     if (const json& err = status_at(s, "error"); err.is_string())
         out += line("error:", err.get<std::string>() + " (the last registration was refused)");
+    return out;
+}
+
+// A registered job's epoch and match rate, its ranks, loaders and searches.
+std::string registered_lines(const json& s) {
     const json& registered = status_at(s, "registered");
-    if (registered.is_string() || (registered.is_boolean() && registered.get<bool>())) {
-        char buf[128];
-        std::string epoch = text_of(status_at(s, "epoch"));
-        const json& rate = status_at(s, "match_rate");
-        snprintf(buf, sizeof buf, "%s, match rate %s", epoch.c_str(),
-                 rate.is_number()
-                     ? (std::to_string(static_cast<int>(number(rate) * 100 + 0.5)) + "%").c_str()
-                     : "-");
-        out += line("epoch:", buf);
-        out += ranks_lines(status_at(s, "ranks"));
-        if (status_at(s, "jobs").is_array()) {
-            out += jobs_lines(status_at(s, "jobs"));
-            out += chain_search_lines(status_at(s, "jobs"));
-        }
+    if (!registered.is_string() && !(registered.is_boolean() && registered.get<bool>()))
+        return "";
+    char buf[128];
+    std::string epoch = text_of(status_at(s, "epoch"));
+    const json& rate = status_at(s, "match_rate");
+    snprintf(buf, sizeof buf, "%s, match rate %s", epoch.c_str(),
+             rate.is_number()
+                 ? (std::to_string(static_cast<int>(number(rate) * 100 + 0.5)) + "%").c_str()
+                 : "-");
+    std::string out = line("epoch:", buf);
+    out += ranks_lines(status_at(s, "ranks"));
+    if (status_at(s, "jobs").is_array()) {
+        out += jobs_lines(status_at(s, "jobs"));
+        out += chain_search_lines(status_at(s, "jobs"));
     }
-    if (const json& w = status_at(s, "warning"); w.is_string()) out += line("warning:", w.get<std::string>());
-    out += detection_lines(status_at(s, "detection"));
+    return out;
+}
+
+std::string ram_line(const json& s) {
     double hits = number(status_at(s, "ram/hits")), misses = number(status_at(s, "ram/misses"));
     char buf[256];
     snprintf(
@@ -259,52 +264,76 @@ std::string status_summary(const json& s) {
         ram += status_at(s, "prefetch/one_copy/dropping").get<bool>()
                    ? ", one copy (dropped from the page cache at close)"
                    : ", the page cache may keep a second copy";
-    out += line("ram:", ram);
-    if (status_at(s, "ssd/enabled").is_boolean()) {
-        if (status_at(s, "ssd/enabled").get<bool>()) {
-            snprintf(buf, sizeof buf, "%s of %s, %.0f hits, %.0f errors",
-                     bytes_text(number(status_at(s, "ssd/bytes"))).c_str(),
-                     bytes_text(number(status_at(s, "ssd/capacity"))).c_str(),
-                     number(status_at(s, "ssd/hits")), number(status_at(s, "ssd/errors")));
-            out += line("ssd:", buf + skipped_writes(status_at(s, "ssd")));
-        } else if (const json& err = status_at(s, "ssd/error"); err.is_string()) {
-            out += line("ssd:", "off: " + err.get<std::string>());
-        }
+    return line("ram:", ram);
+}
+
+std::string ssd_line(const json& s) {
+    if (!status_at(s, "ssd/enabled").is_boolean()) return "";
+    if (status_at(s, "ssd/enabled").get<bool>()) {
+        char buf[256];
+        snprintf(buf, sizeof buf, "%s of %s, %.0f hits, %.0f errors",
+                 bytes_text(number(status_at(s, "ssd/bytes"))).c_str(),
+                 bytes_text(number(status_at(s, "ssd/capacity"))).c_str(),
+                 number(status_at(s, "ssd/hits")), number(status_at(s, "ssd/errors")));
+        return line("ssd:", buf + skipped_writes(status_at(s, "ssd")));
     }
-    if (const json& c = status_at(s, "chunks"); c.is_object()) {
-        // Files held by chunk: how many, RAM's share, and the SSD's.
-        snprintf(buf, sizeof buf, "%.0f files in %.0f chunks of %s; ram %s of %s; %.0f read ahead",
-                 number(status_at(c, "files")), number(status_at(c, "chunks")),
-                 bytes_text(number(status_at(c, "chunk_size"))).c_str(),
-                 bytes_text(number(status_at(c, "ram/bytes"))).c_str(),
-                 bytes_text(number(status_at(c, "ram/capacity"))).c_str(),
-                 number(status_at(c, "read_ahead")));
-        std::string chunks = buf;
-        if (double predicted = number(status_at(c, "predicted")); predicted > 0)
-            chunks += ", " + std::to_string(static_cast<uint64_t>(predicted)) + " predicted";
-        if (double wasted = number(status_at(c, "read_ahead_wasted")); wasted > 0)
-            chunks += " (" + std::to_string(static_cast<uint64_t>(wasted)) + " dropped unread)";
-        // A ranges job's samples: into the page cache ahead, out of it behind.
-        if (double pushed = number(status_at(c, "pushed/samples")); pushed > 0)
-            chunks += "; " + std::to_string(static_cast<uint64_t>(pushed)) + " samples pushed";
-        if (double dropped = number(status_at(c, "dropped")); dropped > 0)
-            chunks += ", " + std::to_string(static_cast<uint64_t>(dropped)) + " dropped once read";
-        // Shards read from start to end, their pages dropped once passed.
-        if (const json& on = status_at(c, "drop_behind"); on.is_boolean() && on.get<bool>())
-            chunks += "; drop-behind on (" +
-                      std::to_string(static_cast<uint64_t>(number(status_at(c, "dropped_behind")))) +
-                      " chunks)";
-        if (const json& on = status_at(c, "ssd/enabled"); on.is_boolean() && on.get<bool>()) {
-            snprintf(buf, sizeof buf, "; ssd %s of %s, %.0f hits",
-                     bytes_text(number(status_at(c, "ssd/bytes"))).c_str(),
-                     bytes_text(number(status_at(c, "ssd/capacity"))).c_str(),
-                     number(status_at(c, "ssd/hits")));
-            chunks += buf + skipped_writes(status_at(c, "ssd"));
-        } else if (const json& err = status_at(c, "ssd/error"); err.is_string()) {
-            chunks += "; ssd off: " + err.get<std::string>();
-        }
-        out += line("chunks:", chunks);
+    if (const json& err = status_at(s, "ssd/error"); err.is_string())
+        return line("ssd:", "off: " + err.get<std::string>());
+    return "";
+}
+
+// What became of the chunks read ahead and pushed: predicted, dropped
+// unread, pushed, dropped once read, and the drop-behind of shards.
+std::string chunk_traffic(const json& c) {
+    std::string out;
+    if (double predicted = number(status_at(c, "predicted")); predicted > 0)
+        out += ", " + std::to_string(static_cast<uint64_t>(predicted)) + " predicted";
+    if (double wasted = number(status_at(c, "read_ahead_wasted")); wasted > 0)
+        out += " (" + std::to_string(static_cast<uint64_t>(wasted)) + " dropped unread)";
+    // A ranges job's samples: into the page cache ahead, out of it behind.
+    if (double pushed = number(status_at(c, "pushed/samples")); pushed > 0)
+        out += "; " + std::to_string(static_cast<uint64_t>(pushed)) + " samples pushed";
+    if (double dropped = number(status_at(c, "dropped")); dropped > 0)
+        out += ", " + std::to_string(static_cast<uint64_t>(dropped)) + " dropped once read";
+    // Shards read from start to end, their pages dropped once passed.
+    if (const json& on = status_at(c, "drop_behind"); on.is_boolean() && on.get<bool>())
+        out += "; drop-behind on (" +
+               std::to_string(static_cast<uint64_t>(number(status_at(c, "dropped_behind")))) +
+               " chunks)";
+    return out;
+}
+
+// The chunks' SSD tier, after the chunks' other figures.
+std::string chunk_ssd(const json& c) {
+    if (const json& on = status_at(c, "ssd/enabled"); on.is_boolean() && on.get<bool>()) {
+        char buf[256];
+        snprintf(buf, sizeof buf, "; ssd %s of %s, %.0f hits",
+                 bytes_text(number(status_at(c, "ssd/bytes"))).c_str(),
+                 bytes_text(number(status_at(c, "ssd/capacity"))).c_str(),
+                 number(status_at(c, "ssd/hits")));
+        return buf + skipped_writes(status_at(c, "ssd"));
     }
+    if (const json& err = status_at(c, "ssd/error"); err.is_string())
+        return "; ssd off: " + err.get<std::string>();
+    return "";
+}
+
+// Files held by chunk: how many, RAM's share, and the SSD's.
+std::string chunks_line(const json& s) {
+    const json& c = status_at(s, "chunks");
+    if (!c.is_object()) return "";
+    char buf[256];
+    snprintf(buf, sizeof buf, "%.0f files in %.0f chunks of %s; ram %s of %s; %.0f read ahead",
+             number(status_at(c, "files")), number(status_at(c, "chunks")),
+             bytes_text(number(status_at(c, "chunk_size"))).c_str(),
+             bytes_text(number(status_at(c, "ram/bytes"))).c_str(),
+             bytes_text(number(status_at(c, "ram/capacity"))).c_str(),
+             number(status_at(c, "read_ahead")));
+    return line("chunks:", buf + chunk_traffic(c) + chunk_ssd(c));
+}
+
+std::string backing_line(const json& s) {
+    char buf[256];
     snprintf(buf, sizeof buf, "%.0f reads, %s, %.0f file reads saved",
              number(status_at(s, "backing/reads")),
              bytes_text(number(status_at(s, "backing/bytes"))).c_str(),
@@ -312,40 +341,76 @@ std::string status_summary(const json& s) {
     std::string backing = buf;
     if (const json& saved = status_at(s, "backing/saved_bytes"); saved.is_number())
         backing += " (" + bytes_text(number(saved)) + ")";
-    out += line("backing:", backing);
-    if (std::string state = text_of(status_at(s, "stage/state")); state != "idle" && state != "null")
-        out += line("stage:", stage_line(status_at(s, "stage")));
+    return line("backing:", backing);
+}
+
+std::string passthrough_line(const json& s) {
     if (std::string state = text_of(status_at(s, "passthrough/state")); state == "on") {
+        char buf[256];
         snprintf(buf, sizeof buf, "on, %.0f opens of large files read by the kernel",
                  number(status_at(s, "passthrough/opens")));
-        out += line("passthrough:", buf);
-    } else if (const json& why = status_at(s, "passthrough/reason"); why.is_string()) {
-        out += line("passthrough:", "off: " + why.get<std::string>());
+        return line("passthrough:", buf);
     }
-    // The way requests come (--io-uring) and why: "io_uring (--io-uring
-    // auto, and the kernel's switch is on)", "/dev/fuse (--io-uring off)".
-    if (std::string in_use = text_of(status_at(s, "transport/in_use")); in_use != "null") {
-        if (const json& why = status_at(s, "transport/reason"); why.is_string())
-            in_use += " (" + why.get<std::string>() + ")";
-        out += line("transport:", in_use);
-    }
-    if (std::string source = text_of(status_at(s, "opens/source")); source == "fanotify") {
+    if (const json& why = status_at(s, "passthrough/reason"); why.is_string())
+        return line("passthrough:", "off: " + why.get<std::string>());
+    return "";
+}
+
+// The way requests come (--io-uring) and why: "io_uring (--io-uring
+// auto, and the kernel's switch is on)", "/dev/fuse (--io-uring off)".
+std::string transport_line(const json& s) {
+    std::string in_use = text_of(status_at(s, "transport/in_use"));
+    if (in_use == "null") return "";
+    if (const json& why = status_at(s, "transport/reason"); why.is_string())
+        in_use += " (" + why.get<std::string>() + ")";
+    return line("transport:", in_use);
+}
+
+// Where the daemon sees opens: fanotify, OPEN round trips, or first READs.
+std::string opens_line(const json& s) {
+    std::string source = text_of(status_at(s, "opens/source"));
+    if (source == "fanotify") {
+        char buf[256];
         snprintf(buf, sizeof buf, "fanotify, %.0f opens told in %.0f batches",
                  number(status_at(s, "opens/opens")), number(status_at(s, "opens/batches")));
         std::string opens = buf;
         if (double lost = number(status_at(s, "opens/overflows")); lost > 0)
             opens += ", " + std::to_string(static_cast<uint64_t>(lost)) + " queue overflows";
-        out += line("opens:", opens);
-    } else if (source != "null") {
-        std::string opens = source == "reads" ? "a file's first READ (--kernel-opens)"
-                                              : "an OPEN round trip each";
-        if (const json& why = status_at(s, "opens/why_not"); why.is_string() && source == "fuse")
-            opens += " (" + why.get<std::string>() + ")";
-        out += line("opens:", opens);
+        return line("opens:", opens);
     }
-    snprintf(buf, sizeof buf, "lead %.0f samples, stalls %.2f s", number(status_at(s, "prefetch/lead")),
-             number(status_at(s, "stall_seconds")));
-    out += line("prefetch:", buf);
+    if (source == "null") return "";
+    std::string opens = source == "reads" ? "a file's first READ (--kernel-opens)"
+                                          : "an OPEN round trip each";
+    if (const json& why = status_at(s, "opens/why_not"); why.is_string() && source == "fuse")
+        opens += " (" + why.get<std::string>() + ")";
+    return line("opens:", opens);
+}
+
+std::string prefetch_line(const json& s) {
+    char buf[256];
+    snprintf(buf, sizeof buf, "lead %.0f samples, stalls %.2f s",
+             number(status_at(s, "prefetch/lead")), number(status_at(s, "stall_seconds")));
+    return line("prefetch:", buf);
+}
+
+} // namespace
+
+std::string status_summary(const json& s) {
+    std::string out = mode_lines(s);
+    out += registered_lines(s);
+    if (const json& w = status_at(s, "warning"); w.is_string())
+        out += line("warning:", w.get<std::string>());
+    out += detection_lines(status_at(s, "detection"));
+    out += ram_line(s);
+    out += ssd_line(s);
+    out += chunks_line(s);
+    out += backing_line(s);
+    if (std::string state = text_of(status_at(s, "stage/state")); state != "idle" && state != "null")
+        out += line("stage:", stage_line(status_at(s, "stage")));
+    out += passthrough_line(s);
+    out += transport_line(s);
+    out += opens_line(s);
+    out += prefetch_line(s);
     return out;
 }
 

@@ -177,48 +177,66 @@ void job_lines(const json& s, int cells, std::vector<std::string>& out) {
     rank_lines(status_at(s, "ranks"), cells, out);
 }
 
-void traffic_lines(const WatchSample& now, const WatchSample* prev, std::vector<std::string>& out) {
+void shared_fs_row(const WatchSample& now, const WatchSample* prev,
+                   std::vector<std::string>& out) {
     const json& s = now.status;
-    if (const json& b = status_at(s, "backing/bytes"); b.is_number()) {
-        std::string t = bytes_text(number(b)) + " read, " +
-                        grouped(number(status_at(s, "backing/files"))) + " files, " +
-                        grouped(number(status_at(s, "backing/reads"))) + " reads";
-        if (auto r = rate(now, prev, "backing/bytes")) {
-            t += "; now " + bytes_text(*r) + "/s";
-            if (auto f = rate(now, prev, "backing/files")) t += ", " + per_second(*f) + " files/s";
-        }
-        out.push_back(row("shared FS", t));
+    const json& b = status_at(s, "backing/bytes");
+    if (!b.is_number()) return;
+    std::string t = bytes_text(number(b)) + " read, " +
+                    grouped(number(status_at(s, "backing/files"))) + " files, " +
+                    grouped(number(status_at(s, "backing/reads"))) + " reads";
+    if (auto r = rate(now, prev, "backing/bytes")) {
+        t += "; now " + bytes_text(*r) + "/s";
+        if (auto f = rate(now, prev, "backing/files")) t += ", " + per_second(*f) + " files/s";
     }
-    if (const json& reads = status_at(s, "backing/saved_reads"); reads.is_number()) {
-        const json& bytes = status_at(s, "backing/saved_bytes");
-        std::string t = bytes.is_number()
-                            ? bytes_text(number(bytes)) + " not read from the shared FS (" +
-                                  grouped(number(reads)) + " file reads)"
-                            : grouped(number(reads)) + " file reads not made on the shared FS";
-        if (auto r = rate(now, prev, "backing/saved_bytes")) t += "; now " + bytes_text(*r) + "/s";
-        out.push_back(row("saved", t));
+    out.push_back(row("shared FS", t));
+}
+
+void saved_row(const WatchSample& now, const WatchSample* prev, std::vector<std::string>& out) {
+    const json& s = now.status;
+    const json& reads = status_at(s, "backing/saved_reads");
+    if (!reads.is_number()) return;
+    const json& bytes = status_at(s, "backing/saved_bytes");
+    std::string t = bytes.is_number()
+                        ? bytes_text(number(bytes)) + " not read from the shared FS (" +
+                              grouped(number(reads)) + " file reads)"
+                        : grouped(number(reads)) + " file reads not made on the shared FS";
+    if (auto r = rate(now, prev, "backing/saved_bytes")) t += "; now " + bytes_text(*r) + "/s";
+    out.push_back(row("saved", t));
+}
+
+void fuse_row(const WatchSample& now, const WatchSample* prev, std::vector<std::string>& out) {
+    const json& req = status_at(now.status, "requests");
+    if (!req.is_object() || req.empty()) return;
+    std::string t = grouped(total(req)) + " requests";
+    if (prev && status_at(prev->status, "requests").is_object() && now.seconds > prev->seconds) {
+        double all = (total(req) - total(status_at(prev->status, "requests"))) /
+                     (now.seconds - prev->seconds);
+        if (all >= 0) t += "; now " + per_second(all) + "/s";
+        if (auto o = rate(now, prev, "requests/open")) t += ", " + per_second(*o) + " opens/s";
+        if (auto r = rate(now, prev, "requests/read")) t += ", " + per_second(*r) + " reads/s";
     }
-    if (const json& req = status_at(s, "requests"); req.is_object() && !req.empty()) {
-        std::string t = grouped(total(req)) + " requests";
-        if (prev && status_at(prev->status, "requests").is_object() &&
-            now.seconds > prev->seconds) {
-            double all = (total(req) - total(status_at(prev->status, "requests"))) /
-                         (now.seconds - prev->seconds);
-            if (all >= 0) t += "; now " + per_second(all) + "/s";
-            if (auto o = rate(now, prev, "requests/open")) t += ", " + per_second(*o) + " opens/s";
-            if (auto r = rate(now, prev, "requests/read")) t += ", " + per_second(*r) + " reads/s";
-        }
-        out.push_back(row("FUSE", t));
-    }
-    if (const json& p = status_at(s, "peers"); p.is_object()) {
-        std::string t = grouped(number(status_at(p, "alive"))) + " of " +
-                        grouped(number(status_at(p, "count"))) + " alive, in " +
-                        bytes_text(number(status_at(p, "bytes_in"))) + ", out " +
-                        bytes_text(number(status_at(p, "bytes_out")));
-        auto in = rate(now, prev, "peers/bytes_in"), outr = rate(now, prev, "peers/bytes_out");
-        if (in && outr) t += "; now in " + bytes_text(*in) + "/s, out " + bytes_text(*outr) + "/s";
-        out.push_back(row("peers", t));
-    }
+    out.push_back(row("FUSE", t));
+}
+
+void peers_row(const WatchSample& now, const WatchSample* prev, std::vector<std::string>& out) {
+    const json& p = status_at(now.status, "peers");
+    if (!p.is_object()) return;
+    std::string t = grouped(number(status_at(p, "alive"))) + " of " +
+                    grouped(number(status_at(p, "count"))) + " alive, in " +
+                    bytes_text(number(status_at(p, "bytes_in"))) + ", out " +
+                    bytes_text(number(status_at(p, "bytes_out")));
+    auto in = rate(now, prev, "peers/bytes_in"), outr = rate(now, prev, "peers/bytes_out");
+    if (in && outr) t += "; now in " + bytes_text(*in) + "/s, out " + bytes_text(*outr) + "/s";
+    out.push_back(row("peers", t));
+}
+
+// What moves: the shared FS's reads and those saved, FUSE requests, peers.
+void traffic_lines(const WatchSample& now, const WatchSample* prev, std::vector<std::string>& out) {
+    shared_fs_row(now, prev, out);
+    saved_row(now, prev, out);
+    fuse_row(now, prev, out);
+    peers_row(now, prev, out);
 }
 
 std::string header(const json& s, const WatchFrame& f) {

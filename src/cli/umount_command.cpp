@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <sys/mount.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -57,29 +58,31 @@ int wait_for_daemon(const std::string& target, const std::vector<pid_t>& pids) {
     return exit_failure;
 }
 
-} // namespace
+void print_help() {
+    printf("usage: clairfs umount MOUNTPOINT [--lazy]\n\n"
+           "Unmounts a clairfs mount and returns once its daemon has exited (so a new\n"
+           "mount finds the cache directory free).\n"
+           "  -z, --lazy   detach now even if files are open; the daemon serves them until\n"
+           "               they are closed, then exits\n");
+}
 
-int umount_command(const std::vector<std::string>& args) {
-    bool lazy = false;
-    std::string target;
+// The mount point and --lazy; an exit code when the command ends here
+// (--help, or a usage error).
+std::optional<int> parse_args(const std::vector<std::string>& args, std::string& target,
+                              bool& lazy) {
     for (const auto& a : args) {
-        if (a == "--lazy" || a == "-z")
+        if (a == "--lazy" || a == "-z") {
             lazy = true;
-        else if (a == "--help" || a == "-h") {
-            printf(
-                "usage: clairfs umount MOUNTPOINT [--lazy]\n\n"
-                "Unmounts a clairfs mount and returns once its daemon has exited (so a new\n"
-                "mount finds the cache directory free).\n"
-                "  -z, --lazy   detach now even if files are open; the daemon serves them until\n"
-                "               they are closed, then exits\n");
+        } else if (a == "--help" || a == "-h") {
+            print_help();
             return exit_ok;
         } else if (!a.empty() && a[0] == '-') {
             fprintf(stderr, "clairfs: unknown option '%s' (see clairfs umount --help)\n",
                     a.c_str());
             return exit_usage;
-        } else if (target.empty())
+        } else if (target.empty()) {
             target = a;
-        else {
+        } else {
             fprintf(stderr, "clairfs: unexpected argument '%s'\n", a.c_str());
             return exit_usage;
         }
@@ -88,6 +91,15 @@ int umount_command(const std::vector<std::string>& args) {
         fprintf(stderr, "clairfs: expected MOUNTPOINT (see clairfs umount --help)\n");
         return exit_usage;
     }
+    return std::nullopt;
+}
+
+} // namespace
+
+int umount_command(const std::vector<std::string>& args) {
+    bool lazy = false;
+    std::string target;
+    if (std::optional<int> rc = parse_args(args, target, lazy)) return *rc;
     std::string abs = resolved_path(target), backing;
     if (!clairfs_mount_backing(abs, backing)) {
         LOG_ERROR("'%s' is not a clairfs mount point", target.c_str());

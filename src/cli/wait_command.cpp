@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <thread>
 
 namespace clairfs::cli {
@@ -40,19 +41,22 @@ std::string not_ready(const std::string& mount, nlohmann::json& peers) {
     return "";
 }
 
-} // namespace
+void print_help() {
+    printf("usage: clairfs wait MOUNT [--timeout SECONDS]\n\n"
+           "Waits until MOUNT is a clairfs mount that answers and, for a mount with\n"
+           "--peers, until its peer group has formed (every other daemon connected or\n"
+           "known dead). Exit 0 then; 1 after --timeout (default 60 s, 0 for ever) with\n"
+           "what is still missing.\n");
+}
 
-int wait_command(const std::vector<std::string>& args) {
-    std::string mount;
-    double timeout = 60;
+// The mount and --timeout; an exit code when the command ends here
+// (--help, or a usage error).
+std::optional<int> parse_args(const std::vector<std::string>& args, std::string& mount,
+                              double& timeout) {
     for (size_t i = 0; i < args.size(); ++i) {
         const std::string& a = args[i];
         if (a == "--help" || a == "-h") {
-            printf("usage: clairfs wait MOUNT [--timeout SECONDS]\n\n"
-                   "Waits until MOUNT is a clairfs mount that answers and, for a mount with\n"
-                   "--peers, until its peer group has formed (every other daemon connected or\n"
-                   "known dead). Exit 0 then; 1 after --timeout (default 60 s, 0 for ever) with\n"
-                   "what is still missing.\n");
+            print_help();
             return exit_ok;
         }
         if (a == "--timeout") {
@@ -68,6 +72,15 @@ int wait_command(const std::vector<std::string>& args) {
         }
     }
     if (mount.empty()) return usage_error("which mount? clairfs wait MOUNT");
+    return std::nullopt;
+}
+
+} // namespace
+
+int wait_command(const std::vector<std::string>& args) {
+    std::string mount;
+    double timeout = 60;
+    if (std::optional<int> rc = parse_args(args, mount, timeout)) return *rc;
     using Clock = std::chrono::steady_clock;
     auto deadline = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(timeout * 1000));
     for (;;) {

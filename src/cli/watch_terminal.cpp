@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
 namespace clairfs::cli {
 namespace {
@@ -159,19 +160,7 @@ bool WatchTerminal::draw(const std::vector<std::string>& lines, bool clear) {
 
 WatchTerminal::Event WatchTerminal::wait(double seconds, int fd) {
     for (;;) {
-        if (g_stop) {
-            stop_ = g_stop;
-            return Event::quit;
-        }
-        if (g_suspend) {
-            suspend();
-            return Event::resized;
-        }
-        if (g_resized) {
-            g_resized = 0;
-            measure();
-            return Event::resized;
-        }
+        if (std::optional<Event> e = signalled()) return *e;
         pollfd fds[2];
         nfds_t n = 0;
         if (keys_) fds[n++] = {STDIN_FILENO, POLLIN, 0};
@@ -187,19 +176,38 @@ WatchTerminal::Event WatchTerminal::wait(double seconds, int fd) {
             continue;
         }
         if (r <= 0) return Event::timeout;
-        if (keys_ && fds[0].revents) {
-            char buf[64];
-            ssize_t got = ::read(STDIN_FILENO, buf, sizeof buf);
-            // End of input (a hang-up): no more keys, signals still work.
-            if (got <= 0) keys_ = false;
-            for (ssize_t i = 0; i < got; ++i) {
-                if (buf[i] == 'q' || buf[i] == 'Q') return Event::quit;
-                if (buf[i] == ' ') return Event::refresh;
-            }
-            if (!(fd >= 0 && fds[n - 1].revents)) return Event::timeout;
-        }
+        if (keys_ && fds[0].revents) return typed(fd >= 0 && fds[n - 1].revents);
         return Event::ready;
     }
+}
+
+std::optional<WatchTerminal::Event> WatchTerminal::signalled() {
+    if (g_stop) {
+        stop_ = g_stop;
+        return Event::quit;
+    }
+    if (g_suspend) {
+        suspend();
+        return Event::resized;
+    }
+    if (g_resized) {
+        g_resized = 0;
+        measure();
+        return Event::resized;
+    }
+    return std::nullopt;
+}
+
+WatchTerminal::Event WatchTerminal::typed(bool fd_ready) {
+    char buf[64];
+    ssize_t got = ::read(STDIN_FILENO, buf, sizeof buf);
+    // End of input (a hang-up): no more keys, signals still work.
+    if (got <= 0) keys_ = false;
+    for (ssize_t i = 0; i < got; ++i) {
+        if (buf[i] == 'q' || buf[i] == 'Q') return Event::quit;
+        if (buf[i] == ' ') return Event::refresh;
+    }
+    return fd_ready ? Event::ready : Event::timeout;
 }
 
 } // namespace clairfs::cli

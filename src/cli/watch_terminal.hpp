@@ -6,6 +6,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,10 @@ public:
     int stop_signal() const { return stop_; }
 
 private:
+    // The event a signal's flag means, if one is set.
+    std::optional<Event> signalled();
+    // The keys waiting on stdin: quit or refresh, else ready if `fd` is.
+    Event typed(bool fd_ready);
     void enter();
     void leave();
     void measure();

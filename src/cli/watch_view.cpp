@@ -58,6 +58,92 @@ nlohmann::json parse_status(const std::string& abs, int err, const std::string& 
     return j;
 }
 
+// The view between its first read and its end: each turn reads the
+// status when due, redraws what changed, and waits for the next event.
+class WatchLoop {
+public:
+    WatchLoop(const std::string& abs, double interval, WatchSample first, WatchTerminal& term,
+              StatusReader& reader)
+        : abs_(abs), interval_(interval), term_(term), reader_(reader),
+          frame_{abs, interval, clock_text(), "", term.width(), term.height()},
+          last_(std::move(first)), read_at_(last_.seconds), due_(read_at_ + interval) {}
+
+    // Until 'q' or a signal (""), or why the view cannot go on.
+    std::string run() {
+        for (;;) {
+            double t = now();
+            if (!reading_ && t >= due_) {
+                reading_ = reader_.request();
+                read_at_ = t;
+            }
+            std::string note = slow_note(t);
+            if (note != frame_.note) {
+                frame_.note = note;
+                dirty_ = true;
+            }
+            if (dirty_ && !draw()) return "the terminal is gone";
+            auto event = term_.wait(wait_seconds(t, note), reader_.fd());
+            if (event == WatchTerminal::Event::quit) return "";
+            if (std::string failure = handle(event); !failure.empty()) return failure;
+        }
+    }
+
+private:
+    // Said under the header while a read is slow_read() late.
+    std::string slow_note(double t) const {
+        if (!reading_ || t - read_at_ < slow_read(interval_)) return "";
+        return "the status has not answered for " +
+               std::to_string(static_cast<int>(t - read_at_)) + " s";
+    }
+
+    // Until the read is late (then each second, to count up the note), or
+    // until the next read is due.
+    double wait_seconds(double t, const std::string& note) const {
+        if (!reading_) return due_ - t;
+        return note.empty() ? read_at_ + slow_read(interval_) - t : 1.0;
+    }
+
+    bool draw() {
+        if (!term_.draw(watch_lines(last_, have_before_ ? &before_ : nullptr, frame_), clear_))
+            return false;
+        dirty_ = clear_ = false;
+        return true;
+    }
+
+    // "" or why the view ends.
+    std::string handle(WatchTerminal::Event event) {
+        if (event == WatchTerminal::Event::refresh && !reading_) due_ = now();
+        if (event == WatchTerminal::Event::resized) {
+            frame_.width = term_.width();
+            frame_.height = term_.height();
+            dirty_ = clear_ = true;
+        }
+        int err = 0;
+        std::string text;
+        if (event != WatchTerminal::Event::ready || !reader_.take(err, text)) return "";
+        reading_ = false;
+        due_ = read_at_ + interval_;
+        std::string failure;
+        auto j = parse_status(abs_, err, text, failure);
+        if (!failure.empty()) return failure;
+        before_ = std::move(last_);
+        last_ = {std::move(j), read_at_};
+        have_before_ = dirty_ = true;
+        frame_.clock = clock_text();
+        return "";
+    }
+
+    const std::string& abs_;
+    double interval_;
+    WatchTerminal& term_;
+    StatusReader& reader_;
+    WatchFrame frame_;
+    WatchSample last_, before_;
+    bool have_before_ = false;
+    bool reading_ = false, dirty_ = true, clear_ = false;
+    double read_at_, due_;
+};
+
 } // namespace
 
 int watch_view(const std::string& abs, double interval) {
@@ -67,7 +153,7 @@ int watch_view(const std::string& abs, double interval) {
     // not answer fails here with the screen untouched.
     double read_at = now();
     int err = read_control_file(path, text);
-    WatchSample last{parse_status(abs, err, text, failure), read_at}, before;
+    WatchSample first{parse_status(abs, err, text, failure), read_at};
     if (!failure.empty()) {
         LOG_ERROR("%s", failure.c_str());
         return exit_failure;
@@ -76,51 +162,7 @@ int watch_view(const std::string& abs, double interval) {
     {
         WatchTerminal term;
         StatusReader reader(path);
-        WatchFrame frame{abs, interval, clock_text(), "", term.width(), term.height()};
-        bool have_before = false;
-        bool reading = false, dirty = true, clear = false;
-        double due = read_at + interval;
-        for (;;) {
-            double t = now();
-            if (!reading && t >= due) {
-                reading = reader.request();
-                read_at = t;
-            }
-            std::string note;
-            if (reading && t - read_at >= slow_read(interval))
-                note = "the status has not answered for " +
-                       std::to_string(static_cast<int>(t - read_at)) + " s";
-            if (note != frame.note) {
-                frame.note = note;
-                dirty = true;
-            }
-            if (dirty) {
-                if (!term.draw(watch_lines(last, have_before ? &before : nullptr, frame), clear)) {
-                    failure = "the terminal is gone";
-                    break;
-                }
-                dirty = clear = false;
-            }
-            double wait = reading ? (note.empty() ? read_at + slow_read(interval) - t : 1.0)
-                                  : due - t;
-            auto event = term.wait(wait, reader.fd());
-            if (event == WatchTerminal::Event::quit) break;
-            if (event == WatchTerminal::Event::refresh && !reading) due = now();
-            if (event == WatchTerminal::Event::resized) {
-                frame.width = term.width();
-                frame.height = term.height();
-                dirty = clear = true;
-            }
-            if (event != WatchTerminal::Event::ready || !reader.take(err, text)) continue;
-            reading = false;
-            due = read_at + interval;
-            auto j = parse_status(abs, err, text, failure);
-            if (!failure.empty()) break;
-            before = std::move(last);
-            last = {std::move(j), read_at};
-            have_before = dirty = true;
-            frame.clock = clock_text();
-        }
+        failure = WatchLoop(abs, interval, std::move(first), term, reader).run();
         stop = term.stop_signal();
     }
     // The terminal is the user's again: now the line, or the signal.

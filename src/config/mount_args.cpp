@@ -42,10 +42,72 @@ std::string apply_list(MountOptions& out, std::string_view list) {
     return "";
 }
 
-// Splits "--name=value" / "--name value" / "-x value" into name and value.
+// Config files first, so that the command line overrides them.
+std::string apply_config_files(const std::vector<std::string>& args, MountOptions& out) {
+    auto set = [&](const std::string& key, const std::string& value) {
+        return apply_option(out, key, value);
+    };
+    for (size_t i = 0; i < args.size(); ++i) {
+        std::string path;
+        if (args[i] == "--config" && i + 1 < args.size())
+            path = args[++i];
+        else if (args[i].starts_with("--config="))
+            path = args[i].substr(9);
+        else
+            continue;
+        if (auto why = apply_json_file(path, set); !why.empty()) return why;
+    }
+    return "";
+}
+
+// Walks the command line: options into MountOptions, the rest kept as
+// operands. Splits "--name=value" / "--name value" / "-x value" into name
+// and value.
 struct Cursor {
     const std::vector<std::string>& args;
     size_t i = 0;
+    bool options_done = false; // after "--"
+    std::vector<std::string> positional{};
+
+    // The argument at i (and its value, which moves i on): "" or why not.
+    std::string take(MountArgs& out) {
+        const std::string& a = args[i];
+        if (options_done || a.size() < 2 || a[0] != '-') {
+            positional.push_back(a);
+            return "";
+        }
+        if (a == "--") {
+            options_done = true;
+        } else if (a == "--help" || a == "-h") {
+            out.help = true;
+        } else if (a == "--config") {
+            ++i; // applied before the rest: apply_config_files()
+        } else if (a.starts_with("--config=")) {
+            // likewise
+        } else if (a == "-o") {
+            if (i + 1 >= args.size()) return "option '-o' needs a value";
+            return apply_list(out.options, args[++i]);
+        } else if (a.starts_with("-o")) {
+            return apply_list(out.options, std::string_view(a).substr(2));
+        } else if (a.starts_with("--") && a.find('=') != std::string::npos) {
+            return joined_option(a, out.options);
+        } else if (a.starts_with("--")) {
+            return option(a, std::string_view(a).substr(2), out.options);
+        } else if (a.size() == 2) {
+            return option(a, std::string_view(a).substr(1), out.options);
+        } else {
+            return "unknown option '" + a + "'";
+        }
+        return "";
+    }
+
+    // "--name=value".
+    std::string joined_option(const std::string& a, MountOptions& out) {
+        size_t eq = a.find('=');
+        const OptionSpec* spec = find_option(std::string_view(a).substr(2, eq - 2));
+        return spec ? apply_option(out, spec->name, std::string_view(a).substr(eq + 1))
+                    : "unknown option '" + a.substr(0, eq) + "'";
+    }
 
     std::string option(std::string_view arg, std::string_view name, MountOptions& out) {
         const OptionSpec* spec = find_option(name);
@@ -63,71 +125,33 @@ struct Cursor {
     }
 };
 
+// The ways of seeing opens that rule each other out, and --opens auto's
+// choice under --kernel-opens.
+std::string settle_opens(MountOptions& o) {
+    // Pushed pages are read without a READ, and under --kernel-opens the
+    // READs are all the tracker sees.
+    if (o.push_ahead && o.kernel_opens)
+        return "--push-ahead needs the opens that --kernel-opens hides; use one of them";
+    if (o.opens == Opens::fanotify && o.kernel_opens)
+        return "--kernel-opens leaves opens unseen, --opens fanotify has fanotify see them; "
+               "use one of them";
+    if (o.kernel_opens) o.opens = Opens::fuse; // auto: not fanotify
+    return "";
+}
+
 } // namespace
 
 std::string parse_mount_args(const std::vector<std::string>& args, MountArgs& out) {
-    // Config files first, so that the command line overrides them.
-    for (size_t i = 0; i < args.size(); ++i) {
-        std::string path;
-        if (args[i] == "--config" && i + 1 < args.size())
-            path = args[++i];
-        else if (args[i].starts_with("--config="))
-            path = args[i].substr(9);
-        else
-            continue;
-        auto set = [&](const std::string& key, const std::string& value) {
-            return apply_option(out.options, key, value);
-        };
-        if (auto why = apply_json_file(path, set); !why.empty()) return why;
-    }
-
-    std::vector<std::string> positional;
+    if (auto why = apply_config_files(args, out.options); !why.empty()) return why;
     Cursor c{args};
-    bool options_done = false;
-    for (; c.i < args.size(); ++c.i) {
-        const std::string& a = args[c.i];
-        std::string why;
-        if (options_done || a.size() < 2 || a[0] != '-') {
-            positional.push_back(a);
-        } else if (a == "--") {
-            options_done = true;
-        } else if (a == "--help" || a == "-h") {
-            out.help = true;
-        } else if (a == "--config") {
-            ++c.i;
-        } else if (a.starts_with("--config=")) {
-        } else if (a == "-o") {
-            if (c.i + 1 >= args.size()) return "option '-o' needs a value";
-            why = apply_list(out.options, args[++c.i]);
-        } else if (a.starts_with("-o")) {
-            why = apply_list(out.options, std::string_view(a).substr(2));
-        } else if (a.starts_with("--") && a.find('=') != std::string::npos) {
-            size_t eq = a.find('=');
-            const OptionSpec* spec = find_option(std::string_view(a).substr(2, eq - 2));
-            why = spec ? apply_option(out.options, spec->name, std::string_view(a).substr(eq + 1))
-                       : "unknown option '" + a.substr(0, eq) + "'";
-        } else if (a.starts_with("--")) {
-            why = c.option(a, std::string_view(a).substr(2), out.options);
-        } else if (a.size() == 2) {
-            why = c.option(a, std::string_view(a).substr(1), out.options);
-        } else {
-            why = "unknown option '" + a + "'";
-        }
-        if (!why.empty()) return why;
-    }
+    for (; c.i < args.size(); ++c.i)
+        if (auto why = c.take(out); !why.empty()) return why;
     if (out.help) return "";
-    if (positional.size() < 2) return "expected BACKING and MOUNTPOINT";
-    if (positional.size() > 2) return "unexpected argument '" + positional[2] + "'";
-    // Pushed pages are read without a READ, and under --kernel-opens the
-    // READs are all the tracker sees.
-    if (out.options.push_ahead && out.options.kernel_opens)
-        return "--push-ahead needs the opens that --kernel-opens hides; use one of them";
-    if (out.options.opens == Opens::fanotify && out.options.kernel_opens)
-        return "--kernel-opens leaves opens unseen, --opens fanotify has fanotify see them; "
-               "use one of them";
-    if (out.options.kernel_opens) out.options.opens = Opens::fuse; // auto: not fanotify
-    out.options.backing = positional[0];
-    out.options.mountpoint = positional[1];
+    if (c.positional.size() < 2) return "expected BACKING and MOUNTPOINT";
+    if (c.positional.size() > 2) return "unexpected argument '" + c.positional[2] + "'";
+    if (auto why = settle_opens(out.options); !why.empty()) return why;
+    out.options.backing = c.positional[0];
+    out.options.mountpoint = c.positional[1];
     return "";
 }
 

@@ -61,11 +61,13 @@ std::string build_ranges(const index::Index& idx, const index::Node& root,
     return build_ranges(idx, root, std::move(parsed), out);
 }
 
-// Dataset::dirs gets one entry per file (its directory), so samples[i]
-// spells its file as the manifest does: clairfs order --paths prints it.
-std::string build_ranges(const index::Index& idx, const index::Node& root, Ranges&& parsed,
-                         Dataset& out) {
-    std::vector<FileOf> files(parsed.files.size());
+namespace {
+
+// Each file of the manifest resolved in the index; out.dirs gets its
+// directory.
+std::string resolve_files(const index::Index& idx, const index::Node& root, const Ranges& parsed,
+                          std::vector<FileOf>& files, Dataset& out) {
+    files.resize(parsed.files.size());
     for (size_t f = 0; f < parsed.files.size(); ++f) {
         if (auto why = resolve_file(idx, root, parsed.files[f], files[f]); !why.empty())
             return why;
@@ -73,6 +75,12 @@ std::string build_ranges(const index::Index& idx, const index::Node& root, Range
         size_t slash = path.rfind('/');
         out.dirs.push_back(slash == std::string::npos ? "" : path.substr(0, slash));
     }
+    return "";
+}
+
+// Each sample's range, within its file as scanned.
+std::string place_samples(const index::Index& idx, const Ranges& parsed,
+                          const std::vector<FileOf>& files, Dataset& out) {
     const size_t n = parsed.entries.size();
     out.samples.reserve(n);
     out.ranges.reserve(n);
@@ -88,9 +96,13 @@ std::string build_ranges(const index::Index& idx, const index::Node& root, Range
         out.samples.push_back({e.file, files[e.file].name});
         out.ranges.push_back(r);
     }
-    // Sixteen bytes a sample, now in out.ranges: not held through the sort.
-    std::vector<Ranges::Entry>().swap(parsed.entries);
-    // Sorted by (file, offset), each range must end where or before the next begins.
+    return "";
+}
+
+// Sorted by (file, offset), each range must end where or before the next
+// begins.
+std::string check_overlaps(const Ranges& parsed, const Dataset& out) {
+    const size_t n = out.ranges.size();
     std::vector<uint32_t> by_place(n);
     std::iota(by_place.begin(), by_place.end(), 0U);
     std::sort(by_place.begin(), by_place.end(), [&](uint32_t a, uint32_t b) {
@@ -108,6 +120,20 @@ std::string build_ranges(const index::Index& idx, const index::Node& root, Range
                    "): a READ's offset must name one sample";
     }
     return "";
+}
+
+} // namespace
+
+// Dataset::dirs gets one entry per file (its directory), so samples[i]
+// spells its file as the manifest does: clairfs order --paths prints it.
+std::string build_ranges(const index::Index& idx, const index::Node& root, Ranges&& parsed,
+                         Dataset& out) {
+    std::vector<FileOf> files;
+    if (auto why = resolve_files(idx, root, parsed, files, out); !why.empty()) return why;
+    if (auto why = place_samples(idx, parsed, files, out); !why.empty()) return why;
+    // Sixteen bytes a sample, now in out.ranges: not held through the sort.
+    std::vector<Ranges::Entry>().swap(parsed.entries);
+    return check_overlaps(parsed, out);
 }
 
 } // namespace clairfs::layout

@@ -88,6 +88,23 @@ private:
     Ranges& out_;
 };
 
+// "samples N", the line before the entries: N into `samples`, and room
+// for the entries.
+std::string declared_samples(uint64_t line_no, std::string_view line, size_t text_size,
+                             Ranges& parsed, std::optional<uint64_t>& samples) {
+    uint64_t n = 0;
+    if (!line.starts_with("samples ") || !parse_u64(line.substr(8), n))
+        return at_line(line_no, "expected 'samples N' before the entries");
+    if (n == 0) return at_line(line_no, "a dataset needs at least one sample");
+    if (n >= UINT32_MAX) return at_line(line_no, "clairfs takes at most 4294967294 samples");
+    samples = n;
+    // Not the declared count as it stands: "samples 4000000000" in a few
+    // bytes would ask for 64 GB. An entry line takes at least 8 bytes
+    // ("0\ta\t0\t1\n"), so the text bounds it.
+    parsed.entries.reserve(std::min<uint64_t>(n, text_size / 8));
+    return "";
+}
+
 } // namespace
 
 void add_range(Ranges& r, std::string_view path, uint64_t offset, uint32_t length) {
@@ -125,17 +142,9 @@ std::string parse_ranges(std::string_view text, Ranges& out) {
         }
         if (line.empty() || line.front() == '#') continue;
         if (!samples) {
-            uint64_t n = 0;
-            if (!line.starts_with("samples ") || !parse_u64(line.substr(8), n))
-                return at_line(line_no, "expected 'samples N' before the entries");
-            if (n == 0) return at_line(line_no, "a dataset needs at least one sample");
-            if (n >= UINT32_MAX)
-                return at_line(line_no, "clairfs takes at most 4294967294 samples");
-            samples = n;
-            // Not the declared count as it stands: "samples 4000000000" in
-            // a few bytes would ask for 64 GB. An entry line takes at least
-            // 8 bytes ("0\ta\t0\t1\n"), so the text bounds it.
-            parsed.entries.reserve(std::min<uint64_t>(n, text.size() / 8));
+            if (auto why = declared_samples(line_no, line, text.size(), parsed, samples);
+                !why.empty())
+                return why;
             continue;
         }
         if (parsed.entries.size() == *samples)

@@ -132,6 +132,155 @@ std::string apply(const Json& obj, const std::string& where,
 
 constexpr double mb = 1e6; // bandwidths are given in MB/s (10^6 bytes)
 
+std::string apply_cluster(const Json& v, SimConfig& c) {
+    return apply(v, "cluster",
+                 {{"nodes", count(c.nodes, 1u, 65536u)},
+                  {"ranks_per_node", count(c.ranks_per_node, 1u, 64u)},
+                  {"cores", count(c.cores, 1u, 4096u)},
+                  {"cores_shared", boolean(c.cores_shared)}});
+}
+
+std::string apply_node(const Json& v, SimConfig& c) {
+    return apply(v, "node",
+                 {{"ram", size(c.ram)},
+                  {"ssd", size(c.ssd)},
+                  {"ram_mb_s", positive(c.ram_bandwidth, mb)},
+                  {"ssd_read_mb_s", positive(c.ssd_read_bandwidth, mb)},
+                  {"ssd_write_mb_s", positive(c.ssd_write_bandwidth, mb)},
+                  {"ssd_latency_s", number(c.ssd_latency_s, 0)},
+                  {"file_cost_s", number(c.file_cost_s, 0)},
+                  {"local_file_cost_s", number(c.local_file_cost_s, 0)},
+                  {"fetch_threads", count(c.fetch_threads, 1u, 4096u)}});
+}
+
+std::string apply_shared_fs(const Json& v, SimConfig& c) {
+    return apply(v, "shared_fs",
+                 {{"mb_s", positive(c.fs_bandwidth, mb)},
+                  {"iops", positive(c.fs_iops)},
+                  {"client_mb_s", positive(c.fs_client_bandwidth, mb)},
+                  {"latency_s", number(c.fs_latency_s, 0)},
+                  {"request_bytes", size(c.fs_request_bytes)},
+                  {"direct_requests_per_file", number(c.direct_requests_per_file, 0)},
+                  {"page_cache", size(c.page_cache)},
+                  {"page_cache_shared", boolean(c.page_cache_shared)}});
+}
+
+std::string apply_network(const Json& v, SimConfig& c) {
+    return apply(v, "network",
+                 {{"mb_s", positive(c.net_bandwidth, mb)},
+                  {"latency_s", number(c.net_latency_s, 0)},
+                  {"file_cost_s", number(c.peer_file_cost_s, 0)},
+                  {"server_threads", count(c.server_threads, 1u, 4096u)}});
+}
+
+std::string apply_compute(const Json& v, SimConfig& c) {
+    return apply(v, "compute",
+                 {{"step_s", number(c.step_s, 0)},
+                  {"sample_cpu_s", number(c.sample_cpu_s, 0)},
+                  {"epoch_overhead_s", number(c.epoch_overhead_s, 0)},
+                  {"job_start_s", number(c.job_start_s, 0)},
+                  {"lockstep", boolean(c.lockstep)}});
+}
+
+std::string apply_dataset(const Json& v, SimConfig& c) {
+    return apply(v, "dataset",
+                 {{"files", count(c.files, 1, UINT32_MAX - 1)},
+                  {"mean_bytes", positive(c.mean_bytes)},
+                  {"median_bytes", positive(c.median_bytes)},
+                  {"seed", count(c.size_seed, 0, UINT64_MAX)},
+                  {"manifest", text(c.manifest)},
+                  {"root", text(c.root)},
+                  {"layout", text(c.layout)}});
+}
+
+// The top-level keys. "job" and "scenarios" are only kept here: they are
+// read once every section has its values (the job needs the cluster's
+// world size).
+std::map<std::string, Setter> top_keys(SimConfig& c, Json& job,
+                                       std::vector<std::string>& scenarios) {
+    auto section = [&c](std::string (*apply_section)(const Json&, SimConfig&)) -> Setter {
+        return [&c, apply_section](const Json& v) { return apply_section(v, c); };
+    };
+    return {
+        {"name", text(c.name)},
+        {"cluster", section(apply_cluster)},
+        {"node", section(apply_node)},
+        {"shared_fs", section(apply_shared_fs)},
+        {"network", section(apply_network)},
+        {"compute", section(apply_compute)},
+        {"dataset", section(apply_dataset)},
+        {"job", [&job](const Json& v) -> std::string {
+             if (!v.is_object()) return "job: must be an object";
+             job = v;
+             return "";
+         }},
+        {"scenarios", [&scenarios](const Json& v) -> std::string {
+             if (!v.is_array() || v.empty()) return "must be a non-empty list of names";
+             for (const Json& s : v) {
+                 if (!s.is_string()) return "must be a list of names";
+                 scenarios.push_back(s.get<std::string>());
+             }
+             return "";
+         }},
+    };
+}
+
+std::string set_scenarios(const std::vector<std::string>& scenarios, SimConfig& c) {
+    if (scenarios.empty()) return "";
+    c.scenarios.clear();
+    for (const std::string& s : scenarios)
+        if (std::string why = add_scenario(s, c.scenarios); !why.empty())
+            return "scenarios: " + why;
+    return "";
+}
+
+// The job: a registration's keys, through the registration's parser; its
+// world is the cluster's.
+std::string set_job(const Json& job, SimConfig& c) {
+    c.job = order::JobSpec{};
+    c.job.sampler = order::SamplerKind::distributed;
+    bool world_given = false;
+    for (const auto& [k, v] : job.items()) {
+        if (k == "rank" || k == "framework")
+            return "job." + k + ": not a key here (every rank is simulated; pytorch only)";
+        std::string value;
+        if (std::string why = config::json_value_text(v, config::JsonType::text, value);
+            !why.empty())
+            return "job." + k + ": " + why;
+        if (std::string why = order::set_job_key(c.job, k, value); !why.empty())
+            return "job: " + why;
+        if (k == "world_size") world_given = true;
+    }
+    if (world_given && c.job.world_size != c.world())
+        return "job.world_size: " + std::to_string(c.job.world_size) +
+               " is not cluster.nodes x cluster.ranks_per_node (" + std::to_string(c.world()) +
+               "); leave it out";
+    c.job.world_size = c.world();
+    c.job.rank = 0;
+    if (c.job.sampler != order::SamplerKind::distributed && c.world() > 1)
+        return "job.sampler: several ranks need sampler distributed (each rank of a "
+               "random or sequential sampler would read the whole dataset)";
+    return "";
+}
+
+// What no single key can tell: the dataset's one source, and the keys
+// that only make sense together.
+std::string check_combination(const SimConfig& c) {
+    const int sources = (c.files != 0) + !c.manifest.empty() + !c.root.empty();
+    if (sources == 0)
+        return "dataset: give files (with mean_bytes and median_bytes), a manifest or a root";
+    if (sources > 1) return "dataset: give one of files, manifest and root";
+    if (!c.layout.empty() && c.root.empty()) return "dataset.layout: only with root";
+    if (c.files != 0 && c.median_bytes > c.mean_bytes)
+        return "dataset.median_bytes: must not exceed mean_bytes (a log-normal's median "
+               "is below its mean)";
+    if (c.fs_request_bytes == 0) return "shared_fs.request_bytes: must be > 0";
+    if (c.ram == 0 && (std::ranges::count(c.scenarios, Scenario::clairfs) ||
+                       std::ranges::count(c.scenarios, Scenario::clairfs_peers)))
+        return "node.ram: clairfs needs a RAM tier (--mem); give its size";
+    return "";
+}
+
 } // namespace
 
 std::string parse_sim_config(const std::string& text_in, const std::string& origin,
@@ -144,124 +293,11 @@ std::string parse_sim_config(const std::string& text_in, const std::string& orig
     if (!root.is_object()) return fail("must be a JSON object");
     Json job = Json::object();
     std::vector<std::string> scenarios;
-    const std::map<std::string, Setter> top = {
-        {"name", text(c.name)},
-        {"cluster", [&](const Json& v) {
-             return apply(v, "cluster",
-                          {{"nodes", count(c.nodes, 1u, 65536u)},
-                           {"ranks_per_node", count(c.ranks_per_node, 1u, 64u)},
-                           {"cores", count(c.cores, 1u, 4096u)},
-                           {"cores_shared", boolean(c.cores_shared)}});
-         }},
-        {"node", [&](const Json& v) {
-             return apply(v, "node",
-                          {{"ram", size(c.ram)},
-                           {"ssd", size(c.ssd)},
-                           {"ram_mb_s", positive(c.ram_bandwidth, mb)},
-                           {"ssd_read_mb_s", positive(c.ssd_read_bandwidth, mb)},
-                           {"ssd_write_mb_s", positive(c.ssd_write_bandwidth, mb)},
-                           {"ssd_latency_s", number(c.ssd_latency_s, 0)},
-                           {"file_cost_s", number(c.file_cost_s, 0)},
-                           {"local_file_cost_s", number(c.local_file_cost_s, 0)},
-                           {"fetch_threads", count(c.fetch_threads, 1u, 4096u)}});
-         }},
-        {"shared_fs", [&](const Json& v) {
-             return apply(v, "shared_fs",
-                          {{"mb_s", positive(c.fs_bandwidth, mb)},
-                           {"iops", positive(c.fs_iops)},
-                           {"client_mb_s", positive(c.fs_client_bandwidth, mb)},
-                           {"latency_s", number(c.fs_latency_s, 0)},
-                           {"request_bytes", size(c.fs_request_bytes)},
-                           {"direct_requests_per_file", number(c.direct_requests_per_file, 0)},
-                           {"page_cache", size(c.page_cache)},
-                           {"page_cache_shared", boolean(c.page_cache_shared)}});
-         }},
-        {"network", [&](const Json& v) {
-             return apply(v, "network",
-                          {{"mb_s", positive(c.net_bandwidth, mb)},
-                           {"latency_s", number(c.net_latency_s, 0)},
-                           {"file_cost_s", number(c.peer_file_cost_s, 0)},
-                           {"server_threads", count(c.server_threads, 1u, 4096u)}});
-         }},
-        {"compute", [&](const Json& v) {
-             return apply(v, "compute",
-                          {{"step_s", number(c.step_s, 0)},
-                           {"sample_cpu_s", number(c.sample_cpu_s, 0)},
-                           {"epoch_overhead_s", number(c.epoch_overhead_s, 0)},
-                           {"job_start_s", number(c.job_start_s, 0)},
-                           {"lockstep", boolean(c.lockstep)}});
-         }},
-        {"dataset", [&](const Json& v) {
-             return apply(v, "dataset",
-                          {{"files", count(c.files, 1, UINT32_MAX - 1)},
-                           {"mean_bytes", positive(c.mean_bytes)},
-                           {"median_bytes", positive(c.median_bytes)},
-                           {"seed", count(c.size_seed, 0, UINT64_MAX)},
-                           {"manifest", text(c.manifest)},
-                           {"root", text(c.root)},
-                           {"layout", text(c.layout)}});
-         }},
-        {"job", [&](const Json& v) -> std::string {
-             if (!v.is_object()) return "job: must be an object";
-             job = v;
-             return "";
-         }},
-        {"scenarios", [&](const Json& v) -> std::string {
-             if (!v.is_array() || v.empty()) return "must be a non-empty list of names";
-             for (const Json& s : v) {
-                 if (!s.is_string()) return "must be a list of names";
-                 scenarios.push_back(s.get<std::string>());
-             }
-             return "";
-         }},
-    };
-    if (std::string why = apply(root, "", top); !why.empty()) return fail(why);
-
-    if (!scenarios.empty()) {
-        c.scenarios.clear();
-        for (const std::string& s : scenarios)
-            if (std::string why = add_scenario(s, c.scenarios); !why.empty())
-                return fail("scenarios: " + why);
-    }
-
-    // The job: a registration's keys, through the registration's parser.
-    c.job = order::JobSpec{};
-    c.job.sampler = order::SamplerKind::distributed;
-    bool world_given = false;
-    for (const auto& [k, v] : job.items()) {
-        if (k == "rank" || k == "framework")
-            return fail("job." + k + ": not a key here (every rank is simulated; pytorch only)");
-        std::string value;
-        if (std::string why = config::json_value_text(v, config::JsonType::text, value);
-            !why.empty())
-            return fail("job." + k + ": " + why);
-        if (std::string why = order::set_job_key(c.job, k, value); !why.empty())
-            return fail("job: " + why);
-        if (k == "world_size") world_given = true;
-    }
-    if (world_given && c.job.world_size != c.world())
-        return fail("job.world_size: " + std::to_string(c.job.world_size) +
-                    " is not cluster.nodes x cluster.ranks_per_node (" +
-                    std::to_string(c.world()) + "); leave it out");
-    c.job.world_size = c.world();
-    c.job.rank = 0;
-    if (c.job.sampler != order::SamplerKind::distributed && c.world() > 1)
-        return fail("job.sampler: several ranks need sampler distributed (each rank of a "
-                    "random or sequential sampler would read the whole dataset)");
-
-    const int sources = (c.files != 0) + !c.manifest.empty() + !c.root.empty();
-    if (sources == 0)
-        return fail("dataset: give files (with mean_bytes and median_bytes), a manifest or "
-                    "a root");
-    if (sources > 1) return fail("dataset: give one of files, manifest and root");
-    if (!c.layout.empty() && c.root.empty()) return fail("dataset.layout: only with root");
-    if (c.files != 0 && c.median_bytes > c.mean_bytes)
-        return fail("dataset.median_bytes: must not exceed mean_bytes (a log-normal's median "
-                    "is below its mean)");
-    if (c.fs_request_bytes == 0) return fail("shared_fs.request_bytes: must be > 0");
-    if (c.ram == 0 && (std::ranges::count(c.scenarios, Scenario::clairfs) ||
-                       std::ranges::count(c.scenarios, Scenario::clairfs_peers)))
-        return fail("node.ram: clairfs needs a RAM tier (--mem); give its size");
+    if (std::string why = apply(root, "", top_keys(c, job, scenarios)); !why.empty())
+        return fail(why);
+    if (std::string why = set_scenarios(scenarios, c); !why.empty()) return fail(why);
+    if (std::string why = set_job(job, c); !why.empty()) return fail(why);
+    if (std::string why = check_combination(c); !why.empty()) return fail(why);
     return "";
 }
 

@@ -51,6 +51,10 @@ public:
     BackingStats stats() const;
 
 private:
+    // Exactly `len` bytes at `off` into `blob`: 0, the read's -errno, or
+    // -ESTALE (logged) if the file ends before them.
+    int read_exactly(int fd, index::NodeId id, uint64_t off, uint64_t len, Blob& blob);
+
     const index::Index& index_;
     int backing_fd_;
     std::atomic<uint64_t> reads_{0}, bytes_{0}, files_{0}, errors_{0}, stale_{0};
