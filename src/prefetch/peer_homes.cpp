@@ -213,75 +213,61 @@ std::string key_differences(const std::string& theirs, const std::string& ours) 
 
 } // namespace
 
+using NodeRanks = std::map<int, std::vector<uint32_t>>;
+
+struct PeerHomes::Judged {
+    std::map<std::string, std::string> broken; // job id -> why
+    // Per job: each node's ranks, for the nodes that registered it alike.
+    std::map<std::string, NodeRanks> placed;
+    size_t agreeing = 0; // peers that registered every job of ours alike
+};
+
+// One peer's note (`rank`, its JSON text) against this node's keys.
+void PeerHomes::judge_note(int rank, const std::string& text,
+                           const std::map<std::string, std::string>& own, Judged& out) {
+    nlohmann::json theirs, their_ranks;
+    try {
+        auto j = nlohmann::json::parse(text);
+        theirs = j.at("jobs");
+        their_ranks = j.value("ranks", nlohmann::json::object());
+    } catch (const nlohmann::json::exception&) {
+        return;
+    }
+    for (const auto& [id, keys] : own) {
+        if (theirs.contains(id) && theirs[id] == keys && their_ranks.contains(id)) {
+            try {
+                out.placed[id][rank] = their_ranks[id].get<std::vector<uint32_t>>();
+            } catch (const nlohmann::json::exception&) {
+            }
+        }
+    }
+    bool all_same = !own.empty();
+    for (const auto& [id, keys] : own) {
+        if (!theirs.contains(id) || !theirs[id].is_string()) {
+            all_same = false;
+            continue;
+        }
+        const std::string& other = theirs[id].get_ref<const std::string&>();
+        if (other == keys) continue;
+        all_same = false;
+        if (!out.broken.contains(id))
+            out.broken[id] = "node " + std::to_string(rank) + " registered job '" + id +
+                             "' with other keys (" + key_differences(other, keys) + ")";
+    }
+    out.agreeing += all_same;
+}
+
 void PeerHomes::check_agreement() {
     if (!peers_) return;
     std::map<std::string, std::string> own;
-    std::map<std::string, std::vector<uint32_t>> own_ranks;
+    Judged judged;
     {
         std::lock_guard lk(mu_);
         own = own_keys_;
-        own_ranks = own_ranks_;
+        for (const auto& [id, r] : own_ranks_) judged.placed[id][peers_->self()] = r;
     }
-    std::map<int, std::string> notes = peers_->notes();
-    std::map<std::string, std::string> broken; // job id -> why
-    // Per job: each node's ranks, for the nodes that registered it alike.
-    std::map<std::string, std::map<int, std::vector<uint32_t>>> placed;
-    for (const auto& [id, r] : own_ranks) placed[id][peers_->self()] = r;
-    size_t agreeing = 0;
-    for (const auto& [rank, text] : notes) {
-        nlohmann::json theirs, their_ranks;
-        try {
-            auto j = nlohmann::json::parse(text);
-            theirs = j.at("jobs");
-            their_ranks = j.value("ranks", nlohmann::json::object());
-        } catch (const nlohmann::json::exception&) {
-            continue;
-        }
-        for (const auto& [id, keys] : own) {
-            if (theirs.contains(id) && theirs[id] == keys && their_ranks.contains(id)) {
-                try {
-                    placed[id][rank] = their_ranks[id].get<std::vector<uint32_t>>();
-                } catch (const nlohmann::json::exception&) {
-                }
-            }
-        }
-        bool all_same = !own.empty();
-        for (const auto& [id, keys] : own) {
-            if (!theirs.contains(id) || !theirs[id].is_string()) {
-                all_same = false;
-                continue;
-            }
-            const std::string& other = theirs[id].get_ref<const std::string&>();
-            if (other == keys) continue;
-            all_same = false;
-            if (!broken.contains(id))
-                broken[id] = "node " + std::to_string(rank) + " registered job '" + id +
-                             "' with other keys (" + key_differences(other, keys) + ")";
-        }
-        agreeing += all_same;
-    }
-    // Every member alive registered the job alike: its files are placed,
-    // on the scheduler thread (plan_homes draws the whole epoch's order,
-    // ~0.5 s at 14M samples, which would delay this links thread's pings).
-    // Queued before the hold below is lifted, so the round it lets run
-    // places the homes first; once placed, later notes queue nothing.
-    std::map<std::string, std::map<int, std::vector<uint32_t>>> due;
-    auto cur = homes_.load();
-    if (broken.empty() && cur && cur->by != HomePlacement::schedule)
-        for (auto& [id, by_node] : placed)
-            if (by_node.size() == static_cast<size_t>(peers_->size()))
-                due.emplace(id, std::move(by_node));
-    std::string line;
-    if (!broken.empty())
-        line = broken.begin()->second;
-    else if (!own.empty())
-        line = "agreed with " + std::to_string(agreeing) + " of " +
-               std::to_string(peers_->size() - 1) + " peers";
-    {
-        std::lock_guard lk(mu_);
-        agreement_ = line;
-        for (auto& [id, by_node] : due) homes_due_[id] = std::move(by_node);
-    }
+    for (const auto& [rank, text] : peers_->notes()) judge_note(rank, text, own, judged);
+    const bool queued = queue_placements(judged, own);
     // Prefetching waits (agreement_grace at most) until every live peer has
     // registered this node's jobs alike: until then the homes may move.
     size_t live = 0;
@@ -295,11 +281,40 @@ void PeerHomes::check_agreement() {
     const auto active = jobs_.jobs();
     const bool unshared = std::ranges::any_of(
         *active, [&](const std::shared_ptr<ActiveJob>& j) { return !own.contains(j->id); });
-    bool pending = unshared || (!own.empty() && broken.empty() && agreeing < live);
-    if ((pending_.exchange(pending) && !pending) || !due.empty()) calls_.round_due();
+    bool pending =
+        unshared || (!own.empty() && judged.broken.empty() && judged.agreeing < live);
+    if ((pending_.exchange(pending) && !pending) || queued) calls_.round_due();
+    abandon(judged.broken);
+}
+
+// Every member alive registered the job alike: its files are placed, on the
+// scheduler thread (plan_homes draws the whole epoch's order, ~0.5 s at 14M
+// samples, which would delay this links thread's pings). Queued before the
+// hold is lifted, so the round it lets run places the homes first; once
+// placed, later notes queue nothing. Also writes the line status shows.
+bool PeerHomes::queue_placements(Judged& judged, const std::map<std::string, std::string>& own) {
+    std::map<std::string, NodeRanks> due;
+    auto cur = homes_.load();
+    if (judged.broken.empty() && cur && cur->by != HomePlacement::schedule)
+        for (auto& [id, by_node] : judged.placed)
+            if (by_node.size() == static_cast<size_t>(peers_->size()))
+                due.emplace(id, std::move(by_node));
+    std::string line;
+    if (!judged.broken.empty())
+        line = judged.broken.begin()->second;
+    else if (!own.empty())
+        line = "agreed with " + std::to_string(judged.agreeing) + " of " +
+               std::to_string(peers_->size() - 1) + " peers";
+    std::lock_guard lk(mu_);
+    agreement_ = line;
+    for (auto& [id, by_node] : due) homes_due_[id] = std::move(by_node);
+    return !due.empty();
+}
+
+// Every node sees the same notes, so each puts its own copy of a job whose
+// keys differ in fallback: the group never prefetches by two different orders.
+void PeerHomes::abandon(const std::map<std::string, std::string>& broken) {
     if (broken.empty()) return;
-    // Every node sees the same notes, so each puts its own copy of the job
-    // in fallback: the group never prefetches by two different orders.
     for (const auto& j : *jobs_.jobs()) {
         auto it = broken.find(j->id);
         if (it == broken.end()) continue;

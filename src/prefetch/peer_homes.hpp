@@ -118,6 +118,11 @@ private:
     Homes make_homes(std::vector<int16_t> of, HomePlacement by) const;
     void plan_homes(const std::string& job_id, const std::map<int, std::vector<uint32_t>>& ranks);
     int home_of(index::NodeId id) const;
+    struct Judged; // what the peers' notes say of this node's jobs
+    static void judge_note(int rank, const std::string& text,
+                           const std::map<std::string, std::string>& own, Judged& out);
+    bool queue_placements(Judged& judged, const std::map<std::string, std::string>& own);
+    void abandon(const std::map<std::string, std::string>& broken);
 
     const index::Index& index_;
     const std::vector<uint32_t>& tier_size_;

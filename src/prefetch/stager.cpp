@@ -121,11 +121,24 @@ void Stager::pause(std::chrono::milliseconds d) {
 
 void Stager::pass() {
     std::vector<index::NodeId> order = predicted_();
-    uint64_t total = 0;
-    for (index::NodeId id : order) total += index_.node(id).size;
     // Files held by chunk, when their chunks have an SSD tier: RAM alone
     // could not keep them, and a pass there would evict what readers use.
     ChunkStore* chunks = tiers_.chunks && tiers_.chunks->has_ssd() ? tiers_.chunks : nullptr;
+    const uint64_t total = begin(order, chunks);
+    bool out_of_room = false;
+    if (!stage_files(order, out_of_room)) return;
+    if (chunks) {
+        ChunksStaged end = stage_chunks(*chunks);
+        if (end == ChunksStaged::interrupted) return;
+        out_of_room = out_of_room || end == ChunksStaged::full;
+    }
+    if (!settle(total, chunks)) return;
+    finish(total, out_of_room, chunks != nullptr);
+}
+
+uint64_t Stager::begin(const std::vector<index::NodeId>& order, const ChunkStore* chunks) {
+    uint64_t total = 0;
+    for (index::NodeId id : order) total += index_.node(id).size;
     if (chunks) total += chunks->map().bytes();
     uint64_t at_start = std::min(target_bytes(), total);
     {
@@ -135,16 +148,20 @@ void Stager::pass() {
         started_ = std::chrono::steady_clock::now();
         bytes_at_start_ = at_start;
     }
-    const bool on_ssd = tiers_.ssd || chunks;
     LOG_INFO("stage-in: %zu files, %.2f GB into %s", order.size() + (chunks ? chunks->map().files() : 0),
-             static_cast<double>(total) / 1e9, on_ssd ? "the SSD tier" : "RAM");
+             static_cast<double>(total) / 1e9, tiers_.ssd || chunks ? "the SSD tier" : "RAM");
+    return total;
+}
+
+// Whole files, in order, as far as the target tier's room goes: false if
+// interrupted.
+bool Stager::stage_files(const std::vector<index::NodeId>& order, bool& out_of_room) {
     SsdWriter* writer = tiers_.writer;
     FetchPool& pool = *tiers_.pool;
     uint64_t writer_bound = writer ? std::max<uint64_t>(tiers_.mem / 16, 32 << 20) : 0;
-    bool out_of_room = false;
     uint64_t planned = target_bytes();
     for (index::NodeId id : order) {
-        if (interrupted()) return;
+        if (interrupted()) return false;
         if (staged(id)) continue;
         uint64_t size = index_.node(id).size;
         if (stage_room(target(), writer, planned) < size) {
@@ -155,33 +172,36 @@ void Stager::pass() {
         // Never outrun the SSD writes: a fetch whose write is then skipped
         // would be a backing read for nothing.
         while (writer && writer->stats().pending_bytes > writer_bound) {
-            if (interrupted()) return;
+            if (interrupted()) return false;
             pause(5ms);
         }
         while (!pool.background(id, [&] { return staged(id); })) {
             if (pool.busy(id) || staged(id)) break; // on its way anyway
-            if (interrupted()) return;
+            if (interrupted()) return false;
             pause(2ms);
         }
     }
-    if (chunks) {
-        ChunksStaged end = stage_chunks(*chunks);
-        if (end == ChunksStaged::interrupted) return;
-        out_of_room = out_of_room || end == ChunksStaged::full;
-    }
-    // The last fetches and writes land: wait until the tier holds it all,
-    // or nothing is queued and the tier stopped growing.
+    return true;
+}
+
+// The last fetches and writes land: waits until the tier holds it all, or
+// nothing is queued and the tier stopped growing. False if interrupted.
+bool Stager::settle(uint64_t total, ChunkStore* chunks) {
     for (uint64_t last = UINT64_MAX, still = 0;;) {
-        if (interrupted()) return;
+        if (interrupted()) return false;
         uint64_t now = target_bytes();
-        if (now >= total) break;
-        bool idle = pool.background_idle() && (!writer || writer->stats().pending_bytes == 0) &&
+        if (now >= total) return true;
+        bool idle = tiers_.pool->background_idle() &&
+                    (!tiers_.writer || tiers_.writer->stats().pending_bytes == 0) &&
                     (!chunks || chunks->stage_idle());
         still = idle && now == last ? still + 1 : 0;
-        if (still >= 5) break;
+        if (still >= 5) return true;
         last = now;
         pause(20ms);
     }
+}
+
+void Stager::finish(uint64_t total, bool out_of_room, bool chunks) {
     uint64_t held = target_bytes();
     const char* state = held >= total ? "done" : out_of_room ? "full" : "incomplete";
     {
@@ -190,7 +210,7 @@ void Stager::pass() {
     }
     LOG_INFO("stage-in %s: %.2f of %.2f GB in %s", state,
              static_cast<double>(std::min(held, total)) / 1e9, static_cast<double>(total) / 1e9,
-             on_ssd ? "the SSD tier" : "RAM");
+             tiers_.ssd || chunks ? "the SSD tier" : "RAM");
 }
 
 // Every chunk into the chunks' SSD tier, file by file in index order, as

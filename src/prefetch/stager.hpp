@@ -71,7 +71,13 @@ public:
 
 private:
     void loop();
+    // One pass: begin (the state and total), stage_files, stage_chunks,
+    // settle (the last fetches and writes land), finish (the state).
     void pass();
+    uint64_t begin(const std::vector<index::NodeId>& order, const ChunkStore* chunks);
+    bool stage_files(const std::vector<index::NodeId>& order, bool& out_of_room);
+    bool settle(uint64_t total, ChunkStore* chunks);
+    void finish(uint64_t total, bool out_of_room, bool chunks);
     enum class ChunksStaged : uint8_t { all, full, interrupted };
     ChunksStaged stage_chunks(ChunkStore& chunks);
     bool interrupted() const;
