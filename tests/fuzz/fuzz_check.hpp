@@ -6,8 +6,10 @@
 #include "clairfs/index/index.hpp"
 #include "raw_tree_builder.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string_view>
 
 namespace clairfs::fuzz {
@@ -23,6 +25,18 @@ inline void require_one_line(std::string_view why) {
     require(why.find('\n') == std::string_view::npos && why.find('\r') == std::string_view::npos,
             "a reason spans more than one line");
 }
+
+// Reads little fields off the front of the input, zeros once it runs out.
+struct Cursor {
+    std::string_view in;
+    template <class T> T take() {
+        T v{};
+        size_t n = std::min(sizeof(T), in.size());
+        std::memcpy(&v, in.data(), n);
+        in.remove_prefix(n);
+        return v;
+    }
+};
 
 inline std::string_view as_text(const uint8_t* data, size_t size) {
     return {reinterpret_cast<const char*>(data), size};

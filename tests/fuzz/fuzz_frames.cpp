@@ -17,6 +17,7 @@
 #include <vector>
 
 using namespace clairfs;
+using fuzz::Cursor;
 using peer::Decoded;
 using peer::FrameHeader;
 
@@ -30,18 +31,6 @@ struct Outcome {
     std::vector<std::string> frames; // each one's bytes, header and payload
     bool bad = false;
     std::string why;
-};
-
-// Reads little fields off the front of the input, zeros once it runs out.
-struct Cursor {
-    std::string_view in;
-    template <class T> T take() {
-        T v{};
-        size_t n = std::min(sizeof(T), in.size());
-        std::memcpy(&v, in.data(), n);
-        in.remove_prefix(n);
-        return v;
-    }
 };
 
 // The frame that just completed, checked against the stream it came from.

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 using namespace clairfs;
+using fuzz::Cursor;
 using cache::JournalRecord;
 
 namespace {
@@ -44,18 +45,6 @@ int journal_dir() {
     }();
     return fd;
 }
-
-// Reads little fields off the front of the input, zeros once it runs out.
-struct Cursor {
-    std::string_view in;
-    template <class T> T take() {
-        T v{};
-        size_t n = std::min(sizeof(T), in.size());
-        std::memcpy(&v, in.data(), n);
-        in.remove_prefix(n);
-        return v;
-    }
-};
 
 JournalRecord record_from(Cursor& c, uint64_t seq) {
     JournalRecord r;
