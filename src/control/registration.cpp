@@ -320,13 +320,15 @@ std::string take_stage(json& j, ControlRequest& req, bool& done) {
     return "";
 }
 
-std::string take_from_loader(json& j, ControlRequest& req) {
-    auto f = j.find("from_loader");
+// A true-or-false key about a whole registration ("from_loader",
+// "replace"), taken out of `j` into `out`; on its own it says nothing.
+std::string take_registration_flag(json& j, const std::string& key, bool& out) {
+    auto f = j.find(key);
     if (f == j.end()) return "";
-    if (!f->is_boolean()) return "from_loader must be true or false";
-    req.from_loader = f->get<bool>();
+    if (!f->is_boolean()) return key + " must be true or false";
+    out = f->get<bool>();
     j.erase(f);
-    return j.empty() ? "from_loader goes with a registration, not on its own" : "";
+    return j.empty() ? key + " goes with a registration, not on its own" : "";
 }
 
 // `done`: an unregistration, of one job or of every one.
@@ -349,17 +351,6 @@ std::string take_unregister(json& j, ControlRequest& req, bool& done) {
     return "";
 }
 
-// After unregister, which takes no other key: replacing is only about a
-// registration.
-std::string take_replace(json& j, ControlRequest& req) {
-    auto r = j.find("replace");
-    if (r == j.end()) return "";
-    if (!r->is_boolean()) return "replace must be true or false";
-    req.replace = r->get<bool>();
-    j.erase(r);
-    return j.empty() ? "replace goes with a registration, not on its own" : "";
-}
-
 // A write that is one JSON object: its keys about the whole write are
 // taken out, then what is left is its loaders. `done`: there are none to
 // parse (the write unregisters or only stages).
@@ -370,9 +361,12 @@ std::string take_object(json& j, ControlRequest& req, std::vector<json>& loaders
         return "";
     }
     if (auto why = take_stage(j, req, done); !why.empty() || done) return why;
-    if (auto why = take_from_loader(j, req); !why.empty()) return why;
+    if (auto why = take_registration_flag(j, "from_loader", req.from_loader); !why.empty())
+        return why;
     if (auto why = take_unregister(j, req, done); !why.empty() || done) return why;
-    if (auto why = take_replace(j, req); !why.empty()) return why;
+    // After unregister, which takes no other key: replacing is only about a
+    // registration.
+    if (auto why = take_registration_flag(j, "replace", req.replace); !why.empty()) return why;
     req.job.listed = j.contains("loaders");
     return loader_objects(j, loaders);
 }
