@@ -307,7 +307,7 @@ std::vector<index::NodeId> Engine::stage_order() {
 }
 
 bool Engine::tiered(const index::Node& n) const {
-    return opt_.mem > 0 && n.size <= opt_.max_file;
+    return tiered_size(opt_, n.size);
 }
 
 std::shared_ptr<const Engine::Jobs> Engine::jobs() const {

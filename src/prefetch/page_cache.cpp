@@ -15,8 +15,7 @@ constexpr uint64_t max_push = 16 << 20;
 } // namespace
 
 PageCache::PageCache(const index::Index& idx, cache::RamTier& ram, const EngineOptions& opt)
-    : index_(idx), ram_(ram), tiers_(opt.mem > 0), max_file_(opt.max_file),
-      push_ahead_(opt.push_ahead),
+    : index_(idx), ram_(ram), opt_(opt),
       last_open_(std::make_unique<std::atomic<uint64_t>[]>(idx.size())),
       pushed_at_(std::make_unique<uint64_t[]>(idx.size())), slots_(opt.fuse_threads),
       // Hand-over lets the tier's copy go already: nothing to drop beside it.
@@ -98,7 +97,7 @@ void PageCache::released(index::NodeId id, uint64_t served, OpenPush how) {
     }
     if (!handover_.on()) return;
     const index::Node& n = index_.node(id);
-    if (!tiered(n) || served < n.size) return;
+    if (!tiered_size(opt_, n.size) || served < n.size) return;
     ram_.hand_over(id, n.size);
 }
 

@@ -46,7 +46,6 @@ public:
     void set_chunks(ChunkStore* chunks) { room_.set_chunks(chunks); }
     // With peers, the tier serves them its copies: nothing is handed over.
     void stop_handover() { handover_.turn_off(); }
-    bool handing_over() const { return handover_.on(); }
     PushSlots& slots() { return slots_; }
 
     // --- FUSE threads (and the fanotify watcher) ------------------------
@@ -76,7 +75,7 @@ public:
     // handed over. The bytes freed from the budget.
     uint64_t evict(index::NodeId id);
     // The files due within the loaders' reach (--push-ahead).
-    bool pushes_ahead() const { return push_ && push_ahead_; }
+    bool pushes_ahead() const { return push_ && opt_.push_ahead; }
     void push_ahead(const std::vector<index::NodeId>& next);
     // Pushes the files landed() queued.
     void push_landed();
@@ -103,13 +102,10 @@ private:
         return pushed_at_[id] > last_open_[id].load(std::memory_order_relaxed);
     }
 
-    bool tiered(const index::Node& n) const { return tiers_ && n.size <= max_file_; }
 
     const index::Index& index_;
     cache::RamTier& ram_;
-    const bool tiers_;        // --mem is not 0
-    const uint64_t max_file_; // larger files bypass the tiers
-    const bool push_ahead_;
+    const EngineOptions opt_; // as the engine split its budget
     Pusher push_;
     Dropper inval_;
     // The open clock: per node, the open count at its last open and (the

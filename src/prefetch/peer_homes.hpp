@@ -68,7 +68,6 @@ public:
     };
     void attach(std::unique_ptr<peer::Peers> peers, Calls calls);
     bool on() const { return peers_ != nullptr; }
-    peer::Peers* peers() { return peers_.get(); }
     void start();
     void stop();
     bool settled() const;

@@ -56,6 +56,12 @@ struct EngineOptions {
     uint64_t chunk_mem = 0;
 };
 
+// Whether the tiers take a file of `size` bytes whole (Engine::tiered):
+// larger files are held by chunk or read through.
+constexpr bool tiered_size(const EngineOptions& opt, uint64_t size) {
+    return opt.mem > 0 && size <= opt.max_file;
+}
+
 // What an OPEN did about the kernel's page cache (PageCache::push_on_open),
 // for its RELEASE to learn from.
 enum class OpenPush : uint8_t {
