@@ -4,6 +4,7 @@
 // many threads making and dropping blobs leave every byte where it was put.
 #include "clairfs/cache/blob.hpp"
 #include "clairfs/cache/blob_arena.hpp"
+#include "sizes.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -13,10 +14,7 @@
 #include <vector>
 
 using namespace clairfs;
-
-namespace {
-constexpr uint64_t K4 = 4096;
-}
+using test::K4;
 
 TEST_CASE("the arena gives aligned, disjoint buffers inside its region until it is full") {
     cache::BlobArena arena(64 * K4);

@@ -3,6 +3,7 @@
 // neighbours merged on release, and the accounting exact to the byte, since
 // the SSD tier refuses a put on what the allocator says.
 #include "cache/extent_allocator.hpp"
+#include "sizes.hpp"
 
 #include <algorithm>
 #include <doctest/doctest.h>
@@ -14,10 +15,9 @@
 
 using namespace clairfs;
 using cache::ExtentAllocator;
+using test::K4;
 
 namespace {
-
-constexpr uint64_t K4 = 4096;
 
 uint64_t must_allocate(ExtentAllocator& a, uint64_t len) {
     std::optional<uint64_t> off = a.allocate(len);

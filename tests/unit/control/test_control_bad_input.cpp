@@ -4,6 +4,7 @@
 // typed setters as a clear refusal rather than an exception.
 #include "clairfs/control/pending_write.hpp"
 #include "clairfs/control/registration.hpp"
+#include "control_text.hpp"
 
 #include <doctest/doctest.h>
 
@@ -11,14 +12,7 @@ using namespace clairfs;
 using control::ControlRequest;
 using control::parse_control;
 
-namespace {
-
-std::string refusal(std::string_view text) {
-    ControlRequest req;
-    return parse_control(text, req);
-}
-
-} // namespace
+using test::refusal;
 
 TEST_CASE("the registration that killed the daemon is refused with its number") {
     const char* text = R"({"seed": 1e999, "batch_size": 4})";

@@ -2,6 +2,7 @@
 // parse_control: every key, PyTorch's defaults, and one case per kind of
 // refusal, each with a reason that names what is wrong.
 #include "clairfs/control/registration.hpp"
+#include "control_text.hpp"
 
 #include <doctest/doctest.h>
 
@@ -10,21 +11,10 @@ using control::ControlRequest;
 using control::parse_control;
 using control::Registration;
 
+using test::parsed;
+using test::refusal;
+
 namespace {
-
-Registration parsed(std::string_view text) {
-    ControlRequest req;
-    std::string why = parse_control(text, req);
-    INFO(text);
-    REQUIRE(why == "");
-    REQUIRE_FALSE(req.unregister);
-    return req.loaders().front();
-}
-
-std::string refusal(std::string_view text) {
-    ControlRequest req;
-    return parse_control(text, req);
-}
 
 bool mentions(const std::string& why, std::string_view part) {
     return why.find(part) != std::string::npos;

@@ -2,6 +2,7 @@
 // registration_json writes every key, and parse_control reads it back to
 // the same registration.
 #include "clairfs/control/registration.hpp"
+#include "control_text.hpp"
 
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
@@ -10,15 +11,9 @@ using namespace clairfs;
 using control::ControlRequest;
 using control::Registration;
 
-namespace {
+using test::parsed;
 
-Registration parsed(std::string_view text) {
-    ControlRequest req;
-    INFO(text);
-    REQUIRE(control::parse_control(text, req) == "");
-    REQUIRE_FALSE(req.unregister);
-    return req.loaders().front();
-}
+namespace {
 
 void check_same(const Registration& a, const Registration& b) {
     const order::JobSpec &x = a.spec, &y = b.spec;

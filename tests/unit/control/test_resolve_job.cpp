@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // resolve_job: a registration against a mount's index.
 #include "clairfs/control/registration.hpp"
+#include "control_text.hpp"
 #include "raw_tree_builder.hpp"
 
 #include <doctest/doctest.h>
@@ -16,13 +17,6 @@ index::Index sample_index() {
         tree(entries(dir("train", entries(dir("cat", entries(file("1.jpg", 10), file("2.jpg", 20))),
                                           dir("dog", entries(file("3.jpg", 30))))),
                      dir("empty"), file("list.txt", 5), file("readme.jpg", 1))));
-}
-
-Registration parsed(std::string_view text) {
-    control::ControlRequest req;
-    INFO(text);
-    REQUIRE(control::parse_control(text, req) == "");
-    return req.loaders().front();
 }
 
 std::string resolve(std::string_view text, plan::Job& job, std::string_view manifest = "") {

@@ -34,7 +34,7 @@ std::string pattern(size_t size, uint32_t seed) {
     return s;
 }
 
-struct Dataset {
+struct ChunkedFiles {
     test::DiskTree tree;
     std::map<std::string, std::string> bytes;
     void put(const std::string& rel, size_t size, uint32_t seed) {
@@ -59,7 +59,7 @@ struct Store {
     cache::BackingStore backing;
     ChunkStore store;
     // `ssd`: a RAM tier standing in for the chunks' SSD tier (stage-in).
-    Store(const Dataset& d, uint64_t above, uint32_t chunk, uint64_t ram, uint64_t ssd = 0,
+    Store(const ChunkedFiles& d, uint64_t above, uint32_t chunk, uint64_t ram, uint64_t ssd = 0,
           unsigned threads = 2, ChunkStore::Dropper dropper = {})
         : idx(d.tree.scan()), fd(::open(d.tree.root.c_str(), O_RDONLY | O_DIRECTORY)),
           backing(idx, fd),
@@ -95,7 +95,7 @@ struct Store {
 } // namespace
 
 TEST_CASE("chunk map: files above the cutoff, numbered densely, the last chunk short") {
-    Dataset d;
+    ChunkedFiles d;
     d.put("small", 1000, 1);
     d.put("big", 3 * 4096 + 5, 2);
     d.put("exact", 2 * 4096, 3);
@@ -128,7 +128,7 @@ TEST_CASE("chunk map: files above the cutoff, numbered densely, the last chunk s
 }
 
 TEST_CASE("chunk store: every byte equals the file's, at any offset and across chunks") {
-    Dataset d;
+    ChunkedFiles d;
     d.put("a", 1'000'003, 7);
     d.put("b", 300'000, 8);
     Store s(d, 100'000, 64 << 10, 8 << 20);
@@ -163,7 +163,7 @@ TEST_CASE("chunk store: every byte equals the file's, at any offset and across c
 }
 
 TEST_CASE("chunk store: a sequential reader is read ahead, a random one is not") {
-    Dataset d;
+    ChunkedFiles d;
     d.put("seq", 2 << 20, 1);
     d.put("rnd", 2 << 20, 2);
     Store s(d, 100'000, 64 << 10, 8 << 20);
@@ -182,7 +182,7 @@ TEST_CASE("chunk store: a sequential reader is read ahead, a random one is not")
 }
 
 TEST_CASE("chunk store: a file larger than the budget is read whole, least recently used out") {
-    Dataset d;
+    ChunkedFiles d;
     d.put("big", 3 << 20, 5);
     Store s(d, 100'000, 64 << 10, 1 << 20);
     for (int pass = 0; pass < 2; ++pass)
@@ -194,7 +194,7 @@ TEST_CASE("chunk store: a file larger than the budget is read whole, least recen
 }
 
 TEST_CASE("chunk store: a file changed since the scan is refused with ESTALE") {
-    Dataset d;
+    ChunkedFiles d;
     d.put("f", 1 << 20, 9);
     Store s(d, 100'000, 64 << 10, 8 << 20);
     d.put("f", (1 << 20) + 10, 10); // another size, another mtime
@@ -205,7 +205,7 @@ TEST_CASE("chunk store: a file changed since the scan is refused with ESTALE") {
 }
 
 TEST_CASE("chunk store: readers of several files share the read-ahead budget, nothing wasted") {
-    Dataset d;
+    ChunkedFiles d;
     for (int f = 0; f < 6; ++f) d.put("s" + std::to_string(f), 1 << 20, 20 + f);
     // 1 MiB of RAM: 16 chunks, at most 8 of them read ahead and unread,
     // for six readers in turn, each window 4 chunks.
@@ -229,7 +229,7 @@ TEST_CASE("chunk store: readers of several files share the read-ahead budget, no
 // a loaded machine). Here six readers on threads of their own, and eight
 // fetch threads, make the overlap likely without load.
 TEST_CASE("chunk store: fetch threads admitting at once never refuse a chunk read ahead") {
-    Dataset d;
+    ChunkedFiles d;
     for (int f = 0; f < 6; ++f) d.put("s" + std::to_string(f), 1 << 20, 40 + f);
     for (int round = 0; round < 8; ++round) {
         CAPTURE(round);
@@ -262,7 +262,7 @@ TEST_CASE("chunk store: fetch threads admitting at once never refuse a chunk rea
 // KiB) from the page cache, on the store's own thread; page faults (4 KiB
 // READs), jumps, and any READ while it is off drop nothing.
 TEST_CASE("chunk store: a stream's pages are dropped 1 MiB behind, and only a stream's") {
-    Dataset d;
+    ChunkedFiles d;
     d.put("f", 2 << 20, 11);  // 32 chunks of 64 KiB
     d.put("g", 2 << 20, 12);
     std::mutex mu;
@@ -320,7 +320,7 @@ TEST_CASE("chunk store: a stream's pages are dropped 1 MiB behind, and only a st
 }
 
 TEST_CASE("chunk store: a stage-in fetch that fails leaves the chunk free to be read ahead") {
-    Dataset d;
+    ChunkedFiles d;
     d.put("f", 2 << 20, 1);
     std::string original = d.bytes["f"];
     auto mtime = std::filesystem::last_write_time(d.tree.root / "f");

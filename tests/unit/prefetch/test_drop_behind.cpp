@@ -26,7 +26,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-struct Mount {
+struct DropBehindMount {
     test::DiskTree tree;
     index::Index idx;
     int fd = -1;
@@ -36,7 +36,7 @@ struct Mount {
     std::unique_ptr<prefetch::Engine> engine;
     index::NodeId shard = 0;
 
-    Mount() {
+    DropBehindMount() {
         tree.write("shard", 2 << 20); // 32 chunks of 64 KiB
         tree.write("small", 1000);
         idx = tree.scan();
@@ -60,7 +60,7 @@ struct Mount {
         engine->set_room_probe([this] { return room.load(); });
         engine->start();
     }
-    ~Mount() {
+    ~DropBehindMount() {
         engine->stop();
         engine.reset();
         ::close(fd);
@@ -92,7 +92,7 @@ struct Mount {
 } // namespace
 
 TEST_CASE("drop-behind: on while the chunked files exceed half the page cache's room") {
-    Mount m;
+    DropBehindMount m;
     // Room for the shard ten times over: its pages stay for the next epoch.
     m.room = 20 << 20;
     std::this_thread::sleep_for(1100ms); // weighed at least once with this room

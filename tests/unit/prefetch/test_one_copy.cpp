@@ -31,13 +31,13 @@ struct Kernel {
     }
 };
 
-struct Mount {
+struct OneCopyMount {
     test::Dataset d{40};
     Kernel kernel;
     std::atomic<uint64_t> room{UINT64_MAX - 1};
     prefetch::Engine engine;
 
-    explicit Mount(prefetch::EngineOptions::OneCopy mode)
+    explicit OneCopyMount(prefetch::EngineOptions::OneCopy mode)
         : engine(d.idx, d.root_fd, [mode] {
               prefetch::EngineOptions o;
               o.mem = 64 << 20;
@@ -59,7 +59,7 @@ struct Mount {
         engine.set_room_probe([this] { return room.load(); });
         engine.start();
     }
-    ~Mount() { engine.stop(); }
+    ~OneCopyMount() { engine.stop(); }
 
     nlohmann::json one_copy() const {
         nlohmann::json out;
@@ -96,7 +96,7 @@ struct Mount {
 } // namespace
 
 TEST_CASE("one copy always: the last release of a held file drops its pages, no earlier one") {
-    Mount m(prefetch::EngineOptions::OneCopy::always);
+    OneCopyMount m(prefetch::EngineOptions::OneCopy::always);
     CHECK(m.one_copy()["mode"] == "always");
     CHECK(m.one_copy()["dropping"] == true);
     m.fill();
@@ -120,14 +120,14 @@ TEST_CASE("one copy always: the last release of a held file drops its pages, no 
 }
 
 TEST_CASE("one copy always: a file the RAM tier lacks keeps its pages") {
-    Mount m(prefetch::EngineOptions::OneCopy::always);
+    OneCopyMount m(prefetch::EngineOptions::OneCopy::always);
     // Nothing fetched: the kernel's pages (from READs) are the only copy.
     for (index::NodeId id : m.d.ids) m.open_close(id);
     CHECK(m.kernel.total() == 0);
 }
 
 TEST_CASE("one copy auto: drops while the tier's bytes exceed half the page cache's room") {
-    Mount m(prefetch::EngineOptions::OneCopy::automatic);
+    OneCopyMount m(prefetch::EngineOptions::OneCopy::automatic);
     const uint64_t held = m.fill();
     REQUIRE(held > 0);
     // Room for both copies many times over: the kernel keeps its own.
@@ -158,7 +158,7 @@ TEST_CASE("one copy auto: drops while the tier's bytes exceed half the page cach
 }
 
 TEST_CASE("one copy never: no drop, whatever the room") {
-    Mount m(prefetch::EngineOptions::OneCopy::never);
+    OneCopyMount m(prefetch::EngineOptions::OneCopy::never);
     m.room = 1;
     m.fill();
     std::this_thread::sleep_for(1100ms);

@@ -51,7 +51,7 @@ ptrdiff_t position(const std::vector<order::Sample>& e, order::Sample sample) {
 
 // Job a reads class0 in order; job b in the order `b_sampler` gives (with
 // `seed`, for random).
-struct TwoJobs {
+struct RoutedJobs {
     test::Dataset d{192}; // 64 in class0
     // Readers are live processes, forked before the engine's threads start.
     std::array<test::LiveProcess, 2> readers;
@@ -59,7 +59,7 @@ struct TwoJobs {
     std::unique_ptr<prefetch::Engine> engine;
     std::unique_ptr<control::Controller> control;
 
-    TwoJobs(const std::string& b_sampler, uint64_t seed) {
+    RoutedJobs(const std::string& b_sampler, uint64_t seed) {
         REQUIRE(order.size() == 64);
         engine = test::small_engine(d);
         control = std::make_unique<control::Controller>(d.idx, *engine);
@@ -72,7 +72,7 @@ struct TwoJobs {
         REQUIRE_MESSAGE(control->write_control(reg("a", "sequential", 0), why) == 0, why);
         REQUIRE_MESSAGE(control->write_control(reg("b", b_sampler, seed), why) == 0, why);
     }
-    ~TwoJobs() { engine->stop(); }
+    ~RoutedJobs() { engine->stop(); }
 
     nlohmann::json loader(const std::string& job) const {
         return loader_of(nlohmann::json::parse(control->status_text()), job);
@@ -91,7 +91,7 @@ TEST_CASE("an open of an unclaimed process does not begin another job's next epo
         return position(e0, 0) >= 32 && position(e1, 0) >= 32;
     });
     REQUIRE(seed != 0);
-    TwoJobs t("random", seed);
+    RoutedJobs t("random", seed);
     for (uint32_t p = 0; p + 1 < 64; ++p) t.open(p, 0);
     INFO(t.loader("a").dump());
     REQUIRE(t.loader("a")["epoch"] == 0);
@@ -107,14 +107,14 @@ TEST_CASE("an open that fits two jobs' different orders is neither's") {
     // b's first file is a's second: both expect it first thing.
     uint64_t seed = seed_where(64, [](const auto& e0, const auto&) { return e0[0] == 1; });
     REQUIRE(seed != 0);
-    TwoJobs t("random", seed);
+    RoutedJobs t("random", seed);
     t.open(1, 0);
     CHECK(t.loader("a")["opens"] == 0);
     CHECK(t.loader("b")["opens"] == 0);
 }
 
 TEST_CASE("an open that fits two jobs of one order is the first's") {
-    TwoJobs t("sequential", 0);
+    RoutedJobs t("sequential", 0);
     t.open(1, 0);
     CHECK(t.loader("a")["matched"] == 1);
     CHECK(t.loader("b")["opens"] == 0);

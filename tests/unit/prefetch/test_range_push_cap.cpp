@@ -9,6 +9,7 @@
 // at once on a mount of four FUSE threads: two push, two go on without.
 #include "clairfs/control/controller.hpp"
 #include "dataset.hpp"
+#include "packed_records.hpp"
 
 #include <atomic>
 #include <condition_variable>
@@ -18,11 +19,11 @@
 
 using namespace clairfs;
 using namespace std::chrono_literals;
+using test::record;
+using test::records;
 
 namespace {
 
-constexpr uint64_t record = 16 << 10;
-constexpr size_t records = 64;
 constexpr unsigned fuse_threads = 4;
 
 // Set on the threads that stand for FUSE threads answering READs: the
@@ -52,8 +53,7 @@ struct BlockingPush {
 
 TEST_CASE("pushes from READs take at most half the FUSE threads") {
     test::Dataset d(1);
-    std::string packed(record * records, '\0');
-    for (size_t k = 0; k < packed.size(); ++k) packed[k] = static_cast<char>((k * 7 + k / 4093) & 0xff);
+    std::string packed = test::packed_records();
     d.contents[0] = packed;
     d.rewrite(0, packed);
     {

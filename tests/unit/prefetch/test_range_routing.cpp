@@ -15,16 +15,17 @@
 #include "clairfs/control/controller.hpp"
 #include "dataset.hpp"
 #include "live_process.hpp"
+#include "packed_records.hpp"
 
 #include <array>
 #include <nlohmann/json.hpp>
 
 using namespace clairfs;
+using test::record;
+using test::records;
 
 namespace {
 
-constexpr uint64_t record = 16 << 10;
-constexpr size_t records = 64;
 // Sample i is record i + rotate (mod 64); with `swap_last`, samples 62 and
 // 63 are records 63 and 62.
 std::string manifest(const std::string& file, size_t rotate, bool swap_last = false) {
@@ -59,7 +60,7 @@ Counts loader(const nlohmann::json& st, const std::string& job) {
 // `from_loader`, each registration names its writer as the job's loader
 // process (clairfs.register() in each training script). Writers and
 // readers are live processes, forked before the engine's threads start.
-struct TwoJobs {
+struct RangeJobs {
     test::Dataset d{1};
     test::LiveProcess process_a, process_b;
     std::array<test::LiveProcess, 2> readers;
@@ -68,10 +69,8 @@ struct TwoJobs {
     std::unique_ptr<prefetch::Engine> engine;
     std::unique_ptr<control::Controller> control;
 
-    explicit TwoJobs(size_t rotate_b, bool swap_last_b = false, bool from_loader = false) {
-        std::string packed(record * records, '\0');
-        for (size_t k = 0; k < packed.size(); ++k)
-            packed[k] = static_cast<char>((k * 7 + k / 4093) & 0xff);
+    explicit RangeJobs(size_t rotate_b, bool swap_last_b = false, bool from_loader = false) {
+        std::string packed = test::packed_records();
         d.contents[0] = packed;
         d.rewrite(0, packed);
         std::ofstream(d.tree.root / "ranges-a.txt") << manifest(test::sample_name(0), 0);
@@ -98,7 +97,7 @@ struct TwoJobs {
             REQUIRE_MESSAGE(control->write_control(reg, why, writer) == 0, why);
         }
     }
-    ~TwoJobs() { engine->stop(); }
+    ~RangeJobs() { engine->stop(); }
 
     Counts counts(const std::string& job) const {
         return loader(nlohmann::json::parse(control->status_text()), job);
@@ -113,7 +112,7 @@ struct TwoJobs {
 } // namespace
 
 TEST_CASE("a READ of an unclaimed process is told only to the one job whose order it fits") {
-    TwoJobs t(4);
+    RangeJobs t(4);
     auto counts = [&](const std::string& job) { return t.counts(job); };
     auto read = [&](uint64_t rec, size_t reader) { t.read(rec, reader); };
 
@@ -167,7 +166,7 @@ TEST_CASE("a READ of an unclaimed process is told only to the one job whose orde
 // one of them (the nearest takes it, claiming nothing): were it told to
 // neither, jobs reading in step would never be followed.
 TEST_CASE("a READ that fits two jobs of one order is told to one of them") {
-    TwoJobs t(0);
+    RangeJobs t(0);
     for (uint64_t rec : {1, 2, 3, 4}) t.read(rec, 0);
     Counts a = t.counts("a"), b = t.counts("b");
     CHECK(a.matched + b.matched == 4);
@@ -178,7 +177,7 @@ TEST_CASE("a READ that fits two jobs of one order is told to one of them") {
 // differ elsewhere: the orders are not one, and a READ that fits both is
 // neither's.
 TEST_CASE("a READ that fits two jobs of different manifests is told to neither") {
-    TwoJobs t(0, true);
+    RangeJobs t(0, true);
     for (uint64_t rec : {1, 2, 3, 4}) t.read(rec, 0);
     CHECK(t.counts("a").opens == 0);
     CHECK(t.counts("b").opens == 0);
@@ -191,7 +190,7 @@ TEST_CASE("a READ that fits two jobs of different manifests is told to neither")
 // one job's reader moved the other's cursors, and on a loaded host one of
 // the two fell back (a same-seed lmdb_twice failed 3 of 12 runs).
 TEST_CASE("a READ of a job's registering process is that job's, whatever else it fits") {
-    TwoJobs t(0, false, true);
+    RangeJobs t(0, false, true);
     for (uint64_t rec : {1, 2, 3, 4}) t.read_by(rec, t.writer_b);
     for (uint64_t rec : {1, 2}) t.read_by(rec, t.writer_a);
     Counts a = t.counts("a"), b = t.counts("b");
@@ -209,7 +208,7 @@ TEST_CASE("a READ of a job's registering process is that job's, whatever else it
 // A sweep's driver that registers both jobs from one process is the loader
 // of neither: its reads are routed by fit, as an unnamed process's are.
 TEST_CASE("a process that registers two jobs is neither's loader") {
-    TwoJobs t(0, false, true);
+    RangeJobs t(0, false, true);
     std::string why;
     const std::string again =
         R"({"job": "b", "layout": "ranges", "manifest": "ranges-b.txt", "sampler": "sequential",)"

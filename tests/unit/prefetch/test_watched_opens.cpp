@@ -14,13 +14,13 @@ using namespace clairfs;
 
 namespace {
 
-struct Mount {
+struct WatchedMount {
     test::Dataset d{24};
     prefetch::Engine engine;
 
     // Opens told by the watcher (--opens fanotify) with this one copy.
-    explicit Mount(prefetch::EngineOptions::OneCopy mode)
-        : Mount([mode] {
+    explicit WatchedMount(prefetch::EngineOptions::OneCopy mode)
+        : WatchedMount([mode] {
               prefetch::EngineOptions o;
               o.watch_opens = true;
               o.push_ahead = true;
@@ -28,7 +28,7 @@ struct Mount {
               return o;
           }()) {}
     // Any other way of following opens; a 64 MiB tier and 2 fetch threads.
-    explicit Mount(prefetch::EngineOptions o)
+    explicit WatchedMount(prefetch::EngineOptions o)
         : engine(d.idx, d.root_fd, [&o] {
               o.mem = 64 << 20;
               o.fetch_threads = 2;
@@ -37,7 +37,7 @@ struct Mount {
         engine.set_pusher([](index::NodeId, const cache::Blob&) { return 0; });
         engine.start();
     }
-    ~Mount() { engine.stop(); }
+    ~WatchedMount() { engine.stop(); }
 
     void fill() {
         for (index::NodeId id : d.ids) {
@@ -55,7 +55,7 @@ struct Mount {
 } // namespace
 
 TEST_CASE("watched opens: the last close of a held file asks for a drop, no earlier one") {
-    Mount m(prefetch::EngineOptions::OneCopy::always);
+    WatchedMount m(prefetch::EngineOptions::OneCopy::always);
     m.fill();
     const index::NodeId f = m.d.ids[2];
     m.engine.watched_open(f, 10);
@@ -75,7 +75,7 @@ TEST_CASE("watched opens: the last close of a held file asks for a drop, no earl
 }
 
 TEST_CASE("watched opens: a file the RAM tier lacks keeps its pages") {
-    Mount m(prefetch::EngineOptions::OneCopy::always);
+    WatchedMount m(prefetch::EngineOptions::OneCopy::always);
     for (index::NodeId id : m.d.ids) {
         m.engine.watched_open(id, 10);
         CHECK_FALSE(m.engine.watched_close(id));
@@ -83,7 +83,7 @@ TEST_CASE("watched opens: a file the RAM tier lacks keeps its pages") {
 }
 
 TEST_CASE("watched opens: without one copy nothing is dropped") {
-    Mount m(prefetch::EngineOptions::OneCopy::never);
+    WatchedMount m(prefetch::EngineOptions::OneCopy::never);
     m.fill();
     for (index::NodeId id : m.d.ids) {
         m.engine.watched_open(id, 10);
@@ -99,7 +99,7 @@ TEST_CASE("watched opens: without one copy nothing is dropped") {
 // in 16 watched; once 64 watched opens all needed a READ (the kernel drops
 // every file), 1 in 64.
 TEST_CASE("watched opens: 1 in 16 while learning, 1 in 64 once the kernel drops them all") {
-    Mount m([] {
+    WatchedMount m([] {
         prefetch::EngineOptions o;
         o.open_push = true;
         return o;

@@ -6,6 +6,7 @@
 
 #include "clairfs/cache/ssd_tier.hpp"
 #include "dataset.hpp"
+#include "sizes.hpp"
 
 #include <cstdlib>
 #include <cstring>
@@ -15,9 +16,6 @@
 #include <vector>
 
 namespace clairfs::test {
-
-inline constexpr uint64_t K4 = 4096;
-inline constexpr uint64_t MiB = 1 << 20;
 
 // Under /var/tmp: it is on disk, where O_DIRECT and fallocate are real.
 struct CacheDir {
