@@ -11,6 +11,7 @@
 #include "job_table.hpp"
 #include "page_cache.hpp"
 #include "peer_homes.hpp"
+#include "scheduler.hpp"
 #include "stager.hpp"
 #include "timeline.hpp"
 #include "ssd_writer.hpp"
@@ -58,8 +59,7 @@ Engine::Engine(const index::Index& idx, int backing_fd, EngineOptions opt)
     : index_(idx), opt_(split_budget(idx, opt)), backing_(idx, backing_fd),
       // Room for every FUSE thread plus as many stuck in hung reads.
       backing_calls_(opt.io_timeout, 2 * std::max(opt.fuse_threads, 1u)), ram_(opt_.mem, idx.size()),
-      table_(std::make_unique<JobTable>(idx)), in_window_(idx.size(), 0),
-      window_index_(idx.size(), 0), tier_size_(idx.size(), not_tiered),
+      table_(std::make_unique<JobTable>(idx)), tier_size_(idx.size(), not_tiered),
       page_(std::make_unique<PageCache>(idx, ram_, opt_)),
       stager_(std::make_unique<Stager>(idx, [this] { return stage_order(); })) {
     if (opt_.chunk_mem > 0) {
@@ -73,6 +73,10 @@ Engine::Engine(const index::Index& idx, int backing_fd, EngineOptions opt)
     stager_->set_tiers(stage_tiers());
     group_ = std::make_unique<PeerHomes>(idx, tier_size_, ram_, opt_.mem, opt_.fetch_threads,
                                          *table_);
+    sched_ = std::make_unique<Scheduler>(
+        idx.size(), Scheduler::Parts{opt_, ram_, *table_, *page_, *group_, tier_size_},
+        Scheduler::Calls{[this](const Jobs& jobs) { ranges_round(jobs); },
+                         [this](const std::vector<JobView>& views) { prefetch_shard_heads(views); }});
     for (index::NodeId id = 0; id < idx.size(); ++id) {
         const index::Node& n = idx.node(id);
         if (S_ISREG(n.mode) && tiered(n) && n.size < not_tiered)
@@ -94,14 +98,7 @@ void Engine::attach_peers(std::unique_ptr<peer::Peers> peers) {
     page_->stop_handover(); // peers are served from the tier
     peers->set_server([this](index::NodeId id) { return serve_peer(id); });
     PeerHomes::Calls calls;
-    calls.round_due = [this] {
-        {
-            std::lock_guard lk(wake_mu_);
-            force_round_ = true;
-            wake_ = true;
-        }
-        wake_cv_.notify_one();
-    };
+    calls.round_due = [this] { sched_->force_round(); };
     calls.summary = [this] { return summary_for_peers(); };
     group_->attach(std::move(peers), std::move(calls));
 }
@@ -160,10 +157,7 @@ void Engine::start() {
         }
         chunks_->start();
     }
-    scheduler_ = std::thread([this] {
-        schedule_loop();
-        scheduler_done_.store(true, std::memory_order_release);
-    });
+    sched_->start(*pool_);
     stager_->start(stage_tiers());
     group_->start();
     if (opt_.stage) stage();
@@ -179,17 +173,12 @@ void Engine::stop() {
 
 bool Engine::stop_within(std::chrono::milliseconds bound) {
     stager_->stop();
-    {
-        std::lock_guard lk(wake_mu_);
-        stopping_ = true;
-    }
-    wake_cv_.notify_all();
     // The scheduler pushes into and drops from the kernel's page cache. The
     // session's loop has ended by now (the daemon stops the engine before
     // it unmounts), so a push or a drop waiting for a page that a READ in
     // flight has locked waits until the unmount aborts that READ: after
     // this. Bounded like the fetches, then left behind.
-    if (!sys::join_within(scheduler_, scheduler_done_, bound)) {
+    if (!sched_->stop_within(bound)) {
         LOG_WARN("a page-cache push or drop still waits after %.1f s (for a READ the ended "
                  "session will not answer); exiting without it",
                  static_cast<double>(bound.count()) / 1000);
@@ -291,7 +280,7 @@ std::vector<index::NodeId> Engine::stage_order() {
     auto jobs = this->jobs();
     std::vector<std::vector<track::Snapshot>> snaps;
     std::vector<JobView> views;
-    snapshot_jobs(*jobs, snaps, views);
+    snapshot_jobs(*jobs, *pool_, snaps, views);
     Timeline future(views);
     for (index::NodeId id; future.next(id);) {
         if (seen[id]) continue;
@@ -356,13 +345,7 @@ cache::BlobRef Engine::opened(index::NodeId id, uint32_t pid) {
             else
                 sys::contained("following an open", [&] { o = table_->route_open(*now, id, pid); });
         }
-        if (o.matched) {
-            uint64_t n = matched_opens_.fetch_add(1, std::memory_order_relaxed) + 1;
-            // Only when a round is due (Engine::round_due): woken by every
-            // open, the scheduler cost the daemon a context switch per file
-            // for rounds it then skipped.
-            if (o.new_epoch || n >= round_at_.load(std::memory_order_relaxed)) wake_scheduler();
-        }
+        if (o.matched) sched_->matched_open(o.new_epoch);
     }
     const index::Node& node = index_.node(id);
     if (!tiered(node)) return nullptr;
@@ -411,28 +394,8 @@ void Engine::admit(index::NodeId id, const FetchResult& r, bool demanded) {
         }
         if (writer_ && r.from == Source::backing && !ssd_->contains(id))
             writer_->enqueue(id, r.blob);
-        if (page_->landed(id, demanded)) wake_to_push();
     }
-    landed_.fetch_add(1, std::memory_order_release);
-    // The last round found the prefetch queue full: room now.
-    if (refill_wanted_.exchange(false, std::memory_order_relaxed)) wake_scheduler();
-}
-
-void Engine::wake_to_push() {
-    {
-        std::lock_guard lk(wake_mu_);
-        wake_ = true;
-        push_waiting_ = true;
-    }
-    wake_cv_.notify_one();
-}
-
-void Engine::wake_scheduler() {
-    {
-        std::lock_guard lk(wake_mu_);
-        wake_ = true;
-    }
-    wake_cv_.notify_one();
+    sched_->landed(r.error == 0 && page_->landed(id, demanded));
 }
 
 void Engine::set_pusher(Pusher push) {
@@ -508,7 +471,7 @@ Engine::Jobs Engine::activate(std::shared_ptr<Active> prepared,
     Jobs replaced = table_->add(std::move(prepared));
     if (observing.owns_lock()) observing.unlock();
     if (pool_) pool_->drop_queued_prefetches();
-    wake_scheduler();
+    sched_->wake();
     return replaced;
 }
 

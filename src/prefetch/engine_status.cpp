@@ -5,6 +5,7 @@
 #include "clairfs/cache/blob_arena.hpp"
 #include "page_cache.hpp"
 #include "peer_homes.hpp"
+#include "scheduler.hpp"
 #include "stager.hpp"
 #include "ssd_status.hpp"
 #include "ssd_writer.hpp"
@@ -58,13 +59,12 @@ void Engine::status(nlohmann::json& out) const {
     // Reads answered EIO after --io-timeout: fetches waited on, and reads of
     // files the tiers do not take.
     out["backing"]["io_timeouts"] = f.timeouts + backing_calls_.timeouts();
-    out["prefetch"] = {{"lead", lead_.load(std::memory_order_relaxed)},
-                       {"queued", f.queued},
+    out["prefetch"] = {{"queued", f.queued},
                        {"running", f.running},
                        {"prefetched", f.prefetched},
                        {"demand_fetches", f.demand},
-                       {"joined", f.joined},
-                       {"scheduler_wakeups", wakeups_.load(std::memory_order_relaxed)}};
+                       {"joined", f.joined}};
+    sched_->status(out["prefetch"]);
     page_->status(out);
     group_->status(out);
 }

@@ -10,6 +10,7 @@
 #include "clairfs/sys/contained.hpp"
 #include "job_table.hpp"
 #include "page_cache.hpp"
+#include "scheduler.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -143,16 +144,10 @@ void Engine::follow_read(index::NodeId id, uint64_t off, uint64_t size, uint32_t
                 push_rest(*l.ranges, sample, off + size, static_cast<uint32_t>(o.epoch + 1));
                 if (!only || (claimable && table_->claim(*j, pid)))
                     table_->bind(j, pid, ppid, l.job->spec.num_workers > 0);
-                matched_opens_.fetch_add(1, std::memory_order_relaxed);
                 // Once the samples due are pushed, a READ told is the
                 // reader at the edge of what was pushed: push on at once,
                 // even in the scheduler's rest between rounds.
-                {
-                    std::lock_guard lk(wake_mu_);
-                    wake_ = true;
-                    ranges_waiting_ = true;
-                }
-                wake_cv_.notify_one();
+                sched_->matched_range_read();
                 return;
             }
         }

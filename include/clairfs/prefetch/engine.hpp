@@ -8,8 +8,8 @@
 // A facade over parts that each own their state, lock and status keys
 // (src/prefetch/): JobTable (the jobs, and whose each open is), PageCache
 // (what the kernel's page cache of the mount holds), PeerHomes (the peer
-// group), Stager (stage-in). The scheduler's round and the ranges jobs'
-// following are still the engine's own.
+// group), Stager (stage-in), Scheduler (the prefetch rounds, their thread
+// and wake-ups). The ranges jobs' following is still the engine's own.
 #pragma once
 
 #include "clairfs/cache/backing_store.hpp"
@@ -50,6 +50,7 @@ class JobTable;
 struct ActiveJob;
 class Stager;
 struct StageTiers;
+class Scheduler;
 class RangeFollow;
 
 class Engine {
@@ -287,9 +288,7 @@ private:
     // Every file the tiers take, in the order the jobs open them next (Stager::Order).
     std::vector<index::NodeId> stage_order();
     StageTiers stage_tiers() const;
-    void schedule_loop();
     void follow_read(index::NodeId id, uint64_t off, uint64_t size, uint32_t tid);
-    void schedule_round(const Jobs& jobs);
     // The first chunks of the files held by chunk that the jobs open next.
     void prefetch_shard_heads(const std::vector<std::vector<const track::Snapshot*>>& views);
     // The chunks holding the samples the ranks of ranges jobs read next,
@@ -309,11 +308,7 @@ private:
     void drop_read_ranges(const Jobs& jobs, const std::vector<std::vector<track::Snapshot>>& snaps);
     // Tells each ranges loader where the others of its order are (Tracker::lend_reach).
     void lend_reach(const Jobs& jobs, const std::vector<std::vector<track::Snapshot>>& snaps);
-    void snapshot_jobs(const Jobs& jobs, std::vector<std::vector<track::Snapshot>>& snaps,
-                       std::vector<std::vector<const track::Snapshot*>>& views);
-    bool round_due(const Jobs& jobs);
     std::shared_ptr<const Jobs> jobs() const;
-    uint64_t lead_items(const Jobs& jobs) const;
 
     const index::Index& index_;
     EngineOptions opt_;
@@ -331,48 +326,16 @@ private:
     std::unique_ptr<PeerHomes> group_;
     std::unique_ptr<FetchPool> pool_;   // after the tiers: its threads admit into them
 
-    // The scheduler thread's own state, per node: the round in which it last
-    // fell inside the window of files worth holding, and where.
-    std::vector<uint32_t> in_window_;
-    std::vector<uint32_t> window_index_; // valid where in_window_ is this round
     // Per node: its size if the tiers take it, else not_tiered. One dense
     // load per window position instead of a walk into the index's nodes.
     static constexpr uint32_t not_tiered = UINT32_MAX;
     std::vector<uint32_t> tier_size_;
-    uint32_t round_ = 0;
-    const Jobs* jobs_seen_ = nullptr; // the job list of the last round
-    // What the last round saw, to tell whether the next one can change
-    // anything (Engine::round_due).
-    bool ran_ = false;
-    bool wanted_more_ = false; // the prefetch queue filled before the window did
-    uint64_t last_opens_ = 0;
-    uint64_t last_landed_ = 0;
-    uint64_t lead_target_ = 0; // lead_items() of the last round
-
-    std::mutex wake_mu_; // scheduler sleep; leaf lock
-    std::condition_variable wake_cv_;
-    bool wake_ = false;
-    bool push_waiting_ = false; // under wake_mu_: files landed for a push (to_push_)
-    bool ranges_waiting_ = false; // under wake_mu_: a ranges job's READ was told
-    bool stopping_ = false;
-    bool force_round_ = false; // the peers' hold ended, or homes are due: run a round
-    std::atomic<uint64_t> lead_{0}; // samples ready ahead of the slowest rank
-    // Wake-up accounting: a round only runs when the ranks moved on enough
-    // to change what the window holds, or when a round that could not queue
-    // everything it wanted sees a fetch land.
-    std::atomic<uint64_t> matched_opens_{0};
-    std::atomic<uint64_t> landed_{0};
-    // The matched-open count at which the next round is due, and whether
-    // the last round wants to be woken by the next fetch that lands.
-    std::atomic<uint64_t> round_at_{0};
-    std::atomic<uint64_t> wakeups_{0}; // the scheduler's, not counting its idle ticks
-    std::atomic<bool> refill_wanted_{false};
-    uint64_t round_step() const;
-    void wake_scheduler();
-    void wake_to_push(); // wake_scheduler(), and end its rest between rounds
     // The kernel's page cache of the mount: pushes, watched opens, one
     // copy, hand-over and drops (src/prefetch/page_cache.hpp).
     std::unique_ptr<PageCache> page_;
+    // The prefetch rounds, their thread and wake-ups (src/prefetch/scheduler.hpp).
+    // After the parts it drives; the engine stops it before any of them.
+    std::unique_ptr<Scheduler> sched_;
     // A ranges job's samples pushed into the kernel's page cache ahead of
     // its reads, and dropped from it once read.
     RangePusher push_range_;
@@ -386,8 +349,6 @@ private:
     // activate() with late opens; observe_ only queues and replay() does no
     // I/O, though a replayed open may wait for its tracker's planner.
     std::mutex observe_mu_;
-    std::thread scheduler_;
-    std::atomic<bool> scheduler_done_{false}; // schedule_loop() returned (stop_within)
 
     std::unique_ptr<Stager> stager_; // after the tiers and the pool: its thread fills them
 };
