@@ -110,7 +110,7 @@ void set_pushers(Filesystem& fs) {
     };
     if (fs.options.push_ahead || fs.options.open_push || fs.open_watch)
         fs.engine->set_pusher(push_file);
-    // A ranges job's samples due next (Engine::push_ranges).
+    // A ranges job's samples due next (RangeJobs::push).
     fs.engine->set_range_pusher(
         [store](index::NodeId id, uint64_t off, const char* bytes, size_t size) {
             return Transport::on_ring_thread() ? -EAGAIN : store(id, off, bytes, size);

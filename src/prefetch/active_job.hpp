@@ -8,7 +8,7 @@
 #include "clairfs/plan/job.hpp"
 #include "clairfs/index/index.hpp"
 #include "clairfs/track/tracker.hpp"
-#include "range_follow.hpp"
+#include "chunks/range_follow.hpp"
 
 #include <atomic>
 #include <memory>
@@ -34,7 +34,7 @@ struct LoaderRun {
 
 // Whether two loaders read one order: equal specs, local ranks, roots and
 // (over byte ranges) manifests. Two jobs of one seed's sweep do; an open or
-// READ that fits both is then either's (Engine::route_open, follow_read).
+// READ that fits both is then either's (JobTable::route_open, follow_read).
 bool same_order(const LoaderRun& a, const LoaderRun& b);
 
 struct ActiveJob {

@@ -10,6 +10,7 @@
 #include "clairfs/sys/join_within.hpp"
 #include "job_table.hpp"
 #include "page_cache.hpp"
+#include "chunks/range_jobs.hpp"
 #include "peer_homes.hpp"
 #include "scheduler.hpp"
 #include "stager.hpp"
@@ -70,13 +71,17 @@ Engine::Engine(const index::Index& idx, int backing_fd, EngineOptions opt)
                                                backing_, idx, c);
     }
     page_->set_chunks(chunks_.get());
+    ranges_ = std::make_unique<RangeJobs>(idx, *table_, chunks_.get(), page_->slots(),
+                                          [this] { sched_->matched_range_read(); });
     stager_->set_tiers(stage_tiers());
     group_ = std::make_unique<PeerHomes>(idx, tier_size_, ram_, opt_.mem, opt_.fetch_threads,
                                          *table_);
     sched_ = std::make_unique<Scheduler>(
         idx.size(), Scheduler::Parts{opt_, ram_, *table_, *page_, *group_, tier_size_},
-        Scheduler::Calls{[this](const Jobs& jobs) { ranges_round(jobs); },
-                         [this](const std::vector<JobView>& views) { prefetch_shard_heads(views); }});
+        Scheduler::Calls{[this](const Jobs& jobs) { ranges_->round(jobs); },
+                         [this](const std::vector<JobView>& views) {
+                             if (chunks_) prefetch_shard_heads(*chunks_, views);
+                         }});
     for (index::NodeId id = 0; id < idx.size(); ++id) {
         const index::Node& n = idx.node(id);
         if (S_ISREG(n.mode) && tiered(n) && n.size < not_tiered)
@@ -151,8 +156,8 @@ void Engine::start() {
         [this](index::NodeId id, const FetchResult& r, bool demanded) { admit(id, r, demanded); },
         opt_.io_timeout);
     if (chunks_) {
-        if (drop_range_ && opt_.drop_behind != EngineOptions::When::never) {
-            chunks_->set_dropper(drop_range_);
+        if (ranges_->dropper() && opt_.drop_behind != EngineOptions::When::never) {
+            chunks_->set_dropper(ranges_->dropper());
             chunks_->set_drop_behind(opt_.drop_behind == EngineOptions::When::always);
         }
         chunks_->start();
@@ -396,6 +401,19 @@ void Engine::admit(index::NodeId id, const FetchResult& r, bool demanded) {
             writer_->enqueue(id, r.blob);
     }
     sched_->landed(r.error == 0 && page_->landed(id, demanded));
+}
+
+void Engine::set_range_pusher(RangePusher push) {
+    ranges_->set_pusher(std::move(push));
+}
+
+void Engine::set_range_dropper(RangeDropper drop) {
+    ranges_->set_dropper(std::move(drop));
+}
+
+// One atomic load while no ranges job is registered.
+void Engine::read_range(index::NodeId id, uint64_t off, uint64_t size, uint32_t tid) {
+    if (table_->range_loaders() != 0) ranges_->follow_read(*jobs(), id, off, size, tid);
 }
 
 void Engine::set_pusher(Pusher push) {

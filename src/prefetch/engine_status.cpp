@@ -3,6 +3,7 @@
 #include "clairfs/prefetch/engine.hpp"
 #include "job_table.hpp"
 #include "clairfs/cache/blob_arena.hpp"
+#include "chunks/range_jobs.hpp"
 #include "page_cache.hpp"
 #include "peer_homes.hpp"
 #include "scheduler.hpp"
@@ -43,13 +44,7 @@ void Engine::status(nlohmann::json& out) const {
     if (ssd_) ssd_status(out["ssd"]);
     if (chunks_) {
         chunks_->status(out["chunks"]);
-        // A ranges job's samples pushed into the kernel's page cache.
-        out["chunks"]["pushed"] = {{"samples", range_pushes_.load(std::memory_order_relaxed)},
-                                   {"bytes", range_push_bytes_.load(std::memory_order_relaxed)},
-                                   {"errors", range_push_errors_.load(std::memory_order_relaxed)},
-                                   {"busy", range_push_busy_.load(std::memory_order_relaxed)}};
-        // ... and dropped from it once read (Engine::drop_read_ranges).
-        out["chunks"]["dropped"] = range_drops_.load(std::memory_order_relaxed);
+        ranges_->status(out["chunks"]);
     } else {
         out["chunks"] = nullptr;
     }

@@ -4,7 +4,7 @@
 // that READ for a FUSE thread to answer it: so pushes never take more than
 // half the threads, and a push that would is not made. Shared by the pushes
 // at an open (PageCache::push_on_open) and a ranges job's pushes at a READ
-// (Engine::push_rest).
+// (RangeJobs::push_rest).
 #pragma once
 
 #include <algorithm>

@@ -211,7 +211,7 @@ uint64_t Run::due(uint32_t n, uint32_t f) const {
     return rel == never ? never : front + rel;
 }
 
-// Engine::schedule_round(): walk the future from the frontier while the
+// Scheduler::round(): walk the future from the frontier while the
 // window (the files due soonest, up to --mem) has room and a fetch thread
 // is free; make room by evicting what is due later than the file fetched,
 // within the lead only (beyond it only files never needed again).

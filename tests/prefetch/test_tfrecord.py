@@ -148,7 +148,7 @@ def case_chunked(tmp, registered=False):
                      f"{what}: mode {st['mode']} ({st.get('reason')}), "
                      f"{loader['run_matched']} of {loader['run_opens']} opens matched")
             # The first chunks of the shards due next, fetched before their
-            # opens (prefetch/shard_heads.cpp).
+            # opens (prefetch/chunks/shard_heads.cpp).
             ml.check(c["predicted"] > 0, f"{what}: no shard's first chunks fetched ahead: {c}")
         else:
             ml.check(c["predicted"] == 0, f"{what}: chunks predicted without a registration: {c}")

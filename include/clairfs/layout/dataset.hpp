@@ -56,7 +56,7 @@ struct Dataset {
     std::vector<uint32_t> class_begin;
     // ranges only: sample i is ranges[i] (samples[i] names its file). A job
     // over ranges opens its files once and reads samples by offset: clairfs
-    // follows it by its READs (prefetch/range_follow.hpp), not its opens.
+    // follows it by its READs (prefetch/chunks/range_follow.hpp), not its opens.
     std::vector<ByteRange> ranges;
 
     // The class index of sample i (imagefolder only). O(log classes).

@@ -75,7 +75,7 @@ public:
     // for a file changed since the scan). On a FUSE thread.
     ssize_t read(index::NodeId node, uint64_t off, size_t size, char* out);
     // The same, fetching what RAM lacks, but not a READ: not counted as one
-    // and no sign of a sequential reader (Engine::push_rest).
+    // and no sign of a sequential reader (RangeJobs::push_rest).
     ssize_t copy(index::NodeId node, uint64_t off, size_t size, char* out);
     // The same for a READ within one chunk, without the copy: the chunk
     // (bytes [at, at + size) of it are the READ's), held by the caller
@@ -87,12 +87,12 @@ public:
     // ranges job's next samples). Not marked unread as read-ahead is: a
     // predicted sample may be served from the page cache with no READ,
     // and the scheduler bounds what it asks for by walking from the
-    // readers' cursors (Engine::prefetch_ranges) instead.
+    // readers' cursors (RangeJobs::prefetch) instead.
     void prefetch(ChunkId id);
     // Fetches chunk `id` into RAM as read-ahead does: marked unread, so
     // eviction passes over it until a READ takes it, and within
     // read-ahead's half of the RAM. For the first chunks of a file a
-    // registered job opens next (Engine::prefetch_shard_heads): that file
+    // registered job opens next (prefetch_shard_heads): that file
     // is surely read from its start. Counted as predicted.
     void prefetch_unread(ChunkId id);
     uint64_t ram_capacity() const { return opt_.ram; }

@@ -9,7 +9,8 @@
 // (src/prefetch/): JobTable (the jobs, and whose each open is), PageCache
 // (what the kernel's page cache of the mount holds), PeerHomes (the peer
 // group), Stager (stage-in), Scheduler (the prefetch rounds, their thread
-// and wake-ups). The ranges jobs' following is still the engine's own.
+// and wake-ups), RangeJobs (jobs whose samples are byte ranges of files
+// held by chunk: src/prefetch/chunks/).
 #pragma once
 
 #include "clairfs/cache/backing_store.hpp"
@@ -51,7 +52,7 @@ struct ActiveJob;
 class Stager;
 struct StageTiers;
 class Scheduler;
-class RangeFollow;
+class RangeJobs;
 
 class Engine {
 public:
@@ -72,17 +73,17 @@ public:
     void set_pusher(Pusher push);
     // Copies bytes of a file into the kernel's page cache at an offset
     // (FUSE_NOTIFY_STORE); 0 or -errno. The samples of a ranges job due
-    // next go there ahead of its reads (Engine::push_ranges): an mmap
+    // next go there ahead of its reads (RangeJobs::push): an mmap
     // reader then takes no page fault for them. Set before start().
     using RangePusher =
         std::function<int(index::NodeId id, uint64_t off, const char* bytes, size_t size)>;
-    void set_range_pusher(RangePusher push) { push_range_ = std::move(push); }
+    void set_range_pusher(RangePusher push);
     // Drops bytes of a file from the kernel's page cache
     // (FUSE_NOTIFY_INVAL_INODE over a range); 0 or -errno. A ranges job's
     // samples are dropped once read, so that the pages pushed ahead are not
-    // what the kernel evicts first (Engine::drop_read_ranges). Set before start().
+    // what the kernel evicts first (RangeJobs::drop_read). Set before start().
     using RangeDropper = std::function<int(index::NodeId id, uint64_t off, uint64_t size)>;
-    void set_range_dropper(RangeDropper drop) { drop_range_ = std::move(drop); }
+    void set_range_dropper(RangeDropper drop);
     // Drops a file's pages from the kernel's page cache
     // (FUSE_NOTIFY_INVAL_INODE); 0 or -errno. Set before start() when the
     // kernel handles opens itself (--kernel-opens): the first READ of a
@@ -142,7 +143,7 @@ public:
     bool chunked(index::NodeId id) const { return chunks_ && chunks_->covers(id); }
     // A READ of [off, off + size) of a regular file by thread `tid`: tells
     // the jobs whose samples are byte ranges of it (layout "ranges") where
-    // their loaders are (prefetch/range_follow.hpp). One atomic load while
+    // their loaders are (prefetch/chunks/range_follow.hpp). One atomic load while
     // no such job is registered.
     void read_range(index::NodeId id, uint64_t off, uint64_t size, uint32_t tid);
     // Before start(): the SSD tier of the chunks.
@@ -288,26 +289,6 @@ private:
     // Every file the tiers take, in the order the jobs open them next (Stager::Order).
     std::vector<index::NodeId> stage_order();
     StageTiers stage_tiers() const;
-    void follow_read(index::NodeId id, uint64_t off, uint64_t size, uint32_t tid);
-    // The first chunks of the files held by chunk that the jobs open next.
-    void prefetch_shard_heads(const std::vector<std::vector<const track::Snapshot*>>& views);
-    // The chunks holding the samples the ranks of ranges jobs read next,
-    // soonest first, as far as the chunks' read-ahead budget goes
-    // (src/prefetch/range_reads.cpp).
-    void prefetch_ranges(const Jobs& jobs, const std::vector<std::vector<track::Snapshot>>& snaps);
-    // Every scheduler wake-up while a ranges job is registered: snapshots
-    // its loaders, then lend_reach(), prefetch_ranges(), push_ranges() and
-    // drop_read_ranges().
-    void ranges_round(const Jobs& jobs);
-    // The samples each worker reads in its next three batches whose chunks
-    // RAM holds, into the kernel's page cache (each once an epoch).
-    void push_ranges(const Jobs& jobs, const std::vector<std::vector<track::Snapshot>>& snaps);
-    // Pushes `sample`'s pages from offset `from` on, for epoch `tag` - 1.
-    void push_rest(RangeFollow& rf, uint32_t sample, uint64_t from, uint32_t tag);
-    void count_push(int rc, uint64_t bytes);
-    void drop_read_ranges(const Jobs& jobs, const std::vector<std::vector<track::Snapshot>>& snaps);
-    // Tells each ranges loader where the others of its order are (Tracker::lend_reach).
-    void lend_reach(const Jobs& jobs, const std::vector<std::vector<track::Snapshot>>& snaps);
     std::shared_ptr<const Jobs> jobs() const;
 
     const index::Index& index_;
@@ -336,14 +317,8 @@ private:
     // The prefetch rounds, their thread and wake-ups (src/prefetch/scheduler.hpp).
     // After the parts it drives; the engine stops it before any of them.
     std::unique_ptr<Scheduler> sched_;
-    // A ranges job's samples pushed into the kernel's page cache ahead of
-    // its reads, and dropped from it once read.
-    RangePusher push_range_;
-    RangeDropper drop_range_;
-    std::atomic<uint64_t> range_pushes_{0}, range_push_bytes_{0}, range_push_errors_{0};
-    // push_rest()s not made because half the FUSE threads were pushing
-    std::atomic<uint64_t> range_push_busy_{0};
-    std::atomic<uint64_t> range_drops_{0}; // samples dropped from the page cache once read
+    // Jobs whose samples are byte ranges (src/prefetch/chunks/range_jobs.hpp).
+    std::unique_ptr<RangeJobs> ranges_;
     OpenObserver observe_;
     // Taken by an open that finds no job (to call observe_) and by
     // activate() with late opens; observe_ only queues and replay() does no

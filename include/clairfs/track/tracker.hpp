@@ -54,7 +54,7 @@ struct TrackerOptions {
     // them in any order within its parallelism. 0: none (a DataLoader
     // worker opens its samples one after the other).
     uint32_t behind = 0;
-    // For a job followed by its READs (prefetch/range_follow.hpp): an open
+    // For a job followed by its READs (prefetch/chunks/range_follow.hpp): an open
     // may begin a rank's next epoch once every worker's cursor is within
     // `slack` of its stream's end, or else only as the second open in a row
     // of its loader process (family) to fit there. A READ the kernel makes
@@ -120,7 +120,7 @@ enum class ObserveMode {
     // search is no failure; like this_epoch, it begins no next epoch.
     tentative,
     // An open or READ of a process no job has claimed, that fits this job
-    // alone (Engine::route_open, Engine::follow_read): taken only if it
+    // alone (JobTable::route_open, RangeJobs::follow_read): taken only if it
     // matches the current epoch. A job's next epoch is begun by its own
     // processes; another job's reader whose open happens to fit its first
     // batches would begin it early.
@@ -236,7 +236,7 @@ public:
     Snapshot snapshot(Clock::time_point now) const;
     Mode mode() const;
     // Another job reading the same order (one seed's sweep over one file:
-    // Engine::lend_reach) has its rank `slot`'s workers at `cursors` in
+    // RangeJobs::lend_reach) has its rank `slot`'s workers at `cursors` in
     // epoch `epoch`. What it read and pushed stays in the page cache a
     // while, so this job's reader, behind it, passes over those samples
     // with no READ: its next READ may land up to the slack past the other

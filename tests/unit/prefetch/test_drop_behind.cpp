@@ -8,7 +8,7 @@
 #include "clairfs/prefetch/chunk_store.hpp"
 #include "clairfs/prefetch/engine.hpp"
 #include "dataset.hpp"
-#include "prefetch/drop_behind.hpp"
+#include "prefetch/chunks/drop_behind.hpp"
 
 #include <atomic>
 #include <chrono>

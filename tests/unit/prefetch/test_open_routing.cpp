@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Two jobs over one directory of files (a sweep): an open by a process no
-// job has claimed does not begin a job's next epoch (Engine::route_open),
+// job has claimed does not begin a job's next epoch (JobTable::route_open),
 // as a READ does not for jobs over byte ranges (test_range_routing.cpp).
 // Also: an open that fits two jobs whose orders differ is neither's, and
 // one that fits two of one order (a sweep of one seed) is the first's.

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
-// Which sample a READ stands for (prefetch/range_follow.hpp), against a
+// Which sample a READ stands for (prefetch/chunks/range_follow.hpp), against a
 // real tracker over hand-built plans whose positions are sample numbers.
-#include "prefetch/range_follow.hpp"
+#include "prefetch/chunks/range_follow.hpp"
 #include "tracker_plans.hpp"
 
 using namespace clairfs;

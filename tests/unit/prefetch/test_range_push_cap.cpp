@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // A ranges job's READ that tells the tracker of a sample pushes the rest
 // of that sample into the page cache from the FUSE thread answering it
-// (Engine::push_rest). Such a push waits for any page of the sample that
+// (RangeJobs::push_rest). Such a push waits for any page of the sample that
 // another READ in flight has locked, and only a free FUSE thread answers
 // that READ: so these pushes take at most half the FUSE threads, and one
 // that would take more is not made (status chunks.pushed.busy). Here the

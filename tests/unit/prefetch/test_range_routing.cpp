@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Two ranges jobs over one file (a sweep): a READ of a process neither job
 // has claimed is told to a job only when it fits that job's order alone
-// (Engine::follow_read). Both jobs read every sample, so a READ that fits
+// (RangeJobs::follow_read). Both jobs read every sample, so a READ that fits
 // both, or neither, says nothing of whose it is; told to one of them, it
 // moved that job's cursors, or counted a miss, with the other job's reader.
 // On a loaded host that took a position from the job whose it was, its

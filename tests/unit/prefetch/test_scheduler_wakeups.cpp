@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The prefetch scheduler is woken by the opens only when a round is due:
-// once the ranks have moved a sixteenth of the lead on (Engine::round_due).
+// once the ranks have moved a sixteenth of the lead on (Scheduler::round_due).
 // Woken by every open, as it was, it cost the daemon a context switch per
 // file for rounds it then skipped (bench/RESULTS.md, issue 19). The opens
 // here are paced like a loader's (2 ms apart), so a scheduler woken by

@@ -88,7 +88,7 @@ TEST_CASE("match_distance: how far from its worker's cursor an open would match"
 // Two jobs of one order (a sweep of one seed over one file): the job behind
 // reads what the job ahead read and pushed from the page cache, with no
 // READ, further than its slack. The engine lends it the other job's
-// cursors (Engine::lend_reach): its next READ matches up to the slack past
+// cursors (RangeJobs::lend_reach): its next READ matches up to the slack past
 // them. Another epoch's cursors lend nothing, and a lend never reaches
 // behind this job's own cursor.
 TEST_CASE("lend_reach: a READ past the slack matches up to the slack past the cursors lent") {

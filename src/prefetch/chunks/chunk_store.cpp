@@ -3,8 +3,8 @@
 
 #include "clairfs/log.hpp"
 #include "drop_behind.hpp"
-#include "ssd_status.hpp"
-#include "ssd_writer.hpp"
+#include "prefetch/ssd_status.hpp"
+#include "prefetch/ssd_writer.hpp"
 
 #include <algorithm>
 #include <cstring>

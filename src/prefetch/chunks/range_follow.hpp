@@ -42,11 +42,11 @@ public:
     bool covers(index::NodeId node) const { return by_file_.contains(node); }
     const layout::ByteRange& range(uint32_t sample) const { return dataset_.ranges[sample]; }
     // A hash of every sample's range: two loaders whose specs are equal and
-    // whose hashes are equal read one order (Engine::follow_read).
+    // whose hashes are equal read one order (RangeJobs::follow_read).
     uint64_t ranges_hash() const { return ranges_hash_; }
 
     // Whether `sample` was pushed into the kernel's page cache for epoch
-    // `tag` - 1 (Engine::push_ranges, Engine::follow_read); marks it. Any
+    // `tag` - 1 (RangeJobs::push, RangeJobs::follow_read); marks it. Any
     // thread: a READ's handler and the scheduler both push.
     bool pushed_for(uint32_t sample, uint32_t tag) const {
         return pushed_[sample].load(std::memory_order_relaxed) == tag;
@@ -58,7 +58,7 @@ public:
     // Scheduler thread only: per rank slot and worker stream
     // (slot * streams + worker), the epoch and the cursor up to which the
     // samples read were dropped from the kernel's page cache
-    // (Engine::drop_read_ranges).
+    // (RangeJobs::drop_read).
     struct Behind {
         uint64_t epoch = UINT64_MAX;
         uint64_t cursor = 0;
@@ -67,7 +67,7 @@ public:
     // Whether the reader maps the file and faults it a page at a time
     // (LMDB's readahead=False advises MADV_RANDOM): most READs told were
     // one page long. Such a reader's pages stay mapped, and the kernel
-    // evicts unmapped ones first: the pushes (Engine::drop_read_ranges).
+    // evicts unmapped ones first: the pushes (RangeJobs::drop_read).
     bool faults_by_page() const {
         return page_reads_.load(std::memory_order_relaxed) >
                2 * other_reads_.load(std::memory_order_relaxed);

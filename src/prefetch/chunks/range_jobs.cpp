@@ -1,16 +1,14 @@
 // SPDX-License-Identifier: MIT
-// Jobs whose samples are byte ranges of large files (layout "ranges"): the
-// READ path tells their trackers where the loaders are, and the scheduler
-// fetches the chunks of the samples they read next and pushes the samples
-// due soonest into the kernel's page cache. The ranges' files are held by
-// chunk (prefetch/chunk_store.hpp); a file small enough to be held whole is
-// fetched whole at its first READ and needs nothing more.
-#include "clairfs/prefetch/engine.hpp"
-#include "active_job.hpp"
+// The ranges jobs' READs followed, and their samples fetched, pushed and
+// dropped (range_jobs.hpp).
+#include "range_jobs.hpp"
 #include "clairfs/sys/contained.hpp"
-#include "job_table.hpp"
-#include "page_cache.hpp"
-#include "scheduler.hpp"
+#include "prefetch/active_job.hpp"
+#include "prefetch/job_table.hpp"
+#include "prefetch/push_slots.hpp"
+#include "range_follow.hpp"
+
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cerrno>
@@ -50,13 +48,13 @@ private:
     std::unique_ptr<char[]> bytes_;
     size_t cap_ = 0;
 };
-// Per thread: the scheduler's, and each FUSE thread's (Engine::push_rest).
+// Per thread: the scheduler's, and each FUSE thread's (RangeJobs::push_rest).
 thread_local PushBuffer push_buffer;
 
 // Calls fn(loader, its snapshot) for every loader over byte ranges whose
 // prediction holds, until fn returns false.
 template <class Fn>
-void each_ranges_loader(const Engine::Jobs& jobs,
+void each_ranges_loader(const RangeJobs::Jobs& jobs,
                         const std::vector<std::vector<track::Snapshot>>& snaps,
                         Fn&& fn) {
     for (size_t i = 0; i < jobs.size(); ++i)
@@ -70,92 +68,116 @@ void each_ranges_loader(const Engine::Jobs& jobs,
 
 } // namespace
 
-// One atomic load while no ranges job is registered.
-void Engine::read_range(index::NodeId id, uint64_t off, uint64_t size, uint32_t tid) {
-    if (table_->range_loaders() != 0) follow_read(id, off, size, tid);
+RangeJobs::RangeJobs(const index::Index& idx, JobTable& table, ChunkStore* chunks, PushSlots& slots,
+                     std::function<void()> told)
+    : index_(idx), table_(table), chunks_(chunks), slots_(slots), told_(std::move(told)) {}
+
+void RangeJobs::status(nlohmann::json& chunks) const {
+    // A ranges job's samples pushed into the kernel's page cache.
+    chunks["pushed"] = {{"samples", pushes_.load(std::memory_order_relaxed)},
+                        {"bytes", push_bytes_.load(std::memory_order_relaxed)},
+                        {"errors", push_errors_.load(std::memory_order_relaxed)},
+                        {"busy", push_busy_.load(std::memory_order_relaxed)}};
+    // ... and dropped from it once read (drop_read).
+    chunks["dropped"] = drops_.load(std::memory_order_relaxed);
 }
 
-void Engine::follow_read(index::NodeId id, uint64_t off, uint64_t size, uint32_t tid) {
-    auto jobs = this->jobs();
+namespace {
+
+bool following(const LoaderRun& l, index::NodeId id) {
+    return l.ranges && l.ranges->covers(id) && l.tracker->mode() == track::Mode::clairvoyant;
+}
+
+} // namespace
+
+void RangeJobs::follow_read(const Jobs& jobs, index::NodeId id, uint64_t off, uint64_t size,
+                            uint32_t tid) {
     // As for opens (Engine::opened): following the job is an optimisation,
     // and a failure inside it ends the prediction, not the READ.
     auto why = sys::contained("following a read", [&] {
-        auto [pid, ppid] = table_->process_of(tid);
-        auto following = [&](const LoaderRun& l) {
-            return l.ranges && l.ranges->covers(id) &&
-                   l.tracker->mode() == track::Mode::clairvoyant;
-        };
+        auto [pid, ppid] = table_.process_of(tid);
         // Several jobs (a sweep): a process a job claimed tells that job
-        // alone, as its opens would (JobTable::route_open). An unclaimed
-        // one's READ is told only to a loader whose current epoch it fits
-        // (track::ObserveMode::this_epoch), and only if it fits one job's
-        // order alone, or several of one order (one seed's sweep: equal
-        // specs and manifests, and the sample at the same position of the
-        // same epoch; the nearest takes it). Both jobs read every sample, so
-        // a READ that fits jobs whose orders differ says nothing of whose it
-        // is: told to one of them, it moved that job's cursors with another
-        // job's reader, and on a loaded host took a position from the job
-        // whose it was, or began a job's next epoch, and that job fell
-        // back. Fitting one job alone three times in a row claims the
-        // process (JobTable::claim), and its READs are that job's from then on.
-        std::shared_ptr<Active> owner = jobs->size() > 1 ? table_->bound_job(pid, ppid) : nullptr;
-        const LoaderRun* only = nullptr;
-        bool claimable = false;
-        if (jobs->size() > 1 && !owner) {
-            size_t fits = 0;
-            uint64_t nearest = UINT64_MAX;
-            RangeFollow::Fit first;
-            const LoaderRun* first_loader = nullptr;
-            bool one_order = true;
-            for (const auto& j : *jobs)
-                for (LoaderRun& l : j->loaders) {
-                    if (!following(l)) continue;
-                    RangeFollow::Fit f;
-                    uint64_t d = l.ranges->fit(*l.tracker, id, off, size, pid, ppid, &f);
-                    if (d == UINT64_MAX) continue;
-                    if (fits++ == 0) {
-                        first = f;
-                        first_loader = &l;
-                    } else {
-                        one_order = one_order && f == first && same_order(l, *first_loader);
-                    }
-                    if (d < nearest) {
-                        nearest = d;
-                        only = &l;
-                        owner = j;
-                    }
-                }
-            if (fits == 0 || !one_order) only = nullptr;
-            for (const auto& j : *jobs)
-                for (LoaderRun& l : j->loaders)
-                    if (&l != only && following(l)) l.ranges->note(id, off, size);
-            if (!only) return;
-            claimable = fits == 1;
+        // alone, as its opens would (JobTable::route_open); an unclaimed
+        // one's READ goes by fit_alone().
+        Fit fit;
+        fit.owner = jobs.size() > 1 ? table_.bound_job(pid, ppid) : nullptr;
+        if (jobs.size() > 1 && !fit.owner) {
+            fit = fit_alone(jobs, id, off, size, pid, ppid);
+            if (!fit.only) return;
         }
-        for (const auto& j : *jobs) {
-            if (owner && j != owner) continue;
-            for (LoaderRun& l : j->loaders) {
-                if (!following(l) || (only && &l != only)) continue;
-                uint32_t sample = 0;
-                track::Observation o = l.ranges->observe(
-                    *l.tracker, id, off, size, pid, ppid, &sample,
-                    only ? track::ObserveMode::this_epoch : track::ObserveMode::normal);
-                if (!o.matched) continue;
-                push_rest(*l.ranges, sample, off + size, static_cast<uint32_t>(o.epoch + 1));
-                if (!only || (claimable && table_->claim(*j, pid)))
-                    table_->bind(j, pid, ppid, l.job->spec.num_workers > 0);
-                // Once the samples due are pushed, a READ told is the
-                // reader at the edge of what was pushed: push on at once,
-                // even in the scheduler's rest between rounds.
-                sched_->matched_range_read();
-                return;
-            }
-        }
+        // Once the samples due are pushed, a READ told is the reader at the
+        // edge of what was pushed: push on at once, even in the scheduler's
+        // rest between rounds.
+        if (tell(jobs, fit, id, off, size, pid, ppid)) told_();
     });
     if (!why.empty())
-        for (const auto& j : *jobs)
+        for (const auto& j : jobs)
             for (auto& l : j->loaders)
                 if (l.ranges) l.tracker->abandon("following the job failed inside clairfs (" + why + ")");
+}
+
+// An unclaimed process's READ is told only to a loader whose current epoch
+// it fits (track::ObserveMode::this_epoch), and only if it fits one job's
+// order alone, or several of one order (one seed's sweep: equal specs and
+// manifests, and the sample at the same position of the same epoch; the
+// nearest takes it). Both jobs read every sample, so a READ that fits jobs
+// whose orders differ says nothing of whose it is: told to one of them, it
+// moved that job's cursors with another job's reader, and on a loaded host
+// took a position from the job whose it was, or began a job's next epoch,
+// and that job fell back. Fitting one job alone three times in a row claims
+// the process (JobTable::claim), and its READs are that job's from then on.
+RangeJobs::Fit RangeJobs::fit_alone(const Jobs& jobs, index::NodeId id, uint64_t off, uint64_t size,
+                                    uint32_t pid, uint32_t ppid) {
+    Fit fit;
+    size_t fits = 0;
+    uint64_t nearest = UINT64_MAX;
+    RangeFollow::Fit first;
+    const LoaderRun* first_loader = nullptr;
+    bool one_order = true;
+    for (const auto& j : jobs)
+        for (LoaderRun& l : j->loaders) {
+            if (!following(l, id)) continue;
+            RangeFollow::Fit f;
+            uint64_t d = l.ranges->fit(*l.tracker, id, off, size, pid, ppid, &f);
+            if (d == UINT64_MAX) continue;
+            if (fits++ == 0) {
+                first = f;
+                first_loader = &l;
+            } else {
+                one_order = one_order && f == first && same_order(l, *first_loader);
+            }
+            if (d < nearest) {
+                nearest = d;
+                fit.only = &l;
+                fit.owner = j;
+            }
+        }
+    if (fits == 0 || !one_order) fit.only = nullptr;
+    for (const auto& j : jobs)
+        for (LoaderRun& l : j->loaders)
+            if (&l != fit.only && following(l, id)) l.ranges->note(id, off, size);
+    fit.claimable = fits == 1;
+    return fit;
+}
+
+bool RangeJobs::tell(const Jobs& jobs, const Fit& fit, index::NodeId id, uint64_t off,
+                     uint64_t size, uint32_t pid, uint32_t ppid) {
+    for (const auto& j : jobs) {
+        if (fit.owner && j != fit.owner) continue;
+        for (LoaderRun& l : j->loaders) {
+            if (!following(l, id) || (fit.only && &l != fit.only)) continue;
+            uint32_t sample = 0;
+            track::Observation o = l.ranges->observe(
+                *l.tracker, id, off, size, pid, ppid, &sample,
+                fit.only ? track::ObserveMode::this_epoch : track::ObserveMode::normal);
+            if (!o.matched) continue;
+            push_rest(*l.ranges, sample, off + size, static_cast<uint32_t>(o.epoch + 1));
+            if (!fit.only || (fit.claimable && table_.claim(*j, pid)))
+                table_.bind(j, pid, ppid, l.job->spec.num_workers > 0);
+            return true;
+        }
+    }
+    return false;
 }
 
 // The reader faults the sample that was not pushed in time page by page
@@ -167,11 +189,11 @@ void Engine::follow_read(index::NodeId id, uint64_t off, uint64_t size, uint32_t
 // of the sample, a pread's readahead) holds the push until a FUSE thread
 // answers that READ: as for pushes at open (PageCache::push_on_open), pushes
 // never take more than half the threads, and one that would is not made.
-void Engine::push_rest(RangeFollow& rf, uint32_t sample, uint64_t from, uint32_t tag) {
-    if (!push_range_ || !chunks_ || rf.pushed_for(sample, tag)) return;
-    PushSlots& slots = page_->slots();
+void RangeJobs::push_rest(RangeFollow& rf, uint32_t sample, uint64_t from, uint32_t tag) {
+    if (!push_ || !chunks_ || rf.pushed_for(sample, tag)) return;
+    PushSlots& slots = slots_;
     if (!slots.take()) {
-        range_push_busy_.fetch_add(1, std::memory_order_relaxed);
+        push_busy_.fetch_add(1, std::memory_order_relaxed);
         return;
     }
     struct Release {
@@ -188,11 +210,11 @@ void Engine::push_rest(RangeFollow& rf, uint32_t sample, uint64_t from, uint32_t
         // Chunks not in RAM are fetched here, as the READs of the sample's
         // next pages would fetch them; a failed fetch is theirs to report.
         if (chunks_->copy(br.node, from, to - from, buf) < 0) return;
-        int rc = push_range_(br.node, from, buf, to - from);
+        int rc = push_(br.node, from, buf, to - from);
         if (rc == -ENOENT) return;
         // EAGAIN: not on this thread (an io_uring ring's); a later round pushes.
         if (rc == -EAGAIN) {
-            range_push_busy_.fetch_add(1, std::memory_order_relaxed);
+            push_busy_.fetch_add(1, std::memory_order_relaxed);
             return;
         }
         count_push(rc, to - from);
@@ -200,25 +222,25 @@ void Engine::push_rest(RangeFollow& rf, uint32_t sample, uint64_t from, uint32_t
     rf.mark_pushed(sample, tag);
 }
 
-void Engine::count_push(int rc, uint64_t bytes) {
+void RangeJobs::count_push(int rc, uint64_t bytes) {
     if (rc == 0) {
-        range_pushes_.fetch_add(1, std::memory_order_relaxed);
-        range_push_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+        pushes_.fetch_add(1, std::memory_order_relaxed);
+        push_bytes_.fetch_add(bytes, std::memory_order_relaxed);
     } else {
-        range_push_errors_.fetch_add(1, std::memory_order_relaxed);
+        push_errors_.fetch_add(1, std::memory_order_relaxed);
     }
 }
 
-void Engine::ranges_round(const Jobs& jobs) {
+void RangeJobs::round(const Jobs& jobs) {
     std::vector<std::vector<track::Snapshot>> snaps(jobs.size());
     auto now = track::Clock::now();
     for (size_t i = 0; i < jobs.size(); ++i)
         for (const LoaderRun& l : jobs[i]->loaders)
             snaps[i].push_back(l.ranges ? l.tracker->snapshot(now) : track::Snapshot{});
     lend_reach(jobs, snaps);
-    prefetch_ranges(jobs, snaps);
-    if (push_range_) push_ranges(jobs, snaps);
-    if (drop_range_) drop_read_ranges(jobs, snaps);
+    prefetch(jobs, snaps);
+    if (push_) push(jobs, snaps);
+    if (drop_) drop_read(jobs, snaps);
 }
 
 // Two jobs of one order (one seed's sweep over one file) share the page
@@ -235,8 +257,7 @@ void Engine::ranges_round(const Jobs& jobs) {
 // window let a READ of the job behind fit both, it went to the nearest, the
 // job ahead, and one of a same-seed pair fell back in 10 of 11 loaded runs
 // (docs/records.md, "Two jobs over one ranges file").
-void Engine::lend_reach(const Jobs& jobs,
-                        const std::vector<std::vector<track::Snapshot>>& snaps) {
+void RangeJobs::lend_reach(const Jobs& jobs, const Snaps& snaps) {
     if (jobs.size() < 2) return;
     for (size_t i = 0; i < jobs.size(); ++i)
         for (size_t k = 0; k < jobs[i]->loaders.size(); ++k) {
@@ -282,8 +303,7 @@ void Engine::lend_reach(const Jobs& jobs,
 // HDF5 dataset, a packed file) only once the neighbour was read too: a
 // reader of the neighbour would find the page gone, and its READ of that
 // page would stand for this sample, read again.
-void Engine::drop_read_ranges(const Jobs& jobs,
-                              const std::vector<std::vector<track::Snapshot>>& snaps) {
+void RangeJobs::drop_read(const Jobs& jobs, const Snaps& snaps) {
     each_ranges_loader(jobs, snaps, [&](LoaderRun& l, const track::Snapshot& snap) {
         RangeFollow& rf = *l.ranges;
         // A reader through pread leaves unmapped pages, which the kernel's
@@ -314,8 +334,8 @@ void Engine::drop_read_ranges(const Jobs& jobs,
                     uint64_t end = (br.offset + br.length + page - 1) / page * page;
                     if (!rf.all_dropped(br.node, from, page, tag)) from += page;
                     if (end > from && !rf.all_dropped(br.node, end - page, page, tag)) end -= page;
-                    if (from < end && drop_range_(br.node, from, end - from) == 0)
-                        range_drops_.fetch_add(1, std::memory_order_relaxed);
+                    if (from < end && drop_(br.node, from, end - from) == 0)
+                        drops_.fetch_add(1, std::memory_order_relaxed);
                 }
             }
         }
@@ -327,8 +347,7 @@ void Engine::drop_read_ranges(const Jobs& jobs,
 // neighbour's bytes too, which are the file's all the same), copied out of
 // the chunks RAM holds; a sample whose chunks are not in yet waits for a
 // later round, or is read with READs.
-void Engine::push_ranges(const Jobs& jobs,
-                         const std::vector<std::vector<track::Snapshot>>& snaps) {
+void RangeJobs::push(const Jobs& jobs, const Snaps& snaps) {
     if (!chunks_) return;
     each_ranges_loader(jobs, snaps, [&](LoaderRun& l, const track::Snapshot& snap) {
         RangeFollow& rf = *l.ranges;
@@ -351,7 +370,7 @@ void Engine::push_ranges(const Jobs& jobs,
                     uint64_t to = std::min(size, (br.offset + br.length + page - 1) / page * page);
                     char* buf = push_buffer.get(to - from);
                     if (!chunks_->copy_held(br.node, from, to - from, buf)) continue;
-                    int rc = push_range_(br.node, from, buf, to - from);
+                    int rc = push_(br.node, from, buf, to - from);
                     // ENOENT: the kernel has no inode for the file yet (the
                     // job has not looked it up): a later round.
                     if (rc == -ENOENT) continue;
@@ -371,9 +390,8 @@ void Engine::push_ranges(const Jobs& jobs,
 // is covered. Each round walks from the cursors again: the window moves
 // with the readers, and a chunk whose sample the page cache served is
 // simply left behind for LRU to evict.
-void Engine::prefetch_ranges(const Jobs& jobs,
-                             const std::vector<std::vector<track::Snapshot>>& snaps) {
-    if (!chunks_ || table_->range_loaders() == 0) return;
+void RangeJobs::prefetch(const Jobs& jobs, const Snaps& snaps) {
+    if (!chunks_ || table_.range_loaders() == 0) return;
     const ChunkMap& map = chunks_->map();
     const uint64_t budget = chunks_->ram_capacity() / 2;
     uint64_t walked = 0;

@@ -5,9 +5,8 @@
 // says which of them open next (list_files: the shards, in the order the
 // pipeline opens them): their first chunks are fetched before the opens,
 // soonest first, from the SSD tier if it holds them.
-#include "clairfs/prefetch/engine.hpp"
-#include "active_job.hpp"
-#include "timeline.hpp"
+#include "prefetch/timeline.hpp"
+#include "range_jobs.hpp"
 
 #include <algorithm>
 #include <vector>
@@ -30,10 +29,9 @@ constexpr uint32_t head_chunks = 2;
 // takes them (unmarked, the next round's admissions evicted most of them
 // before their opens and they were read again), and a quarter of the RAM
 // at most goes to them.
-void Engine::prefetch_shard_heads(const std::vector<JobView>& views) {
-    if (!chunks_) return;
-    const ChunkMap& map = chunks_->map();
-    const uint64_t budget = chunks_->ram_capacity() / 4;
+void prefetch_shard_heads(ChunkStore& chunks, const std::vector<JobView>& views) {
+    const ChunkMap& map = chunks.map();
+    const uint64_t budget = chunks.ram_capacity() / 4;
     uint64_t walked = 0;
     std::vector<index::NodeId> seen; // a file several ranks open comes once per rank
     Timeline future(views);
@@ -45,7 +43,7 @@ void Engine::prefetch_shard_heads(const std::vector<JobView>& views) {
         for (uint32_t k = 0; k < head_chunks && c != no_chunk; ++k, c = map.next_in_file(c)) {
             walked += map.range(c).length;
             if (walked > budget) return;
-            chunks_->prefetch_unread(c);
+            chunks.prefetch_unread(c);
         }
     }
 }
