@@ -139,6 +139,7 @@ prefetch::EngineOptions engine_options(const config::MountOptions& o) {
                      ? config::When::never
                      : o.one_copy;
     e.drop_behind = o.drop_behind;
+    e.passthrough_above = o.max_read;
     return e;
 }
 

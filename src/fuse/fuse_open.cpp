@@ -7,6 +7,30 @@
 #include <sys/stat.h>
 
 namespace clairfs::fuse {
+namespace {
+
+// A file the kernel reads from its backing file itself (FUSE passthrough):
+// its backing id, where this kernel gives one. False when the open failed
+// and is answered.
+bool pass_through(fuse_req_t req, Filesystem& fs, const index::Node& n, index::NodeId id,
+                  OpenFile& of, fuse_file_info* fi) {
+    int32_t backing = fs.passthrough.open(req, fs, n, id);
+    if (backing < 0) {
+        fs.closed(id);
+        fs.engine->released(id, 0, prefetch::OpenPush::none);
+        reply_error(req, backing);
+        return false;
+    }
+    of.backing_id = backing;
+#if CLAIRFS_HAVE_PASSTHROUGH
+    fi->backing_id = backing;
+#else
+    (void)fi;
+#endif
+    return true;
+}
+
+} // namespace
 
 // Every open reaches the daemon: opens are how clairfs follows the job
 // through its predicted order. The open itself touches no backing file.
@@ -35,23 +59,9 @@ void fuse_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     of->blob = fs.engine->opened(id, static_cast<uint32_t>(fuse_req_ctx(req)->pid));
     // Before the reply: the job's first read may follow it at once.
     of->push = fs.engine->push_on_open(id, of->blob);
-    // Passed through only if larger than one READ: a passthrough open costs
-    // a backing open at every OPEN (~45 us here), while a smaller file costs
-    // one READ round trip, or none while the mount's page cache keeps it
-    // (bench/RESULTS.md, "Passthrough").
-    // Not a file held by chunk: its READs are what fills the tiers.
-    if (!fs.engine->tiered(*n) && !fs.engine->chunked(id) && n->size > fs.options.max_read) {
-        int32_t backing = fs.passthrough.open(req, fs, *n, id);
-        if (backing < 0) {
-            fs.closed(id);
-            fs.engine->released(id, 0, prefetch::OpenPush::none);
-            return reply_error(req, backing);
-        }
-        of->backing_id = backing;
-#if CLAIRFS_HAVE_PASSTHROUGH
-        fi->backing_id = backing;
-#endif
-    }
+    if (fs.engine->source(*n) == prefetch::ReadSource::passthrough &&
+        !pass_through(req, fs, *n, id, *of, fi))
+        return;
     fi->fh = reinterpret_cast<uint64_t>(of.get());
     // The bytes cannot change while mounted. Not with passthrough: the
     // kernel refuses the open (EIO) with any flag beside it but a few, and

@@ -15,6 +15,26 @@ void count(Filesystem& fs, size_t bytes) {
     fs.counters.read_bytes.fetch_add(bytes, std::memory_order_relaxed);
 }
 
+// What a READ tells the engine besides asking for bytes. --kernel-opens:
+// no OPEN reaches us, so a file's first READ stands for its open (the
+// engine drops files' pages after use while a job is registered, so every
+// open of a sample comes with a READ at 0); the bytes opened() pinned, if
+// a tier holds them. --opens fanotify: opens are told apart; a READ at 0
+// without an open of ours says the kernel lacked the file's first page.
+// And a job whose samples are byte ranges of this file is followed by its
+// READs.
+cache::BlobRef tell_engine(fuse_req_t req, Filesystem& fs, const OpenFile* of, index::NodeId id,
+                           uint64_t off, size_t size) {
+    const auto pid = static_cast<uint32_t>(fuse_req_ctx(req)->pid);
+    cache::BlobRef blob;
+    if (off == 0 && fs.options.kernel_opens)
+        blob = fs.engine->opened(id, pid);
+    else if (off == 0 && !of && fs.open_watch)
+        fs.engine->read_from_start(id);
+    fs.engine->read_range(id, off, size, pid);
+    return blob;
+}
+
 } // namespace
 
 void fuse_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi) {
@@ -30,21 +50,15 @@ void fuse_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file
     if (size == 0) return static_cast<void>(fuse_reply_buf(req, nullptr, 0));
     auto* of = reinterpret_cast<OpenFile*>(fi->fh);
     index::NodeId id = fs.index.id_of(*n);
-    cache::BlobRef blob;
-    // --kernel-opens: no OPEN reaches us, so a file's first READ stands for
-    // its open (the engine drops files' pages after use while a job is
-    // registered, so every open of a sample comes with a READ at 0).
-    // --opens fanotify: opens are told apart; a READ at 0 without an open
-    // of ours says the kernel lacked the file's first page.
-    if (off_u == 0 && fs.options.kernel_opens)
-        blob = fs.engine->opened(id, static_cast<uint32_t>(fuse_req_ctx(req)->pid));
-    else if (off_u == 0 && !of && fs.open_watch)
-        fs.engine->read_from_start(id);
-    // A job whose samples are byte ranges of this file is followed by its READs.
-    fs.engine->read_range(id, off_u, size, static_cast<uint32_t>(fuse_req_ctx(req)->pid));
-    if (!fs.engine->tiered(*n)) {
-        if (fs.engine->chunked(id)) return chunk_read(req, fs, id, size, off_u);
+    cache::BlobRef blob = tell_engine(req, fs, of, id, off_u, size);
+    switch (fs.engine->source(*n)) {
+    case prefetch::ReadSource::chunks:
+        return chunk_read(req, fs, id, size, off_u);
+    case prefetch::ReadSource::backing:
+    case prefetch::ReadSource::passthrough: // this kernel could not, or a READ without an OPEN
         return read_through(req, fs, *n, of, size, off);
+    case prefetch::ReadSource::tiers:
+        break;
     }
 
     if (!blob) {

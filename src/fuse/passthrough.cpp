@@ -27,6 +27,33 @@ void Passthrough::stop(const std::string& why) {
              why.c_str());
 }
 
+#if CLAIRFS_HAVE_PASSTHROUGH
+namespace {
+
+// The backing file opened within --io-timeout, as a READ's backing open
+// is: a hung shared file system fails this OPEN with EIO, not the FUSE
+// thread. The descriptor, or -errno.
+int open_backing(Filesystem& fs, const index::Node& n) {
+    struct Call {
+        cache::BackingStore* store;
+        const index::Node* node;
+        int fd = -1;
+    };
+    auto c = std::make_shared<Call>(Call{&fs.engine->backing(), &n});
+    if (!fs.engine->backing_calls().run({[c] { c->fd = c->store->open_verified(*c->node); },
+                                         [c] {
+                                             if (c->fd >= 0) sys::close(c->fd);
+                                             c->fd = -1;
+                                         }})) {
+        fs.engine->note_io_timeout(n);
+        return -EIO;
+    }
+    return c->fd;
+}
+
+} // namespace
+#endif
+
 int32_t Passthrough::open(fuse_req_t req, Filesystem& fs, const index::Node& n,
                           index::NodeId id) {
     {
@@ -42,27 +69,12 @@ int32_t Passthrough::open(fuse_req_t req, Filesystem& fs, const index::Node& n,
     }
     if (!on()) return 0;
 #if CLAIRFS_HAVE_PASSTHROUGH
-    // Opened within --io-timeout, as a READ's backing open is: a hung
-    // shared file system fails this OPEN with EIO, not the FUSE thread.
-    struct Call {
-        cache::BackingStore* store;
-        const index::Node* node;
-        int fd = -1;
-    };
-    auto c = std::make_shared<Call>(Call{&fs.engine->backing(), &n});
-    if (!fs.engine->backing_calls().run({[c] { c->fd = c->store->open_verified(*c->node); },
-                                         [c] {
-                                             if (c->fd >= 0) sys::close(c->fd);
-                                             c->fd = -1;
-                                         }})) {
-        fs.engine->note_io_timeout(n);
-        return -EIO;
-    }
-    if (c->fd < 0) return c->fd;
+    const int fd = open_backing(fs, n);
+    if (fd < 0) return fd;
     errno = 0;
-    int32_t backing = fuse_passthrough_open(req, c->fd);
+    int32_t backing = fuse_passthrough_open(req, fd);
     const int err = errno;
-    sys::close(c->fd); // the kernel holds its own reference
+    sys::close(fd); // the kernel holds its own reference
     if (backing <= 0) {
         fallbacks_.fetch_add(1, std::memory_order_relaxed);
         stop(std::string("the kernel refused a backing file (") +
@@ -70,21 +82,31 @@ int32_t Passthrough::open(fuse_req_t req, Filesystem& fs, const index::Node& n,
              (err == EPERM ? ": passthrough needs CAP_SYS_ADMIN" : "") + ")");
         return 0;
     }
-    int32_t unused = 0;
-    {
-        std::lock_guard lk(mu_);
-        auto [it, fresh] = open_.try_emplace(id, Backing{backing, 0});
-        if (!fresh) unused = backing; // a concurrent open got there first
-        ++it->second.opens;
-        backing = it->second.id;
-    }
-    if (unused) fuse_passthrough_close(req, unused);
-    opens_.fetch_add(1, std::memory_order_relaxed);
-    return backing;
+    return adopt(req, id, backing);
 #else
     (void)req, (void)fs, (void)n;
     return 0;
 #endif
+}
+
+// A concurrent open of the same file may have got an id first: the file
+// keeps that one, and this one is closed.
+int32_t Passthrough::adopt(fuse_req_t req, index::NodeId id, int32_t backing) {
+    int32_t unused = 0;
+    {
+        std::lock_guard lk(mu_);
+        auto [it, fresh] = open_.try_emplace(id, Backing{backing, 0});
+        if (!fresh) unused = backing;
+        ++it->second.opens;
+        backing = it->second.id;
+    }
+#if CLAIRFS_HAVE_PASSTHROUGH
+    if (unused) fuse_passthrough_close(req, unused);
+#else
+    (void)req, (void)unused;
+#endif
+    opens_.fetch_add(1, std::memory_order_relaxed);
+    return backing;
 }
 
 void Passthrough::release(fuse_req_t req, index::NodeId id) {

@@ -16,6 +16,61 @@ bool gone(uint32_t pid) {
     return kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
 }
 
+// How the tracker follows the loader: its batches and workers, how far a
+// search for its seed may look, and how far off its opens may land.
+track::TrackerOptions tracker_options(const plan::Job& job, uint64_t max_offset, uint32_t n) {
+    const order::JobSpec& spec = job.spec;
+    track::TrackerOptions topt;
+    topt.layout = {spec.batch_size, spec.num_workers};
+    topt.prefetch_factor = spec.prefetch_factor;
+    topt.resync_max = max_offset;
+    // Past what resync_draws asks, the deep search covers a model's
+    // initialisation between manual_seed and the loader.
+    if (max_offset > 0 && job.pre_draws_max > max_offset + 1 && plan::deep_searchable(spec, n))
+        topt.deep_last = job.pre_draws_max - 1;
+    if (spec.framework == order::Framework::tensorflow) {
+        // tf.data's parallel map starts reads in order, several at once,
+        // and they finish in any order: one read stuck behind a slow open
+        // lets the others run on. Ahead of the cursor an open lands within
+        // the reads in flight; behind it, a straggler was seen 34 positions
+        // back on two cores (AUTOTUNE's parallelism is not bounded by the
+        // cores). Behind costs nothing to widen: a position matches once.
+        uint32_t cores = std::max(1U, std::thread::hardware_concurrency());
+        topt.slack = std::max(spec.batch_size, 2 * cores);
+        topt.behind = std::max({4 * spec.batch_size, 32 * cores, 128U});
+        topt.keys_hint = "is the seed, global_seed, batch_size, shuffle_buffer, validation_split "
+                         "or keras_version different from the job's";
+    }
+    if (!job.dataset.ranges.empty()) {
+        topt.sample_nodes.assign(n, 1);
+        // A sample whose pages the kernel still holds makes no READ: a
+        // worker's cursor passes over a few batches of them (three pushed
+        // ahead, and more a pread's readahead brought in: with four, one
+        // h5py run in three lost its reader for a READ or two an epoch).
+        topt.slack = 8 * spec.batch_size;
+        topt.next_at_end = true;
+    }
+    return topt;
+}
+
+// The files whose opens are the loader's. A validation_split subset reads
+// only its own files: the training and validation loaders of one Keras job
+// share a root, and each open must reach the loader whose subset holds the
+// file.
+std::vector<uint8_t> covered_files(const plan::Job& job, const index::Index& idx, uint32_t n) {
+    std::vector<uint8_t> covers(idx.size(), 0);
+    auto cover = [&](const layout::Sample& s) {
+        if (index::NodeId id = layout::opened_node(idx, s); id != layout::no_node) covers[id] = 1;
+    };
+    if (job.spec.framework == order::Framework::tensorflow) {
+        order::TfEpochs tf(job.spec, n);
+        for (order::Sample s : tf.input()) cover(job.dataset.samples[s]);
+    } else {
+        for (const layout::Sample& s : job.dataset.samples) cover(s);
+    }
+    return covers;
+}
+
 LoaderRun make_loader(std::shared_ptr<const plan::Job> job, const index::Index& idx) {
     LoaderRun l;
     l.job = std::move(job);
@@ -40,56 +95,15 @@ LoaderRun make_loader(std::shared_ptr<const plan::Job> job, const index::Index& 
         else
             resyncs.emplace_back();
     }
-    track::TrackerOptions topt;
-    topt.layout = {spec.batch_size, spec.num_workers};
-    topt.prefetch_factor = spec.prefetch_factor;
-    topt.resync_max = max_offset;
-    // Past what resync_draws asks, the deep search covers a model's
-    // initialisation between manual_seed and the loader.
-    if (max_offset > 0 && l.job->pre_draws_max > max_offset + 1 && plan::deep_searchable(spec, n))
-        topt.deep_last = l.job->pre_draws_max - 1;
-    if (spec.framework == order::Framework::tensorflow) {
-        // tf.data's parallel map starts reads in order, several at once,
-        // and they finish in any order: one read stuck behind a slow open
-        // lets the others run on. Ahead of the cursor an open lands within
-        // the reads in flight; behind it, a straggler was seen 34 positions
-        // back on two cores (AUTOTUNE's parallelism is not bounded by the
-        // cores). Behind costs nothing to widen: a position matches once.
-        uint32_t cores = std::max(1U, std::thread::hardware_concurrency());
-        topt.slack = std::max(spec.batch_size, 2 * cores);
-        topt.behind = std::max({4 * spec.batch_size, 32 * cores, 128U});
-        topt.keys_hint = "is the seed, global_seed, batch_size, shuffle_buffer, validation_split "
-                         "or keras_version different from the job's";
-    }
+    track::TrackerOptions topt = tracker_options(*l.job, max_offset, n);
     if (!l.job->dataset.ranges.empty()) {
-        // Followed by its READs (range_follow.hpp), not by opens: `covers`
-        // stays empty, so no open is routed to it.
+        // Followed by its READs (chunks/range_follow.hpp), not by opens:
+        // `covers` stays empty, so no open is routed to it.
         l.ranges = std::make_unique<RangeFollow>(l.job->dataset);
-        topt.sample_nodes.assign(n, 1);
-        // A sample whose pages the kernel still holds makes no READ: a
-        // worker's cursor passes over a few batches of them (three pushed
-        // ahead, and more a pread's readahead brought in: with four, one
-        // h5py run in three lost its reader for a READ or two an epoch).
-        topt.slack = 8 * spec.batch_size;
-        topt.next_at_end = true;
-        l.tracker = std::make_unique<track::Tracker>(l.job->ranks, std::move(sources),
-                                                     std::move(resyncs), std::move(topt));
-        return l;
-    }
-    l.covers.assign(idx.size(), 0);
-    auto cover = [&](const layout::Sample& s) {
-        if (index::NodeId id = layout::opened_node(idx, s); id != layout::no_node) l.covers[id] = 1;
-    };
-    if (spec.framework == order::Framework::tensorflow) {
-        // A validation_split subset reads only its own files: the training
-        // and validation loaders of one Keras job share a root, and each
-        // open must reach the loader whose subset holds the file.
-        order::TfEpochs tf(spec, n);
-        for (order::Sample s : tf.input()) cover(l.job->dataset.samples[s]);
     } else {
-        for (const layout::Sample& s : l.job->dataset.samples) cover(s);
+        l.covers = covered_files(*l.job, idx, n);
+        topt.sample_nodes = l.covers;
     }
-    topt.sample_nodes = l.covers;
     l.tracker = std::make_unique<track::Tracker>(l.job->ranks, std::move(sources),
                                                  std::move(resyncs), std::move(topt));
     return l;

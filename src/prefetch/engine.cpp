@@ -32,30 +32,6 @@ size_t queue_depth(unsigned threads) {
 
 } // namespace
 
-EngineOptions Engine::split_budget(const index::Index& idx, EngineOptions opt) {
-    if (opt.max_file == 0) opt.max_file = opt.mem / 16;
-    opt.chunk_mem = 0;
-    if (opt.mem == 0 || opt.chunk_size == 0) return opt;
-    uint64_t whole = 0, large = 0;
-    for (index::NodeId id = 0; id < idx.size(); ++id) {
-        const index::Node& n = idx.node(id);
-        if (!S_ISREG(n.mode)) continue;
-        (n.size > opt.max_file ? large : whole) += n.size;
-    }
-    if (large == 0) return opt;
-    auto share = static_cast<uint64_t>(static_cast<double>(opt.mem) * static_cast<double>(large) /
-                                       static_cast<double>(large + whole));
-    // At least room to read one file ahead (8 chunks, or the large files
-    // whole if less), but never more than half for that floor: one stray
-    // archive beside a million JPEGs must not halve the JPEGs' RAM.
-    uint64_t floor = std::min({large, uint64_t{8} * opt.chunk_size, opt.mem / 2});
-    uint64_t chunk_mem = whole == 0 ? opt.mem : std::max(share, floor);
-    if (chunk_mem < uint64_t{4} * opt.chunk_size) return opt; // too small to read ahead into
-    opt.chunk_mem = chunk_mem;
-    opt.mem -= chunk_mem;
-    return opt;
-}
-
 Engine::Engine(const index::Index& idx, int backing_fd, EngineOptions opt)
     : index_(idx), opt_(split_budget(idx, opt)), backing_(idx, backing_fd),
       // Room for every FUSE thread plus as many stuck in hung reads.
@@ -304,6 +280,17 @@ bool Engine::tiered(const index::Node& n) const {
     return tiered_size(opt_, n.size);
 }
 
+ReadSource Engine::source(const index::Node& n) const {
+    if (tiered(n)) return ReadSource::tiers;
+    // Not passed through: a file held by chunk's READs are what fill the tiers.
+    if (chunked(index_.id_of(n))) return ReadSource::chunks;
+    return n.size > opt_.passthrough_above ? ReadSource::passthrough : ReadSource::backing;
+}
+
+void Engine::attach_chunk_ssd(std::unique_ptr<cache::Tier> ssd) {
+    if (chunks_) chunks_->attach_ssd(std::move(ssd));
+}
+
 std::shared_ptr<const Engine::Jobs> Engine::jobs() const {
     return table_->jobs();
 }
@@ -325,37 +312,39 @@ cache::BlobRef Engine::opened(index::NodeId id, uint32_t pid) {
         if (!registered) observe_(id, pid);
     }
     page_->opened(id, registered);
-    if (registered) {
-        // Following the jobs is an optimisation: if it fails, the open
-        // still succeeds and the jobs are no longer predicted.
-        track::Observation o;
-        if (auto why = sys::contained("following an open",
-                                      [&] { o = table_->route_open(*jobs, id, pid); });
-            !why.empty())
-            for (const auto& j : *jobs)
-                for (auto& l : j->loaders)
-                    l.tracker->abandon("following the job failed inside clairfs (" + why + ")");
-        // A file no job covers (a validation loader beside a detected
-        // training one): detection may want it. Looked at again under the
-        // lock activate() replays under, as above: a job that covers it may
-        // have gone live meanwhile, and then the open is that job's.
-        if (!o.matched && !o.deferred && observe_ &&
-            std::ranges::none_of(*jobs, [&](const auto& j) { return j->covering(id); })) {
-            std::lock_guard lk(observe_mu_);
-            auto now = this->jobs();
-            if (now == jobs || std::ranges::none_of(*now, [&](const auto& j) {
-                    return j->covering(id);
-                }))
-                observe_(id, pid);
-            else
-                sys::contained("following an open", [&] { o = table_->route_open(*now, id, pid); });
-        }
-        if (o.matched) sched_->matched_open(o.new_epoch);
-    }
+    if (registered) follow_open(jobs, id, pid);
     const index::Node& node = index_.node(id);
     if (!tiered(node)) return nullptr;
     page_->tiered_open(id, node.size);
     return ram_.get(id);
+}
+
+void Engine::follow_open(const std::shared_ptr<const Jobs>& jobs, index::NodeId id, uint32_t pid) {
+    // Following the jobs is an optimisation: if it fails, the open still
+    // succeeds and the jobs are no longer predicted.
+    track::Observation o;
+    if (auto why = sys::contained("following an open",
+                                  [&] { o = table_->route_open(*jobs, id, pid); });
+        !why.empty())
+        for (const auto& j : *jobs)
+            for (auto& l : j->loaders)
+                l.tracker->abandon("following the job failed inside clairfs (" + why + ")");
+    auto covered = [id](const Jobs& js) {
+        return std::ranges::any_of(js, [&](const auto& j) { return j->covering(id); });
+    };
+    // A file no job covers (a validation loader beside a detected training
+    // one): detection may want it. Looked at again under the lock
+    // activate() replays under, as in opened(): a job that covers it may
+    // have gone live meanwhile, and then the open is that job's.
+    if (!o.matched && !o.deferred && observe_ && !covered(*jobs)) {
+        std::lock_guard lk(observe_mu_);
+        auto now = this->jobs();
+        if (now == jobs || !covered(*now))
+            observe_(id, pid);
+        else
+            sys::contained("following an open", [&] { o = table_->route_open(*now, id, pid); });
+    }
+    if (o.matched) sched_->matched_open(o.new_epoch);
 }
 
 int Engine::bytes_of(index::NodeId id, cache::BlobRef& out) {

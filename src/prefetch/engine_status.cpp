@@ -15,32 +15,10 @@
 
 namespace clairfs::prefetch {
 
-
 void Engine::status(nlohmann::json& out) const {
     table_->status(out);
-    cache::BackingStats b = backing_.stats();
-    out["backing"] = {{"reads", b.reads},
-                      {"bytes", b.bytes},
-                      {"files", b.files},
-                      {"errors", b.errors},
-                      {"stale", b.stale}};
-    cache::TierStats r = ram_.stats();
-    out["ram"] = {{"bytes", r.bytes},       {"capacity", r.capacity},
-                  {"files", r.entries},     {"hits", r.hits},
-                  {"misses", r.misses},     {"evictions", r.evictions},
-                  {"rejected", r.rejected}, {"max_file", opt_.mem ? opt_.max_file : 0}};
-    if (const cache::BlobArena* arena = cache::BlobArena::installed()) {
-        cache::BlobArenaStats a = arena->stats();
-        out["ram"]["arena"] = {
-            {"capacity", a.capacity}, {"used", a.used}, {"overflows", a.overflows}};
-    }
-    // Opens a direct read would each have paid with a backing read, less
-    // the backing reads clairfs made (prefetches and stage-in included).
-    uint64_t tiered_opens = page_->tiered_opens();
-    out["backing"]["saved_reads"] = tiered_opens > b.files ? tiered_opens - b.files : 0;
-    // The same in bytes, taking each open as a read of the whole file.
-    uint64_t open_bytes = page_->tiered_open_bytes();
-    out["backing"]["saved_bytes"] = open_bytes > b.bytes ? open_bytes - b.bytes : 0;
+    backing_status(out["backing"]);
+    ram_status(out["ram"]);
     if (ssd_) ssd_status(out["ssd"]);
     if (chunks_) {
         chunks_->status(out["chunks"]);
@@ -62,6 +40,31 @@ void Engine::status(nlohmann::json& out) const {
     sched_->status(out["prefetch"]);
     page_->status(out);
     group_->status(out);
+}
+
+void Engine::backing_status(nlohmann::json& out) const {
+    cache::BackingStats b = backing_.stats();
+    out = {{"reads", b.reads}, {"bytes", b.bytes}, {"files", b.files}, {"errors", b.errors},
+           {"stale", b.stale}};
+    // Opens a direct read would each have paid with a backing read, less
+    // the backing reads clairfs made (prefetches and stage-in included).
+    uint64_t tiered_opens = page_->tiered_opens();
+    out["saved_reads"] = tiered_opens > b.files ? tiered_opens - b.files : 0;
+    // The same in bytes, taking each open as a read of the whole file.
+    uint64_t open_bytes = page_->tiered_open_bytes();
+    out["saved_bytes"] = open_bytes > b.bytes ? open_bytes - b.bytes : 0;
+}
+
+void Engine::ram_status(nlohmann::json& out) const {
+    cache::TierStats r = ram_.stats();
+    out = {{"bytes", r.bytes},       {"capacity", r.capacity},
+           {"files", r.entries},     {"hits", r.hits},
+           {"misses", r.misses},     {"evictions", r.evictions},
+           {"rejected", r.rejected}, {"max_file", opt_.mem ? opt_.max_file : 0}};
+    if (const cache::BlobArena* arena = cache::BlobArena::installed()) {
+        cache::BlobArenaStats a = arena->stats();
+        out["arena"] = {{"capacity", a.capacity}, {"used", a.used}, {"overflows", a.overflows}};
+    }
 }
 
 void Engine::ssd_status(nlohmann::json& out) const {

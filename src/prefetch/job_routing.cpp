@@ -141,20 +141,24 @@ bool JobTable::claim(const ActiveJob& job, uint32_t pid) {
     return true;
 }
 
+namespace {
+
+bool has_workers(const ActiveJob& j) {
+    return std::ranges::any_of(j.loaders,
+                               [](const LoaderRun& l) { return l.job->spec.num_workers > 0; });
+}
+
+} // namespace
+
 track::Observation JobTable::route_open(const Jobs& jobs, index::NodeId id, uint32_t tid) {
     auto [pid, ppid] = process_of(tid);
-    auto workers = [](const ActiveJob& j) {
-        for (const LoaderRun& l : j.loaders)
-            if (l.job->spec.num_workers > 0) return true;
-        return false;
-    };
-    auto run = [&](const std::shared_ptr<ActiveJob>& j, track::ObserveMode mode) {
-        track::Observation o = observe_in(*j, id, pid, ppid, mode);
-        if (o.matched) bind(j, pid, ppid, workers(*j));
+    auto run = [&](const std::shared_ptr<ActiveJob>& j) {
+        track::Observation o = observe_in(*j, id, pid, ppid, track::ObserveMode::normal);
+        if (o.matched) bind(j, pid, ppid, has_workers(*j));
         return o;
     };
     std::shared_ptr<ActiveJob> owner = jobs.size() == 1 ? jobs.front() : bound_job(pid, ppid);
-    if (owner && owner->covering(id)) return run(owner, track::ObserveMode::normal);
+    if (owner && owner->covering(id)) return run(owner);
     // A process bound to a job that opens a file only another job covers:
     // one script's loader process forks the workers of two jobs (a
     // training and a validation loader detected as jobs of their own), so
@@ -171,21 +175,26 @@ track::Observation JobTable::route_open(const Jobs& jobs, index::NodeId id, uint
         other_opens_.fetch_add(1, std::memory_order_relaxed);
         return {};
     }
-    if (covering.size() == 1) return run(covering.front(), track::ObserveMode::normal);
-    // An unclaimed process: the open goes to the one job whose current
-    // epoch it fits (track::ObserveMode::this_epoch: a job's next epoch is
-    // begun by its own processes), and the process becomes that job's once
-    // its opens kept fitting it alone. An open that fits several jobs of
-    // one order (one seed's sweep) is taken by the first, claiming nothing;
-    // one that fits jobs whose orders differ says nothing of whose it is,
-    // and is taken by none: told to one of them it would move that job's
-    // cursors with another job's reader (as READs did: follow_read).
+    if (covering.size() == 1) return run(covering.front());
+    return route_unclaimed(covering, id, pid, ppid);
+}
+
+// An unclaimed process: the open goes to the one job whose current
+// epoch it fits (track::ObserveMode::this_epoch: a job's next epoch is
+// begun by its own processes), and the process becomes that job's once
+// its opens kept fitting it alone. An open that fits several jobs of
+// one order (one seed's sweep) is taken by the first, claiming nothing;
+// one that fits jobs whose orders differ says nothing of whose it is,
+// and is taken by none: told to one of them it would move that job's
+// cursors with another job's reader (as READs did: follow_read).
+track::Observation JobTable::route_unclaimed(const Jobs& covering, index::NodeId id, uint32_t pid,
+                                             uint32_t ppid) {
     std::vector<std::shared_ptr<ActiveJob>> fits;
     for (const auto& j : covering)
         if (j->fits_this_epoch(id, pid, ppid)) fits.push_back(j);
     if (fits.size() == 1) {
         track::Observation o = observe_in(*fits[0], id, pid, ppid, track::ObserveMode::this_epoch);
-        if (o.matched && claim(*fits[0], pid)) bind(fits[0], pid, ppid, workers(*fits[0]));
+        if (o.matched && claim(*fits[0], pid)) bind(fits[0], pid, ppid, has_workers(*fits[0]));
         return o;
     }
     if (fits.size() > 1) {

@@ -48,7 +48,17 @@ public:
     std::vector<std::string> ids() const;
     size_t active() const;
     bool is_active(const std::string& id) const;
+    // The processes of job `id` still running: those whose opens were its,
+    // and its loader process (bind_loader). Empty when no active job has
+    // that id, when no process is its yet, or when none of them runs any
+    // more (the scheduler retires it soon). Probes each with signal 0: no
+    // I/O, and no lock held meanwhile.
     std::vector<uint32_t> live_processes(const std::string& id) const;
+    // Job `id`'s loader process is the one thread `tid` belongs to (its
+    // registration said "from_loader" and this thread wrote it): its opens
+    // and READs, and its workers', are that job's from the first, with no
+    // claim to earn. Two jobs of one seed read one order, and only their
+    // processes tell their reads apart. False if no active job has that id.
     bool bind_loader(const std::string& id, uint32_t tid);
     track::Mode mode() const;
 
@@ -56,6 +66,9 @@ public:
     Process process_of(uint32_t tid);
     // Which job an open belongs to, and telling its tracker.
     track::Observation route_open(const Jobs& jobs, index::NodeId id, uint32_t tid);
+    // An open of a file several jobs cover, by a process none has claimed.
+    track::Observation route_unclaimed(const Jobs& covering, index::NodeId id, uint32_t pid,
+                                       uint32_t ppid);
     std::shared_ptr<ActiveJob> bound_job(uint32_t pid, uint32_t ppid);
     void bind(const std::shared_ptr<ActiveJob>& job, uint32_t pid, uint32_t ppid, bool workers);
     // Another open (or READ) of `pid` that fit `job` alone: whether it is now the job's.

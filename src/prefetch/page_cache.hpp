@@ -31,8 +31,16 @@ namespace clairfs::prefetch {
 
 class PageCache {
 public:
-    // Engine::set_pusher, set_dropper, set_invalidator and set_room_probe
-    // say what each does; set before the engine starts.
+    // Set before the engine starts. The pusher copies a file's bytes into
+    // the kernel's pages of its inode (FUSE_NOTIFY_STORE). The dropper
+    // drops them (FUSE_NOTIFY_INVAL_INODE) under --kernel-opens: the first
+    // READ of a file then stands for its open, and a file whose pages
+    // outlived its last use would be read again without a READ, unseen by
+    // the tracker; while a job is registered every file read is dropped
+    // soon after (ReadDrops). The invalidator is the same notification for
+    // evicting a file handed over to the kernel (--handover): its pages are
+    // the tier's copy. The room probe weighs the page cache's room for
+    // --one-copy auto. Each returns 0 or -errno.
     using Pusher = std::function<int(index::NodeId id, const cache::Blob& bytes)>;
     using Dropper = std::function<int(index::NodeId id)>;
     using RoomProbe = std::function<uint64_t()>;
@@ -54,15 +62,44 @@ public:
     // An open of a file the tiers take: the open clock that tells whether a
     // file was pushed since its last open.
     void tiered_open(index::NodeId id, uint64_t size);
+    // At an OPEN, with the bytes Engine::opened() pinned (null if the RAM
+    // tier lacks them): pushes them into the kernel's page cache before the
+    // reply, so the job's reads find every page there and make no READ,
+    // and no GETATTR either (each READ invalidates the inode's atime, which
+    // the next fstat then asks the daemon for). Not while the kernel is
+    // seen to keep the files it had (3 in 4 of the watched opens lately
+    // needed no READ): a push would copy over pages it holds. 1 open in 16
+    // is watched rather than pushed, to keep seeing that. With --one-copy
+    // the kernel cannot have kept a file the tier holds (its last release
+    // dropped the pages), so every such open is pushed.
     OpenPush push_on_open(index::NodeId id, const cache::BlobRef& bytes);
+    // An open of a tiered file was released after its READs returned
+    // `served` bytes of it: if that is the whole file, the kernel's page
+    // cache holds it, and the RAM tier may hand it over. `how` is what
+    // push_on_open() did at that open: a watched open that needed no READ
+    // shows the kernel kept the file since it last had it. Called for every
+    // OPEN that push_on_open() saw, also one whose reply failed: with
+    // --one-copy it is the last release of a file the RAM tier holds that
+    // drops the kernel's pages of it. After the reply: the drop waits on
+    // the file's page locks.
     void released(index::NodeId id, uint64_t served, OpenPush how);
+    // --opens fanotify (fuse/open_watch.hpp): an open the kernel made by
+    // itself, told after the fact, on the watcher's thread.
     void watched_open(index::NodeId id);
+    // Its close: whether the file's pages should leave the kernel's page
+    // cache now (--one-copy, the last close of a file the RAM tier holds).
+    // The caller then drops them itself, without touching the attributes
+    // as FUSE_NOTIFY_INVAL_INODE would, and tells close_dropped().
     bool watched_close(index::NodeId id);
     void close_dropped(bool ok) { one_copy_.count_drop(ok); }
+    // --opens fanotify: a READ at offset 0, so the kernel lacked the file's
+    // first page at this open (it dropped the file, or was never given it).
     void read_from_start(index::NodeId id);
+    // The kernel forgot the file's inode, and its pages with it.
     void forgotten(index::NodeId id);
     // A READ asks the tier for the file: if the kernel was handed it, it
-    // dropped its pages.
+    // dropped (some of) its pages: counted, and the bytes come from the SSD
+    // tier or the backing store again.
     void reading(index::NodeId id);
 
     // --- fetch threads --------------------------------------------------

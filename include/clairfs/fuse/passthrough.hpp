@@ -46,6 +46,7 @@ public:
     void status(nlohmann::json& out) const;
 
 private:
+    int32_t adopt(fuse_req_t req, index::NodeId id, int32_t backing);
     struct Backing {
         int32_t id = 0;
         uint32_t opens = 0;

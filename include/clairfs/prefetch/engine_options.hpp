@@ -9,6 +9,10 @@
 #include <chrono>
 #include <cstdint>
 
+namespace clairfs::index {
+class Index;
+}
+
 namespace clairfs::prefetch {
 
 struct EngineOptions {
@@ -52,8 +56,15 @@ struct EngineOptions {
     // bytes (prefetch/chunk_store.hpp); 0 reads them through range by range.
     uint32_t chunk_size = 0;
     // The part of `mem` their chunks take, set by the engine from the
-    // dataset (Engine::split_budget); `mem` is then the rest.
+    // dataset (split_budget); `mem` is then the rest.
     uint64_t chunk_mem = 0;
+    // Files neither the tiers nor the chunks take, when larger than this
+    // (--max-read: one READ), are read by the kernel from the backing file
+    // itself (FUSE passthrough) where it can: a passthrough open costs a
+    // backing open at every OPEN (~45 us here), a smaller file one READ
+    // round trip, or none while the mount's page cache keeps it
+    // (bench/RESULTS.md, "Passthrough").
+    uint64_t passthrough_above = UINT64_MAX;
 };
 
 // Whether the tiers take a file of `size` bytes whole (Engine::tiered):
@@ -61,6 +72,22 @@ struct EngineOptions {
 constexpr bool tiered_size(const EngineOptions& opt, uint64_t size) {
     return opt.mem > 0 && size <= opt.max_file;
 }
+
+// Splits --mem between whole files and chunks, in proportion to the
+// dataset's bytes in each (chunks get at least 8 chunks, or the large
+// files' bytes if less, but not above half of --mem for that; none at all
+// if that is under 4 chunks); fixes max_file. The engine applies it to the
+// options it is given.
+EngineOptions split_budget(const index::Index& idx, EngineOptions opt);
+
+// Where a file's READs are served from: Engine::source decides it, for the
+// OPEN and each READ alike, and the FUSE side only carries it out.
+enum class ReadSource : uint8_t {
+    tiers,       // whole, from the RAM and SSD tiers (Engine::bytes_of)
+    chunks,      // by chunk (ChunkStore), held and read ahead
+    backing,     // read through to the backing store, range by range
+    passthrough, // by the kernel from the backing file; as backing where it cannot
+};
 
 // What an OPEN did about the kernel's page cache (PageCache::push_on_open),
 // for its RELEASE to learn from.

@@ -390,29 +390,44 @@ void RangeJobs::push(const Jobs& jobs, const Snaps& snaps) {
 // is covered. Each round walks from the cursors again: the window moves
 // with the readers, and a chunk whose sample the page cache served is
 // simply left behind for LRU to evict.
-void RangeJobs::prefetch(const Jobs& jobs, const Snaps& snaps) {
-    if (!chunks_ || table_.range_loaders() == 0) return;
-    const ChunkMap& map = chunks_->map();
-    const uint64_t budget = chunks_->ram_capacity() / 2;
-    uint64_t walked = 0;
-    ChunkId last_walked = no_chunk;
-    // Queues the chunks of one sample; false once the budget is spent.
-    auto want = [&](const RangeFollow& rf, index::NodeId sample, uint64_t epoch) {
+namespace {
+
+// The chunks of the samples wanted, each walked once, queued for prefetch
+// until the chunks walked (held or not) fill the budget.
+class ChunkWalk {
+public:
+    ChunkWalk(ChunkStore& chunks, uint64_t budget) : chunks_(chunks), budget_(budget) {}
+    // Queues the chunks of one sample of `epoch`; false once the budget is spent.
+    bool want(const RangeFollow& rf, index::NodeId sample, uint64_t epoch) {
         if (sample == layout::no_node) return true;
         // In the page cache already: its chunks are no longer needed.
         if (rf.pushed_for(sample, static_cast<uint32_t>(epoch + 1))) return true;
         const layout::ByteRange& r = rf.range(sample);
+        const ChunkMap& map = chunks_.map();
         if (!map.covers(r.node)) return true; // held whole: its first READ fetches it
         ChunkId last = map.chunk_at(r.node, r.offset + r.length - 1);
         for (ChunkId c = map.chunk_at(r.node, r.offset); c <= last; ++c) {
-            if (c == last_walked) continue; // neighbours share a chunk
-            last_walked = c;
-            walked += map.range(c).length;
-            if (walked > budget) return false;
-            chunks_->prefetch(c);
+            if (c == last_walked_) continue; // neighbours share a chunk
+            last_walked_ = c;
+            walked_ += map.range(c).length;
+            if (walked_ > budget_) return false;
+            chunks_.prefetch(c);
         }
         return true;
-    };
+    }
+
+private:
+    ChunkStore& chunks_;
+    const uint64_t budget_;
+    uint64_t walked_ = 0;
+    ChunkId last_walked_ = no_chunk;
+};
+
+} // namespace
+
+void RangeJobs::prefetch(const Jobs& jobs, const Snaps& snaps) {
+    if (!chunks_ || table_.range_loaders() == 0) return;
+    ChunkWalk walk(*chunks_, chunks_->ram_capacity() / 2);
     // Stops at the first sample the budget has no room for: what comes
     // after is due later.
     each_ranges_loader(jobs, snaps, [&](LoaderRun& l, const track::Snapshot& snap) {
@@ -427,13 +442,13 @@ void RangeJobs::prefetch(const Jobs& jobs, const Snaps& snaps) {
                     uint64_t p = wl.position(w, r.cursors[w] + s);
                     if (p >= cur.size()) continue;
                     ++left;
-                    if (!want(*l.ranges, cur.nodes[p], cur.epoch)) return false;
+                    if (!walk.want(*l.ranges, cur.nodes[p], cur.epoch)) return false;
                 }
             }
             // The epoch ends within the lead: the next one begins it.
             if (left < lead * wl.streams() && r.next && !r.finished)
                 for (uint64_t p = 0; p < r.next->size() && p < lead; ++p)
-                    if (!want(*l.ranges, r.next->nodes[p], r.next->epoch)) return false;
+                    if (!walk.want(*l.ranges, r.next->nodes[p], r.next->epoch)) return false;
         }
         return true;
     });
