@@ -95,8 +95,8 @@ Detector::Detector(const index::Index& idx, DetectorOptions opt, Apply apply,
                    DropFinished drop_finished)
     : idx_(idx), opt_(std::move(opt)), apply_(std::move(apply)),
       drop_finished_(std::move(drop_finished)),
-      chain_burst_left_s_(opt_.cpu_share * opt_.chain_burst_window_s),
       budget_(opt_.cpu_share, opt_.cpu_window_s, steady_seconds()) {
+    chain_.burst_left_s = opt_.cpu_share * opt_.chain_burst_window_s;
     opt_.search.cancel = &cancel_;
 }
 
@@ -190,7 +190,7 @@ bool Detector::next_batch(std::deque<std::pair<index::NodeId, uint32_t>>& batch,
     if (stop_) return false;
     was_reset = std::exchange(reset_, false);
     batch.swap(queue_);
-    if (was_reset && !broken_) state_ = "watching";
+    if (was_reset && !broken_) st_.state = "watching";
     return true;
 }
 
@@ -200,14 +200,14 @@ void Detector::start_over() {
     replay_opens_ = 0;
     candidates_.clear();
     pending_.reset();
-    chain_.reset();
-    chain_over_ = false;
-    chain_burst_left_s_ = opt_.cpu_share * opt_.chain_burst_window_s;
+    chain_.search.reset();
+    chain_.over = false;
+    chain_.burst_left_s = opt_.cpu_share * opt_.chain_burst_window_s;
     taken_roots_.clear();
     detected_jobs_ = 0;
     {
         std::lock_guard lk(mu_);
-        chain_state_.clear();
+        st_.chain_state.clear();
     }
     registered_ = false;
     opens_ = opens_at_search_ = epoch_worth_ = 0;
@@ -235,8 +235,8 @@ void Detector::judge() {
     LOG_WARN("job detection stopped: %s", why.c_str());
     broken_ = true; // never again this mount
     std::lock_guard lk(mu_);
-    state_ = "off";
-    last_result_ = "stopped by an internal error: " + why;
+    st_.state = "off";
+    st_.last_result = "stopped by an internal error: " + why;
 }
 
 void Detector::forget(std::map<uint32_t, Process>::iterator it) {
@@ -435,8 +435,8 @@ void Detector::round() {
             LOG_DEBUG("the job found stopped explaining the opens; searching again");
             pending_.reset();
             std::lock_guard lk(mu_);
-            state_ = "watching";
-            last_result_ = "a job was found but the next opens did not follow it";
+            st_.state = "watching";
+            st_.last_result = "a job was found but the next opens did not follow it";
         } else {
             pending_->job = *now;
             LOG_DEBUG("job detection: confirming, %llu opens of the fewest rank predicted",
@@ -465,7 +465,7 @@ bool Detector::deferred() {
         if (deferring_) {
             std::lock_guard lk(mu_);
             deferring_ = false;
-            deferred_until_ = 0;
+            st_.deferred_until = 0;
         }
         return false;
     }
@@ -474,9 +474,9 @@ bool Detector::deferred() {
     {
         std::lock_guard lk(mu_);
         first = !deferring_;
-        if (first) ++deferred_;
+        if (first) ++st_.deferred;
         deferring_ = true;
-        deferred_until_ = now + wait;
+        st_.deferred_until = now + wait;
     }
     if (first)
         LOG_DEBUG("job detection: a search is due but waits %.0f s: searches used their "
@@ -506,8 +506,8 @@ bool Detector::search_due() const {
 // Seconds until a chain slice may run: 0 now; a day if none is running.
 double Detector::chain_wait_s() const {
     constexpr double never = 86400;
-    if (!chain_ || pending_ || broken_) return never;
-    if (chain_burst_left_s_ > 0) return 0;
+    if (!chain_.search || pending_ || broken_) return never;
+    if (chain_.burst_left_s > 0) return 0;
     // Paid from the searches' share once the burst is spent, and only from
     // the top half of the account: a search due (new processes, a new
     // epoch) finds room at once, and costs milliseconds when it finds a
@@ -518,19 +518,21 @@ double Detector::chain_wait_s() const {
 }
 
 void Detector::chain_slice() {
-    const bool burst = chain_burst_left_s_ > 0;
+    const bool burst = chain_.burst_left_s > 0;
     std::vector<const Candidate*> used;
     std::vector<std::vector<order::ProcessOpens>> opens;
     std::vector<order::ChainTarget> targets = chain_targets(used, opens);
     cancel_ = false;
     const double cpu0 = thread_cpu_seconds();
     order::DetectStats stats;
-    auto found = chain_->step(targets, opt_.chain_slice, opt_.search.min_evidence, stats, &cancel_);
+    auto found =
+        chain_.search->step(targets, opt_.chain_slice, opt_.search.min_evidence, stats, &cancel_);
     pay_for_slice(burst, thread_cpu_seconds() - cpu0);
     if (found) return chain_found(*found, *used[found->target]);
-    if (chain_->done()) {
-        end_chain("no job along the global chains of " + std::to_string(chain_->seeds()) +
-                  " seeds (" + std::to_string(chain_->words()) + " words each) explains the opens");
+    if (chain_.search->done()) {
+        end_chain("no job along the global chains of " + std::to_string(chain_.search->seeds()) +
+                  " seeds (" + std::to_string(chain_.search->words()) +
+                  " words each) explains the opens");
     }
 }
 
@@ -557,19 +559,19 @@ Detector::chain_targets(std::vector<const Candidate*>& used,
 // A slice's CPU, from the burst while it lasts, else from the budget.
 void Detector::pay_for_slice(bool burst, double cpu) {
     if (burst) {
-        chain_burst_left_s_ -= cpu;
-        burst_spent_s_ += cpu;
+        chain_.burst_left_s -= cpu;
+        chain_.burst_spent_s += cpu;
     } else
         budget_.spend(cpu, steady_seconds());
     std::lock_guard lk(mu_);
-    chain_scanned_ = chain_->scanned();
-    chain_cpu_s_ += cpu;
-    search_cpu_total_s_ = budget_.spent_s() + burst_spent_s_;
-    chain_state_ = "searching";
+    st_.chain_scanned = chain_.search->scanned();
+    st_.chain_cpu_s += cpu;
+    st_.search_cpu_total_s = budget_.spent_s() + chain_.burst_spent_s;
+    st_.chain_state = "searching";
     // Searching while its burst lasts; then it goes on at the share of
     // the CPU searches keep to, while detection watches for new evidence.
-    if (state_ == "searching" || state_ == "watching")
-        state_ = chain_burst_left_s_ > 0 ? "searching" : "watching";
+    if (st_.state == "searching" || st_.state == "watching")
+        st_.state = chain_.burst_left_s > 0 ? "searching" : "watching";
 }
 
 void Detector::chain_found(const order::ChainFound& found, const Candidate& c) {
@@ -582,9 +584,9 @@ void Detector::chain_found(const order::ChainFound& found, const Candidate& c) {
                   static_cast<unsigned long long>(found.job.draw_offset));
     {
         std::lock_guard lk(mu_);
-        state_ = "confirming";
-        chain_state_ = "found";
-        last_result_ = what;
+        st_.state = "confirming";
+        st_.chain_state = "found";
+        st_.last_result = what;
     }
     LOG_DEBUG("job detection: %s", what);
     pending_ = std::make_unique<Pending>(
@@ -593,13 +595,13 @@ void Detector::chain_found(const order::ChainFound& found, const Candidate& c) {
 }
 
 void Detector::end_chain(const std::string& why) {
-    chain_.reset();
-    chain_over_ = true;
+    chain_.search.reset();
+    chain_.over = true;
     candidates_.clear();
     {
         std::lock_guard lk(mu_);
-        chain_state_ = "not found";
-        if (!why.empty() && state_ == "watching") last_result_ = why;
+        st_.chain_state = "not found";
+        if (!why.empty() && st_.state == "watching") st_.last_result = why;
     }
     if (!why.empty()) LOG_DEBUG("job detection: %s", why.c_str());
 }
@@ -614,7 +616,7 @@ bool Detector::search() {
     }
     {
         std::lock_guard lk(mu_);
-        state_ = "searching";
+        st_.state = "searching";
     }
     cancel_ = false;
     double cpu0 = thread_cpu_seconds();
@@ -630,7 +632,7 @@ bool Detector::search() {
         if (c.dataset) epoch_worth_ = std::max<uint64_t>(epoch_worth_, c.dataset->samples.size());
     // A found job's dataset lives on in pending_; a chain search (begun
     // below) reads the same ones slice after slice.
-    if (found || chain_over_) candidates_.clear();
+    if (found || chain_.over) candidates_.clear();
     note_searched();
     report_search(found ? &found->job : nullptr, stats, tf, cpu);
     if (!found) return found_none(tf);
@@ -671,24 +673,24 @@ void Detector::report_search(const order::DetectedJob* found, const order::Detec
     std::string said; // logged after the lock: no lock is held across I/O
     {
         std::lock_guard lk(mu_);
-        ++searches_;
-        search_cpu_s_ = cpu;
-        search_cpu_total_s_ = budget_.spent_s() + burst_spent_s_;
+        ++st_.searches;
+        st_.search_cpu_s = cpu;
+        st_.search_cpu_total_s = budget_.spent_s() + chain_.burst_spent_s;
         if (!found) {
-            state_ = "watching";
-            last_result_ = "no job explains the opens of " + std::to_string(procs_.size()) +
+            st_.state = "watching";
+            st_.last_result = "no job explains the opens of " + std::to_string(procs_.size()) +
                            " processes (" + std::to_string(stats.candidates + tf.candidates) +
                            " candidates)";
             if (tf.opens_needed)
-                last_result_ += "; a tf.data pipeline fits so far, judged again at " +
+                st_.last_result += "; a tf.data pipeline fits so far, judged again at " +
                                 std::to_string(tf.opens_needed) + " files opened";
         } else {
-            state_ = "confirming";
-            last_result_ = std::string("found a ") + order::detected_sampler_name(found->sampler) +
-                           " job after " + std::to_string(stats.candidates) +
-                           " candidates; confirming";
+            st_.state = "confirming";
+            st_.last_result = std::string("found a ") +
+                              order::detected_sampler_name(found->sampler) + " job after " +
+                              std::to_string(stats.candidates) + " candidates; confirming";
         }
-        said = last_result_;
+        said = st_.last_result;
     }
     LOG_DEBUG("job detection: %s in %.3f s", said.c_str(), cpu);
 }
@@ -712,20 +714,22 @@ bool Detector::found_none(const TfAttempt& tf) {
     // Not while a tf.data pipeline fits (most likely no torch loader;
     // if the fit was chance, the search at those opens says so, and the
     // chain starts then).
-    if (!chain_ && !chain_over_ && !opt_.search.seeds.empty() && !tf.opens_needed) begin_chain();
+    if (!chain_.search && !chain_.over && !opt_.search.seeds.empty() && !tf.opens_needed)
+        begin_chain();
     return false;
 }
 
 void Detector::begin_chain() {
     // Word 3 at the least: a DataLoader's iterator draws its base
     // seed (two words) and the seed's high word before it.
-    chain_ = std::make_unique<order::ChainDetect>(opt_.search.seeds, 3, opt_.chain_words);
+    chain_.search = std::make_unique<order::ChainDetect>(opt_.search.seeds, 3, opt_.chain_words);
     std::lock_guard lk(mu_);
-    chain_state_ = "searching";
-    chain_words_ = chain_->words();
-    chain_seeds_ = chain_->seeds();
-    if (chain_burst_left_s_ > 0) state_ = "searching";
-    last_result_ += "; searching the global chains of " + std::to_string(chain_seeds_) + " seeds";
+    st_.chain_state = "searching";
+    st_.chain_words = chain_.search->words();
+    st_.chain_seeds = chain_.search->seeds();
+    if (chain_.burst_left_s > 0) st_.state = "searching";
+    st_.last_result +=
+        "; searching the global chains of " + std::to_string(st_.chain_seeds) + " seeds";
 }
 
 TfAttempt Detector::search_tf(std::span<const std::pair<std::string, layout::LayoutKind>> roots) {
@@ -786,9 +790,9 @@ bool Detector::register_detected(JobRegistration job, std::span<const uint32_t> 
     const std::string said = ok ? said_ok : "found " + what + " but could not register it: " + why;
     {
         std::lock_guard lk(mu_);
-        state_ = ok ? "detected" : "watching";
-        last_result_ = said;
-        if (ok) opens_at_detection_ = opens_;
+        st_.state = ok ? "detected" : "watching";
+        st_.last_result = said;
+        if (ok) st_.opens_at_detection = opens_;
     }
     if (ok)
         LOG_INFO("job detection: %s", said.c_str());
@@ -908,32 +912,33 @@ void Detector::accept(const order::DetectedJob& j) {
             " job: its loaders opened " + std::to_string(j.opens) + " files where it predicts");
     // The chain search found it: nothing is left for it to find.
     if (ok && from_chain) {
-        chain_.reset();
-        chain_over_ = true;
+        chain_.search.reset();
+        chain_.over = true;
     }
 }
 
 void Detector::status(nlohmann::json& out) const {
     std::lock_guard lk(mu_);
     nlohmann::json d;
-    d["state"] = state_;
-    d["searches"] = searches_;
-    d["search_cpu_seconds"] = search_cpu_s_;
-    d["search_cpu_total_seconds"] = search_cpu_total_s_;
+    d["state"] = st_.state;
+    d["searches"] = st_.searches;
+    d["search_cpu_seconds"] = st_.search_cpu_s;
+    d["search_cpu_total_seconds"] = st_.search_cpu_total_s;
     d["cpu_share"] = opt_.cpu_share;
-    d["searches_deferred"] = deferred_;
+    d["searches_deferred"] = st_.deferred;
     // A search due but waiting for the budget: how long it still waits.
     d["next_search_in_seconds"] =
-        deferring_ ? nlohmann::json(std::max(0.0, std::ceil(deferred_until_ - steady_seconds())))
+        deferring_ ? nlohmann::json(std::max(0.0, std::ceil(st_.deferred_until - steady_seconds())))
                    : nlohmann::json(nullptr);
-    d["result"] = last_result_.empty() ? nlohmann::json(nullptr) : nlohmann::json(last_result_);
+    d["result"] =
+        st_.last_result.empty() ? nlohmann::json(nullptr) : nlohmann::json(st_.last_result);
     d["opens_dropped"] = dropped_;
     // The deep search along the listed seeds' global chains, once begun.
-    if (!chain_state_.empty())
-        d["chain_search"] = {{"state", chain_state_},       {"seeds", chain_seeds_},
-                             {"scanned", chain_scanned_},   {"words", chain_words_},
-                             {"cpu_seconds", chain_cpu_s_}};
-    d["opens_at_detection"] = state_ == "detected" ? nlohmann::json(opens_at_detection_)
+    if (!st_.chain_state.empty())
+        d["chain_search"] = {{"state", st_.chain_state},       {"seeds", st_.chain_seeds},
+                             {"scanned", st_.chain_scanned},   {"words", st_.chain_words},
+                             {"cpu_seconds", st_.chain_cpu_s}};
+    d["opens_at_detection"] = st_.state == "detected" ? nlohmann::json(st_.opens_at_detection)
                                                    : nlohmann::json(nullptr);
     out["detection"] = std::move(d);
 }

@@ -102,7 +102,7 @@ void Run::on_sample_done(uint32_t wi, double t) {
     }
     Rank& k = ranks_[r];
     k.ready[w.batch] = 1;
-    if (cfg_.lockstep && ++ready_count_[w.batch] == world_) try_global_step(t);
+    if (cfg_.lockstep && ++lockstep_.ready[w.batch] == world_) try_global_step(t);
     w.batch += S_;
     w.i = 0;
     if (!cfg_.lockstep) try_step(r, t);
@@ -125,8 +125,9 @@ void Run::try_step(uint32_t r, double t) {
 }
 
 void Run::try_global_step(double t) {
-    if (global_stepping_ || global_step_ >= B_ || ready_count_[global_step_] != world_) return;
-    global_stepping_ = true;
+    if (lockstep_.stepping || lockstep_.step >= B_ || lockstep_.ready[lockstep_.step] != world_)
+        return;
+    lockstep_.stepping = true;
     for (uint32_t r = 0; r < world_; ++r) take_batch(r, t);
     push(t + cfg_.step_s, global_step_done, 0);
 }
@@ -159,10 +160,10 @@ void Run::end_epoch(uint32_t r, double t) {
     EpochResult& mine = result_.epochs[k.epoch];
     mine.stall_s = std::max(mine.stall_s, k.stall);
     const uint32_t e = k.epoch;
-    if (++finished_[e] == world_) {
-        boundary_[e] = t;
-        global_epoch_ = e + 1;
-        result_.epochs[e].seconds = t - (e == 0 ? cfg_.job_start_s : boundary_[e - 1]);
+    if (++epochs_.finished[e] == world_) {
+        epochs_.boundary[e] = t;
+        epochs_.current = e + 1;
+        result_.epochs[e].seconds = t - (e == 0 ? cfg_.job_start_s : epochs_.boundary[e - 1]);
         // The daemon holds the current and the next epoch's order.
         orders_.release_before(e + 1);
         if (progress_) progress_(sc_, std::min(e + 1, E_ - 1), double(opens_done_) / opens_total_);

@@ -134,7 +134,7 @@ private:
     void push(double t, Kind k, uint32_t a, uint32_t b = 0) {
         events_.push(Event{t, seq_++, k, a, b});
     }
-    EpochResult& stats() { return result_.epochs[std::min<uint32_t>(global_epoch_, E_ - 1)]; }
+    EpochResult& stats() { return result_.epochs[std::min<uint32_t>(epochs_.current, E_ - 1)]; }
     EpochResult& stats_of(uint32_t r) { return result_.epochs[ranks_[r].epoch]; }
 
     // Resources.
@@ -206,13 +206,20 @@ private:
     std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
     uint64_t seq_ = 0;
     ScenarioResult result_;
-    uint32_t global_epoch_ = 0;
-    std::vector<uint32_t> finished_; // per epoch: ranks done with it
-    std::vector<double> boundary_;   // per epoch: when the last rank finished it
-    // lockstep
-    std::vector<uint32_t> ready_count_;
-    uint32_t global_step_ = 0;
-    bool global_stepping_ = false;
+    // The epoch the slowest rank is in, and per epoch the ranks done with
+    // it and when the last of them finished it.
+    struct Epochs {
+        uint32_t current = 0;
+        std::vector<uint32_t> finished;
+        std::vector<double> boundary;
+    } epochs_;
+    // --lockstep: per batch, the ranks ready for its global step; the next
+    // step due, and whether one is under way.
+    struct Lockstep {
+        std::vector<uint32_t> ready;
+        uint32_t step = 0;
+        bool stepping = false;
+    } lockstep_;
     uint64_t opens_done_ = 0, opens_total_ = 0;
 };
 

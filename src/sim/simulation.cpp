@@ -42,8 +42,8 @@ void Run::size_job() {
     S_ = std::max<uint32_t>(cfg_.job.num_workers, 1);
     B_ = (L_ + cfg_.job.batch_size - 1) / cfg_.job.batch_size;
     result_.epochs.assign(E_, {});
-    finished_.assign(E_, 0);
-    boundary_.assign(E_, 0);
+    epochs_.finished.assign(E_, 0);
+    epochs_.boundary.assign(E_, 0);
     opens_total_ = uint64_t{L_} * world_ * E_;
     lead_ = prefetch::lead_files(prefetch::loader_in_flight(cfg_.job.num_workers,
                                                             cfg_.job.prefetch_factor,
@@ -76,7 +76,7 @@ void Run::start_job() {
     for (uint32_t r = 0; r < world_; ++r) start_epoch(r, cfg_.job_start_s);
     if (clairfs()) // clairfs prefetches from the registration on
         for (uint32_t n = 0; n < nodes_; ++n) pump(n, 0);
-    if (cfg_.lockstep) ready_count_.assign(B_, 0);
+    if (cfg_.lockstep) lockstep_.ready.assign(B_, 0);
 }
 
 void Run::dispatch(const Event& ev) {
@@ -90,11 +90,11 @@ void Run::dispatch(const Event& ev) {
 }
 
 void Run::on_global_step_done(double t) {
-    global_stepping_ = false;
+    lockstep_.stepping = false;
     for (uint32_t r = 0; r < world_; ++r) on_step_done(r, t);
-    if (++global_step_ == B_) {
-        global_step_ = 0;
-        std::fill(ready_count_.begin(), ready_count_.end(), 0);
+    if (++lockstep_.step == B_) {
+        lockstep_.step = 0;
+        std::fill(lockstep_.ready.begin(), lockstep_.ready.end(), 0);
     } else {
         try_global_step(t);
     }
@@ -115,7 +115,7 @@ ScenarioResult Run::run() {
         // Progress a person can watch on a long run (a few million events
         // a second).
         if ((++result_.events & ((1u << 22) - 1)) == 0 && progress_)
-            progress_(sc_, global_epoch_, double(opens_done_) / double(opens_total_));
+            progress_(sc_, epochs_.current, double(opens_done_) / double(opens_total_));
         dispatch(ev);
     }
     result_.wall_s =

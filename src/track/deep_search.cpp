@@ -47,9 +47,9 @@ void set_thread_nice(int nice) {
 
 // Under mu_, from run_resync: the evidence a failed search had.
 bool Tracker::begin_deep(uint32_t family, size_t slot, Evidence ev) {
-    if (deep_ || deep_tried_ || opt_.deep_last <= opt_.resync_max || !ranks_[slot].resync)
+    if (deep_ || deep_done_.tried || opt_.deep_last <= opt_.resync_max || !ranks_[slot].resync)
         return false;
-    deep_tried_ = true;
+    deep_done_.tried = true;
     auto d = std::make_unique<DeepSearch>();
     d->family = family;
     d->slot = slot;
@@ -100,8 +100,8 @@ void Tracker::run_deep_slice(std::unique_lock<std::mutex>& lk) {
     double spent = thread_cpu_s() - start;
     lk.lock();
     pace_deep(d, r, spent);
-    deep_scanned_ = res.scanned;
-    deep_range_ = res.range;
+    deep_done_.scanned = res.scanned;
+    deep_done_.range = res.range;
     if (!failed.empty()) {
         res = {};
         res.tried = failed;
@@ -128,10 +128,10 @@ void Tracker::run_deep_slice(std::unique_lock<std::mutex>& lk) {
 // unprefetched, and the rest of the burst would only take a core from the
 // next (measured: 8.4 s against 4.0 s for a CPU-bound epoch on 2 cores).
 void Tracker::pace_deep(DeepSearch& d, const Rank& r, double spent) {
-    deep_cpu_s_ += spent;
+    deep_done_.cpu_s += spent;
     bool epoch_over = r.current && d.held.opens.size() >= r.current->size() &&
-                      deep_cpu_s_ > opt_.deep_burst_s / 10;
-    if ((deep_cpu_s_ > opt_.deep_burst_s || epoch_over) && opt_.deep_share > 0 &&
+                      deep_done_.cpu_s > opt_.deep_burst_s / 10;
+    if ((deep_done_.cpu_s > opt_.deep_burst_s || epoch_over) && opt_.deep_share > 0 &&
         opt_.deep_share < 1)
         d.resume_at = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                          std::chrono::duration<double>(

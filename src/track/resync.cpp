@@ -39,7 +39,7 @@ uint32_t Tracker::evidence_window(size_t opens) const {
 // samples in the order it opened them.
 size_t Tracker::evidence_needed() const {
     size_t m = evidence_for(opt_.resync_max + 1, false);
-    if (opt_.deep_last > opt_.resync_max && !deep_tried_)
+    if (opt_.deep_last > opt_.resync_max && !deep_done_.tried)
         m = std::max(m, evidence_for(opt_.deep_last - opt_.resync_max, true));
     return m;
 }

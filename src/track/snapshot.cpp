@@ -40,9 +40,9 @@ Snapshot Tracker::snapshot(Clock::time_point now) const {
     s.resyncs = resyncs_;
     for (const auto& [family, ev] : evidence_) s.searching += ev.opens.size();
     s.deep_searching = deep_ != nullptr;
-    s.deep_scanned = deep_scanned_;
-    s.deep_range = deep_range_;
-    s.deep_cpu_s = deep_cpu_s_;
+    s.deep_scanned = deep_done_.scanned;
+    s.deep_range = deep_done_.range;
+    s.deep_cpu_s = deep_done_.cpu_s;
     if (deep_) s.searching += deep_->held.opens.size();
     s.draw_offset = draw_offset_;
     s.epoch = slowest_epoch();

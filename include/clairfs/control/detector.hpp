@@ -171,19 +171,21 @@ private:
     // Ends a search in progress (stop() and reset()): DetectOptions::cancel.
     std::atomic<bool> cancel_{false};
     // Status, copied out under mu_.
-    std::string state_ = "watching"; // watching, searching, confirming, detected, off
-    std::string last_result_;        // one line: what the last search found
-    uint64_t searches_ = 0;
-    double search_cpu_s_ = 0; // the last search's CPU time
-    double search_cpu_total_s_ = 0; // all searches' CPU time
-    uint64_t deferred_ = 0;          // times a search was due and the budget said wait
-    double deferred_until_ = 0;      // steady-clock seconds the deferral lasts; 0: none
-    uint64_t opens_at_detection_ = 0; // opens taken when the job was accepted
-    // The chain search, for status: "searching", "found", "not found" or ""
-    // (never run since the last reset).
-    std::string chain_state_;
-    uint64_t chain_scanned_ = 0, chain_words_ = 0, chain_seeds_ = 0;
-    double chain_cpu_s_ = 0;
+    struct Status {
+        std::string state = "watching"; // watching, searching, confirming, detected, off
+        std::string last_result;        // one line: what the last search found
+        uint64_t searches = 0;
+        double search_cpu_s = 0;        // the last search's CPU time
+        double search_cpu_total_s = 0;  // all searches' CPU time
+        uint64_t deferred = 0;          // times a search was due and the budget said wait
+        double deferred_until = 0;      // steady-clock seconds the deferral lasts; 0: none
+        uint64_t opens_at_detection = 0; // opens taken when the job was accepted
+        // The chain search: "searching", "found", "not found" or "" (never
+        // run since the last reset).
+        std::string chain_state;
+        uint64_t chain_scanned = 0, chain_words = 0, chain_seeds = 0;
+        double chain_cpu_s = 0;
+    } st_;
 
     // The detector thread's own state.
     std::map<uint32_t, Process> procs_;
@@ -214,10 +216,13 @@ private:
     std::vector<std::string> taken_roots_;
     bool overlaps_taken(const std::string& root) const;
     bool only_under(const Process& p, const std::vector<std::string>& roots) const;
-    std::unique_ptr<order::ChainDetect> chain_; // running, between slices
-    bool chain_over_ = false;    // ran to its end (or found a job) since the last reset
-    double chain_burst_left_s_ = 0; // of cpu_share x chain_burst_window_s
-    double burst_spent_s_ = 0;      // CPU the bursts took, since the mount
+    // The chain search, run in slices on the detector thread.
+    struct Chain {
+        std::unique_ptr<order::ChainDetect> search; // running, between slices
+        bool over = false;          // ran to its end (or found a job) since the last reset
+        double burst_left_s = 0;    // of cpu_share x chain_burst_window_s
+        double burst_spent_s = 0;   // CPU the bursts took, since the mount
+    } chain_;
     SearchBudget budget_;
     bool deferring_ = false; // the last search due was deferred, none ran since
     bool registered_ = false; // a detected job is registered

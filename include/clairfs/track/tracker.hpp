@@ -378,10 +378,13 @@ private:
         Clock::time_point resume_at{}; // past the burst, the next slice waits until then
     };
     std::unique_ptr<DeepSearch> deep_;
-    bool deep_tried_ = false;
-    // How far the deep search got (under way or ended), for status.
-    uint64_t deep_scanned_ = 0, deep_range_ = 0;
-    double deep_cpu_s_ = 0;
+    // Whether the deep search was tried, and how far it got (under way or
+    // ended), for status.
+    struct DeepProgress {
+        bool tried = false;
+        uint64_t scanned = 0, range = 0;
+        double cpu_s = 0;
+    } deep_done_;
     std::optional<uint64_t> draw_offset_;
     std::string warning_;
     uint64_t resyncs_ = 0;
