@@ -26,10 +26,9 @@ using namespace std::chrono_literals;
 
 namespace {
 
+// Sample 0 is the shard (2 MiB: 32 chunks of 64 KiB), sample 1 a small file.
 struct DropBehindMount {
-    test::DiskTree tree;
-    index::Index idx;
-    int fd = -1;
+    test::Dataset d{2};
     std::atomic<uint64_t> room{UINT64_MAX - 1};
     std::mutex mu;
     std::vector<uint64_t> dropped; // offsets
@@ -37,20 +36,15 @@ struct DropBehindMount {
     index::NodeId shard = 0;
 
     DropBehindMount() {
-        tree.write("shard", 2 << 20); // 32 chunks of 64 KiB
-        tree.write("small", 1000);
-        idx = tree.scan();
-        fd = ::open(tree.root.c_str(), O_RDONLY | O_DIRECTORY);
-        REQUIRE(fd >= 0);
+        d.resize({2 << 20, 1000});
+        shard = d.id(0);
         prefetch::EngineOptions o;
         o.mem = 8 << 20;
         o.max_file = 100'000;
         o.chunk_size = 64 << 10;
         o.fetch_threads = 2;
         o.drop_behind = prefetch::EngineOptions::When::automatic; // the mount's default
-        engine = std::make_unique<prefetch::Engine>(idx, fd, o);
-        for (index::NodeId id = 0; id < idx.size(); ++id)
-            if (idx.node(id).size == (2u << 20)) shard = id;
+        engine = std::make_unique<prefetch::Engine>(d.idx, d.root_fd, o);
         REQUIRE(engine->chunked(shard));
         engine->set_range_dropper([this](index::NodeId, uint64_t off, uint64_t) {
             std::lock_guard lk(mu);
@@ -63,7 +57,6 @@ struct DropBehindMount {
     ~DropBehindMount() {
         engine->stop();
         engine.reset();
-        ::close(fd);
     }
     bool wait_on(bool want) {
         return test::eventually([&] { return engine->chunks()->drop_behind() == want; });

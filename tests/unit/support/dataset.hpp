@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <fstream>
 #include <future>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -60,6 +61,17 @@ struct Dataset {
             .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     }
     fs::path path(size_t n) const { return tree.root / sample_name(n); }
+    // Samples 0, 1, ... rewritten at these sizes (their bytes still depend
+    // on their numbers), and the tree scanned again.
+    void resize(std::initializer_list<size_t> sizes) {
+        size_t n = 0;
+        for (size_t size : sizes) {
+            contents.at(n) = sample_bytes(n, size);
+            rewrite(n, contents[n]);
+            ++n;
+        }
+        rescan();
+    }
 
     // Looked up once: tests poll with id() in tight loops.
     void rescan() {
