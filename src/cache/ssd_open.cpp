@@ -166,7 +166,6 @@ std::string SsdTier::Core::open_files(const SsdOptions& o, bool& existed) {
     CacheFile file{dir_fd, cache_name, dir + "/" + cache_name};
     std::string why = file.open();
     existed = file.existed;
-    direct = file.direct;
     if (why.empty()) why = file.reserve(capacity, dir);
     if (why.empty()) why = file.settle_direct();
     direct = file.direct;
