@@ -445,17 +445,11 @@ void Detector::round() {
             return;
         }
     }
-    if (!search_due()) {
-        if (chain_wait_s() == 0) chain_slice();
-        return;
-    }
     // Due, and paid for by the budget, or deferred until it is (the same
-    // evidence and more is searched then).
-    if (deferred()) {
-        if (chain_wait_s() == 0) chain_slice(); // its burst is its own
-        return;
-    }
-    if (!search() && chain_wait_s() == 0) chain_slice();
+    // evidence and more is searched then). Short of a search that ran and
+    // found its job, the chain search takes its slice: its burst is its own.
+    if (search_due() && !deferred() && search()) return;
+    if (chain_wait_s() == 0) chain_slice();
 }
 
 // Whether the search due waits for the budget; said once per deferral.
