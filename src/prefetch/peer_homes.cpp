@@ -28,7 +28,7 @@ void PeerHomes::attach(std::unique_ptr<peer::Peers> peers, Calls calls) {
     calls_ = std::move(calls);
     std::vector<int16_t> of(index_.size(), -1);
     for (index::NodeId id = 0; id < index_.size(); ++id)
-        if (tier_size_[id] != UINT32_MAX) of[id] = static_cast<int16_t>(peers_->home_of(id));
+        if (tier_size_[id] != not_tiered) of[id] = static_cast<int16_t>(peers_->home_of(id));
     homes_.store(std::make_shared<const Homes>(make_homes(std::move(of), HomePlacement::hash)));
     peers_->set_note_handler([this] { check_agreement(); });
     peers_->set_summary([this] { return calls_.summary(); });
@@ -84,7 +84,7 @@ Homes PeerHomes::make_homes(std::vector<int16_t> of, HomePlacement by) const {
     h.here.assign(index_.size(), 0);
     uint64_t dataset = 0;
     for (index::NodeId id = 0; id < index_.size(); ++id) {
-        if (tier_size_[id] == UINT32_MAX) continue; // not tiered
+        if (tier_size_[id] == not_tiered) continue;
         dataset += tier_size_[id];
         if (of[id] == peers_->self()) {
             h.here[id] = 1;

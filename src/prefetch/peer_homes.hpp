@@ -11,6 +11,7 @@
 #include "clairfs/cache/ram_tier.hpp"
 #include "clairfs/index/index.hpp"
 #include "clairfs/peer/source_model.hpp"
+#include "clairfs/prefetch/engine_options.hpp"
 #include "clairfs/prefetch/fetch_pool.hpp"
 #include "clairfs/prefetch/home_placement.hpp"
 #include "clairfs/track/tracker.hpp"
@@ -51,7 +52,7 @@ struct Homes {
 
 class PeerHomes {
 public:
-    // `tier_size`: per node, its size if the tiers take it, else UINT32_MAX;
+    // `tier_size`: per node, its size if the tiers take it, else not_tiered;
     // `mem`: this node's RAM budget.
     PeerHomes(const index::Index& idx, const std::vector<uint32_t>& tier_size,
               const cache::RamTier& ram, uint64_t mem, unsigned fetch_threads,

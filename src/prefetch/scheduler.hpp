@@ -47,9 +47,6 @@ void snapshot_jobs(const Jobs& jobs, FetchPool& pool, std::vector<std::vector<tr
 
 class Scheduler {
 public:
-    // Per node: its size if the tiers take it, else not_tiered.
-    static constexpr uint32_t not_tiered = UINT32_MAX;
-
     // What a round reads and acts on: the engine's parts, which outlive it.
     struct Parts {
         const EngineOptions& opt;

@@ -8,6 +8,7 @@
 #pragma once
 
 #include "clairfs/index/index.hpp"
+#include "clairfs/prefetch/engine_options.hpp"
 #include "timeline.hpp"
 
 #include <cstdint>
@@ -17,7 +18,7 @@ namespace clairfs::prefetch {
 
 class Window {
 public:
-    // tier_size: per node, its size if the tiers take it, else UINT32_MAX.
+    // tier_size: per node, its size if the tiers take it, else not_tiered.
     Window(Timeline& future, std::vector<uint32_t>& in_window, std::vector<uint32_t>& window_index,
            const std::vector<uint32_t>& tier_size, uint64_t budget, uint32_t round)
         : future_(future), in_window_(in_window), window_index_(window_index),
@@ -44,7 +45,7 @@ private:
         }
         if (in_window_[id] == round_) return; // another rank or job needs it sooner
         uint32_t size = tier_size_[id];
-        if (size == UINT32_MAX) return; // not tiered
+        if (size == not_tiered) return;
         if (used_ + size > budget_) {
             ended_ = true;
             return;

@@ -233,7 +233,6 @@ private:
     std::unique_ptr<FetchPool> pool_;
     // Per node: its size if the tiers take it, else not_tiered (one dense
     // load per window position rather than a walk into the index).
-    static constexpr uint32_t not_tiered = UINT32_MAX;
     std::vector<uint32_t> tier_size_;
     std::unique_ptr<PageCache> page_;
     std::unique_ptr<Scheduler> sched_; // stopped before any part it drives

@@ -89,6 +89,10 @@ enum class ReadSource : uint8_t {
     passthrough, // by the kernel from the backing file; as backing where it cannot
 };
 
+// The per-node size table the engine's parts share (Engine::tier_size_):
+// a file's size if the tiers take it, else not_tiered.
+inline constexpr uint32_t not_tiered = UINT32_MAX;
+
 // What an OPEN did about the kernel's page cache (PageCache::push_on_open),
 // for its RELEASE to learn from.
 enum class OpenPush : uint8_t {
