@@ -84,6 +84,7 @@ CLAIRFS_KINDS = {
     "clairfs": [],
     "clairfs-dev-fuse": ["--io-uring", "off"],
     "clairfs-io-uring": ["--io-uring", "on"],
+    "clairfs-io-uring-normal": ["--io-uring", "on", "--ring-sched", "normal"],
     "clairfs-kernel-opens": ["--kernel-opens"],
     "clairfs-fanotify": ["--opens", "fanotify"],
     "clairfs-fuse-opens": ["--opens", "fuse"],
@@ -346,6 +347,9 @@ def make_mounts(args, tools, back, mntroot):
             # show what detection costs each unregistered open.
             # clairfs-dev-fuse / clairfs-io-uring: the default mode, its
             # requests through /dev/fuse or over io_uring (--io-uring).
+            # clairfs-io-uring-normal: io_uring with the ring threads left
+            # at the normal policy (--ring-sched normal), to show what
+            # SCHED_IDLE saves.
             exe = tools["clairfs"]
             extra = CLAIRFS_KINDS[name]
             cmd = [exe, "mount", back, mp] + extra + shlex.split(args.clairfs_opts)
@@ -566,9 +570,10 @@ def main():
     raw = []
     uring_was = None
     try:
-        if "clairfs-io-uring" in args.mounts.split(","):
+        uring = [m for m in args.mounts.split(",") if m.startswith("clairfs-io-uring")]
+        if uring:
             if not os.path.exists(URING_SWITCH):
-                raise SystemExit("clairfs-io-uring: this kernel has no %s" % URING_SWITCH)
+                raise SystemExit("%s: this kernel has no %s" % (uring[0], URING_SWITCH))
             uring_was = set_uring_switch("Y")
         rel = generate(back, args.files, args.size, args.dirs, args.seed)
         mounts, skipped = make_mounts(args, tools, back, mntroot)

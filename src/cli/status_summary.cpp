@@ -357,12 +357,21 @@ std::string passthrough_line(const json& s) {
 }
 
 // The way requests come (--io-uring) and why: "io_uring (--io-uring
-// auto, and the kernel's switch is on)", "/dev/fuse (--io-uring off)".
+// auto, and the kernel's switch is on), 2 ring threads SCHED_IDLE",
+// "/dev/fuse (--io-uring off)".
 std::string transport_line(const json& s) {
     std::string in_use = text_of(status_at(s, "transport/in_use"));
     if (in_use == "null") return "";
     if (const json& why = status_at(s, "transport/reason"); why.is_string())
         in_use += " (" + why.get<std::string>() + ")";
+    if (in_use.starts_with("io_uring")) {
+        const json& idle = status_at(s, "transport/ring_threads_idle");
+        const json& refused = status_at(s, "transport/ring_threads_refused");
+        if (idle.is_number_unsigned() && idle.get<uint64_t>() > 0)
+            in_use += ", " + idle.dump() + " ring threads SCHED_IDLE";
+        if (refused.is_number_unsigned() && refused.get<uint64_t>() > 0)
+            in_use += ", " + refused.dump() + " could not take SCHED_IDLE";
+    }
     return line("transport:", in_use);
 }
 

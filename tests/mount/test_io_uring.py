@@ -12,8 +12,9 @@ and put back as it was at the end.
   the rings, none over /dev/fuse), the human status says so, and every byte
   read equals the backing file's: small files from the RAM tier, files held
   by chunk, files read through with --mem 0 (and passed through where
-  passthrough is on), at odd offsets and from several threads at once; off
-  still serves /dev/fuse.
+  passthrough is on), at odd offsets and from several threads at once; the
+  ring threads that served took SCHED_IDLE (--ring-sched idle, the
+  default), and none with --ring-sched normal; off still serves /dev/fuse.
 
 Where this build's libfuse has no io_uring (no subprojects/libfuse: the
 system's libfuse was built against), auto says so and on fails; with
@@ -111,6 +112,35 @@ def read_in_threads(mp, expected, what):
     ml.check(not errors, f"{what}: {sorted(set(errors))} differ through the mount")
 
 
+def ring_threads(mp):
+    """{tid: scheduling policy} of the daemon's io_uring ring threads."""
+    pids = ml.daemon_pids(mp)
+    ml.check(len(pids) == 1, f"daemons of {mp}: {pids}")
+    out = {}
+    for tid in os.listdir(f"/proc/{pids[0]}/task"):
+        with open(f"/proc/{pids[0]}/task/{tid}/comm") as f:
+            if f.read().startswith("fuse-ring"):
+                out[int(tid)] = os.sched_getscheduler(int(tid))
+    return out
+
+
+def check_ring_sched(mp, t, policy, what):
+    """Every ring thread that served took --ring-sched's policy, as status
+    counts them: SCHED_IDLE for idle (the default), none of them for normal."""
+    rings = ring_threads(mp)
+    idle = sorted(tid for tid, p in rings.items() if p == os.SCHED_IDLE)
+    ml.log(f"{what}: ring threads {rings}, status {t['ring_sched']}, "
+           f"{t['ring_threads_idle']} idle")
+    ml.check(rings, f"{what}: no fuse-ring threads in the daemon")
+    ml.check(t["ring_sched"] == policy and t["ring_threads_refused"] == 0, f"{what}: {t}")
+    ml.check(len(idle) == t["ring_threads_idle"], f"{what}: {idle} SCHED_IDLE, status {t}")
+    if policy == "idle":
+        ml.check(idle, f"{what}: no ring thread took SCHED_IDLE: {rings}")
+        ml.check("SCHED_IDLE" in human_transport(mp), human_transport(mp))
+    else:
+        ml.check(not idle and "SCHED_IDLE" not in human_transport(mp), f"{what}: {rings}")
+
+
 def case_switch_off(data, mp, has_uring):
     set_switch(False)
     with ml.mounted(data, mp, "--no-detect"):
@@ -172,6 +202,7 @@ def case_switch_on(data, mp, expected, has_uring):
             ml.check(ring > 2 * len(expected), f"{mode}: too few ring requests: {after}")
             ml.check(device <= forgets, f"{mode}: requests other than FORGET over /dev/fuse: "
                                         f"{before['transport']} -> {after['transport']}")
+            check_ring_sched(mp, after["transport"], "idle", mode)
     if not has_uring:
         return
     # Every file read through the daemon (or passed through where on).
@@ -182,6 +213,9 @@ def case_switch_on(data, mp, expected, has_uring):
         ml.read_expected(mp, expected, "io_uring, --mem 0")
         pread_ranges(mp, expected, rng)
         read_in_threads(mp, expected, "io_uring, --mem 0, 4 threads")
+    with ml.mounted(data, mp, "--no-detect", "--ring-sched", "normal"):
+        read_in_threads(mp, expected, "io_uring, --ring-sched normal, 4 threads")
+        check_ring_sched(mp, transport(mp), "normal", "--ring-sched normal")
     with ml.mounted(data, mp, "--no-detect", "--io-uring", "off"):
         t = transport(mp)
         ml.check(t["in_use"] == "/dev/fuse" and t["requests_io_uring"] == 0, f"off: {t}")

@@ -55,4 +55,17 @@ constexpr const char* io_uring_name(IoUring m) {
     return word_of(io_uring_words, m);
 }
 
+// --ring-sched: the scheduling policy of libfuse's io_uring ring threads.
+// idle (SCHED_IDLE) lets the kernel wake a reader on the CPU whose ring
+// answered it instead of on an idle one (fuse/transport.cpp says why);
+// normal leaves them as every other thread.
+enum class RingSched : uint8_t { idle, normal };
+
+inline constexpr Choice<RingSched> ring_sched_words[] = {
+    {RingSched::idle, "idle"}, {RingSched::normal, "normal"}};
+
+constexpr const char* ring_sched_name(RingSched r) {
+    return word_of(ring_sched_words, r);
+}
+
 } // namespace clairfs::config

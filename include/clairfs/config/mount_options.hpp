@@ -59,6 +59,7 @@ struct MountOptions {
     bool open_push = true;       // at an open, put the RAM tier's copy into the page cache
     bool passthrough = true;     // the kernel reads files the tiers do not take itself
     IoUring io_uring = IoUring::auto_; // the transport: io_uring rings or /dev/fuse
+    RingSched ring_sched = RingSched::idle; // the ring threads' scheduling policy
     When one_copy = When::automatic;    // drop a RAM-tier file's pages at its last close
     When drop_behind = When::automatic; // drop a chunked file's pages once read past
     std::vector<uint64_t> detect_seeds; // searched deep besides the usual ones (torch's form)

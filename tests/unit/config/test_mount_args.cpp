@@ -203,3 +203,15 @@ TEST_CASE("--io-uring: auto by default, on and off, nothing else") {
           std::string::npos);
     CHECK(std::string(io_uring_name(IoUring::auto_)) == "auto");
 }
+
+TEST_CASE("--ring-sched: idle by default, normal, nothing else") {
+    MountArgs a;
+    REQUIRE(parse({"/d", "/m"}, a) == "");
+    CHECK(a.options.ring_sched == clairfs::config::RingSched::idle);
+    MountArgs b;
+    REQUIRE(parse({"/d", "/m", "--ring-sched", "normal"}, b) == "");
+    CHECK(b.options.ring_sched == clairfs::config::RingSched::normal);
+    MountArgs c;
+    CHECK(parse({"/d", "/m", "-o", "ring_sched=fifo"}, c) ==
+          "invalid value for ring_sched: fifo (expected idle or normal)");
+}

@@ -57,6 +57,8 @@ TEST_CASE("every choice's name parses back to it") {
                            {When::never, When::automatic, When::always});
     check_names_parse_back("io_uring", &MountOptions::io_uring, io_uring_name,
                            {IoUring::auto_, IoUring::on, IoUring::off});
+    check_names_parse_back("ring_sched", &MountOptions::ring_sched, ring_sched_name,
+                           {RingSched::idle, RingSched::normal});
 }
 
 TEST_CASE("the names are the words the options always took") {

@@ -5,7 +5,9 @@
 #include <doctest/doctest.h>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sched.h>
 #include <string>
+#include <thread>
 #include <unistd.h>
 
 using clairfs::config::IoUring;
@@ -104,3 +106,24 @@ TEST_CASE("a build without io_uring says so, and on refuses") {
     CHECK(Transport{}.choose(IoUring::on, on.path).find("--io-uring on") == 0);
 }
 #endif
+
+TEST_CASE("a ring thread's policy: SCHED_IDLE taken on the calling thread alone") {
+    int before = sched_getscheduler(0);
+    int inside = -1, err = -1;
+    std::thread ring([&] {
+        err = clairfs::fuse::take_sched_idle();
+        inside = sched_getscheduler(0);
+    });
+    ring.join();
+    CHECK(err == 0);
+    CHECK(inside == SCHED_IDLE);
+    CHECK(sched_getscheduler(0) == before); // the caller's own thread untouched
+}
+
+TEST_CASE("status says which policy the ring threads take") {
+    Transport t;
+    CHECK(status_of(t)["ring_sched"] == "idle");
+    CHECK(status_of(t)["ring_threads_idle"] == 0);
+    t.ring_sched(clairfs::config::RingSched::normal);
+    CHECK(status_of(t)["ring_sched"] == "normal");
+}
