@@ -80,8 +80,8 @@ std::string preflight(config::MountOptions& o, Backing& backing) {
 // Bound before the scan, the mount and the fork: a taken port fails the
 // command at once, with nothing mounted.
 std::string bind_metrics(const config::MountOptions& o, MetricsServer& metrics) {
-    if (o.metrics_port == 0) return "";
-    return metrics.bind(o.metrics_address, o.metrics_port);
+    if (o.metrics.port == 0) return "";
+    return metrics.bind(o.metrics.address, o.metrics.port);
 }
 
 // --opens: the fanotify group is made here, where a refusal (not root)
@@ -89,15 +89,15 @@ std::string bind_metrics(const config::MountOptions& o, MetricsServer& metrics) 
 // says why for status.
 std::string prepare_opens(config::MountOptions& o, fuse::OpenWatch& watch,
                           std::string& opens_why) {
-    opens_why = o.opens == config::Opens::fuse ? "--opens fuse" : "";
-    if (o.opens == config::Opens::fuse) return "";
+    opens_why = o.fast_path.opens == config::Opens::fuse ? "--opens fuse" : "";
+    if (o.fast_path.opens == config::Opens::fuse) return "";
     if (auto why = watch.prepare(); !why.empty()) {
-        if (o.opens == config::Opens::fanotify) return "--opens fanotify: " + why;
+        if (o.fast_path.opens == config::Opens::fanotify) return "--opens fanotify: " + why;
         LOG_INFO("opens are followed through OPEN round trips: %s", why.c_str());
-        o.opens = config::Opens::fuse;
+        o.fast_path.opens = config::Opens::fuse;
         opens_why = why;
     } else {
-        o.opens = config::Opens::fanotify;
+        o.fast_path.opens = config::Opens::fanotify;
     }
     return "";
 }
@@ -106,7 +106,7 @@ std::string prepare_opens(config::MountOptions& o, fuse::OpenWatch& watch,
 // MPI launcher started, which joined the group for it (peer_launch.cpp).
 std::string join_peers(const config::MountOptions& o, const index::Index& idx, uint64_t mem,
                        PeerLaunch& launch) {
-    if (o.peers == config::Peers::none) return "";
+    if (o.peers.mode == config::Peers::none) return "";
     if (mem == 0) return "--peers needs the RAM tier (--mem above 0)";
     if (auto why = launch_peers(o, idx, mem, launch); !why.empty()) return why;
     LOG_INFO("peer group: rank %d of %d", launch.group.self, launch.group.size());
@@ -117,10 +117,10 @@ std::string join_peers(const config::MountOptions& o, const index::Index& idx, u
 // so a bad file fails the command with nothing mounted; the engine's
 // threads start after the fork and find the job waiting.
 std::string build_control(const config::MountOptions& o, control::Controller& control) {
-    if (o.detect) {
+    if (o.detect.on) {
         control::DetectorOptions d;
-        d.cpu_share = o.detect_cpu / 100;
-        for (uint64_t s : o.detect_seeds)
+        d.cpu_share = o.detect.cpu / 100;
+        for (uint64_t s : o.detect.seeds)
             if (std::find(d.search.seeds.begin(), d.search.seeds.end(), s) == d.search.seeds.end())
                 d.search.seeds.push_back(s);
         control.enable_detection(std::move(d));
@@ -134,15 +134,15 @@ std::string build_control(const config::MountOptions& o, control::Controller& co
 void wire_filesystem(fuse::Filesystem& fs, MetricsServer& metrics, const PeerLaunch& launch,
                      fuse::OpenWatch& watch) {
     const config::MountOptions& o = fs.options;
-    if (o.metrics_port != 0) {
+    if (o.metrics.port != 0) {
         fs.on_start = [&metrics] { metrics.start(); };
         fs.on_stop = [&metrics] { metrics.stop(); };
     }
-    if (o.peers != config::Peers::none) {
+    if (o.peers.mode != config::Peers::none) {
         fs.ready_fd = launch.ready_fd;
         fs.predetached = true;
     }
-    if (o.opens == config::Opens::fanotify) fs.open_watch = &watch;
+    if (o.fast_path.opens == config::Opens::fanotify) fs.open_watch = &watch;
 }
 
 // The session's part of status: requests by kind, passthrough, the
@@ -155,11 +155,13 @@ control::Controller::StatusPart session_status(const fuse::Filesystem& fs, const
             r[std::string(fuse::request_kinds[k])] = fs.counters.requests.of(k);
         fs.passthrough.status(j["passthrough"]);
         fs.transport.status(j["transport"]);
-        if (fs.open_watch)
+        if (fs.open_watch) {
             fs.open_watch->status(j["opens"]);
-        else
-            j["opens"] = {{"source", fs.options.kernel_opens ? "reads" : "fuse"},
-                          {"why_not", fs.options.kernel_opens ? "--kernel-opens" : opens_why}};
+        } else {
+            bool kernel = fs.options.fast_path.kernel_opens;
+            j["opens"] = {{"source", kernel ? "reads" : "fuse"},
+                          {"why_not", kernel ? "--kernel-opens" : opens_why}};
+        }
     };
 }
 

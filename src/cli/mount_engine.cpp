@@ -123,22 +123,24 @@ prefetch::EngineOptions engine_options(const config::MountOptions& o) {
     // --kernel-opens drops files' pages after use, to see every open as a
     // READ; peers are served from the RAM tier, which must then hold the
     // bytes itself.
-    e.watch_opens = o.opens == config::Opens::fanotify;
-    e.handover = o.handover && !o.kernel_opens && !e.watch_opens && o.peers == config::Peers::none;
+    const config::FastPath& f = o.fast_path;
+    e.watch_opens = f.opens == config::Opens::fanotify;
+    e.handover =
+        f.handover && !f.kernel_opens && !e.watch_opens && o.peers.mode == config::Peers::none;
     // With opens told after the fact, the push ahead is the only push.
-    e.push_ahead = o.push_ahead || e.watch_opens;
+    e.push_ahead = f.push_ahead || e.watch_opens;
     // --kernel-opens makes no OPEN to push at; --push-ahead pushes the same
     // files earlier; a file handed over has no copy in the RAM tier.
-    e.open_push = o.open_push && !o.kernel_opens && !e.push_ahead && !e.handover;
+    e.open_push = f.open_push && !f.kernel_opens && !e.push_ahead && !e.handover;
     // --kernel-opens sees no RELEASE to drop at and drops pages itself; a
     // file handed over has only the kernel's copy; --push-ahead pushes a
     // file before its open, which a drop at the last close would undo.
     // Under --opens fanotify a drop comes at the close event, after which
     // the file is pushed again when next due.
-    e.one_copy = o.kernel_opens || (o.push_ahead && !e.watch_opens) || e.handover
+    e.one_copy = f.kernel_opens || (f.push_ahead && !e.watch_opens) || e.handover
                      ? config::When::never
-                     : o.one_copy;
-    e.drop_behind = o.drop_behind;
+                     : f.one_copy;
+    e.drop_behind = f.drop_behind;
     e.passthrough_above = o.max_read;
     return e;
 }
@@ -165,9 +167,9 @@ void set_up_heap(const prefetch::EngineOptions& eo) {
 void attach_tiers(const config::MountOptions& o, const std::string& backing_real,
                   const index::Index& idx, PeerLaunch& launch, prefetch::Engine& engine) {
     if (!o.cache_dir.empty() && o.ssd != 0) attach_ssd(o, backing_real, idx, engine);
-    if (o.peers == config::Peers::none) return;
+    if (o.peers.mode == config::Peers::none) return;
     peer::PeerOptions po;
-    po.timeout = std::chrono::milliseconds(static_cast<int64_t>(o.peer_timeout * 1000));
+    po.timeout = std::chrono::milliseconds(static_cast<int64_t>(o.peers.timeout * 1000));
     po.wait_bound = io_timeout_of(o);
     engine.attach_peers(
         std::make_unique<peer::Peers>(std::move(launch.group), launch.listen_fd, po));

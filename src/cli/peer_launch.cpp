@@ -110,11 +110,11 @@ void hand_group(int group_w, const peer::Group& g) {
 
 std::string launch_peers(const config::MountOptions& o, const index::Index& idx, uint64_t mem,
                          PeerLaunch& out) {
-    uint16_t port = static_cast<uint16_t>(o.peer_port);
+    uint16_t port = static_cast<uint16_t>(o.peers.port);
     if (auto why = peer::open_listener(out.listen_fd, port); !why.empty())
         return "peer listener: " + why;
     peer::Member me;
-    me.host = o.peer_address.empty() ? host_name() : o.peer_address;
+    me.host = o.peers.address.empty() ? host_name() : o.peers.address;
     me.port = port;
     me.fingerprint = peer::index_fingerprint(idx);
     me.mem = mem;

@@ -130,12 +130,12 @@ struct Cursor {
 std::string settle_opens(MountOptions& o) {
     // Pushed pages are read without a READ, and under --kernel-opens the
     // READs are all the tracker sees.
-    if (o.push_ahead && o.kernel_opens)
+    if (o.fast_path.push_ahead && o.fast_path.kernel_opens)
         return "--push-ahead needs the opens that --kernel-opens hides; use one of them";
-    if (o.opens == Opens::fanotify && o.kernel_opens)
+    if (o.fast_path.opens == Opens::fanotify && o.fast_path.kernel_opens)
         return "--kernel-opens leaves opens unseen, --opens fanotify has fanotify see them; "
                "use one of them";
-    if (o.kernel_opens) o.opens = Opens::fuse; // auto: not fanotify
+    if (o.fast_path.kernel_opens) o.fast_path.opens = Opens::fuse; // auto: not fanotify
     return "";
 }
 

@@ -17,6 +17,12 @@ std::string bad(std::string_view name, std::string_view why) {
     return "invalid value for " + std::string(name) + ": " + std::string(why);
 }
 
+// The setter of a field in one of MountOptions' groups (FastPath,
+// PeerOptions, ...): `Set` parses into the group `Group` names.
+template <auto Group, auto Set> std::string in_group(MountOptions& o, std::string_view v) {
+    return Set(o.*Group, v);
+}
+
 std::string set_max_read(MountOptions& o, std::string_view v) {
     uint64_t n;
     // The kernel caps one FUSE request at 256 pages.
@@ -54,7 +60,7 @@ std::string set_cache_timeout(MountOptions& o, std::string_view v) {
 
 // Not set_choice_field: its message says what mpi means.
 std::string set_peers(MountOptions& o, std::string_view v) {
-    return parse_choice(peers_words, v, o.peers)
+    return parse_choice(peers_words, v, o.peers.mode)
                ? ""
                : "expected mpi (the daemons of one MPI launch form the group) or none";
 }
@@ -62,7 +68,7 @@ std::string set_peers(MountOptions& o, std::string_view v) {
 std::string set_no_one_copy(MountOptions& o, std::string_view v) {
     bool off;
     if (!parse_bool(v, off)) return "expected true or false";
-    o.one_copy = off ? When::never : When::automatic;
+    o.fast_path.one_copy = off ? When::never : When::automatic;
     return "";
 }
 
@@ -70,13 +76,12 @@ std::string set_peer_timeout(MountOptions& o, std::string_view v) {
     double s = 0;
     // Below a tenth of a second a busy node's pings would read as a death.
     if (!parse_seconds(v, s) || s < 0.1 || s > 3600) return "expected 0.1 to 3600 seconds";
-    o.peer_timeout = s;
+    o.peers.timeout = s;
     return "";
 }
 
 // A host name or address (--peer-address, --metrics-address).
-template <std::string MountOptions::*Field>
-std::string set_host_field(MountOptions& o, std::string_view v) {
+template <auto Field> std::string set_host_field(owner_of<Field>& o, std::string_view v) {
     if (v.empty() || v.size() > 255) return "expected a host name or address";
     o.*Field = v;
     return "";
@@ -114,7 +119,7 @@ std::string set_detect_seeds(MountOptions& o, std::string_view v) {
         if (comma != std::string_view::npos && v.empty()) return "a seed is missing after the last comma";
     }
     if (seeds.size() > 1000) return "at most 1000 seeds";
-    o.detect_seeds = std::move(seeds);
+    o.detect.seeds = std::move(seeds);
     return "";
 }
 
@@ -125,13 +130,12 @@ std::string set_detect_cpu(MountOptions& o, std::string_view v) {
     if (!parse_seconds(v, p) || p <= 0 || p > 100)
         return "expected a percentage of one core above 0, at most 100 (--no-detect turns "
                "detection off)";
-    o.detect_cpu = p;
+    o.detect.cpu = p;
     return "";
 }
 
 // A TCP port, 0 meaning any (--peer-port) or off (--metrics-port).
-template <unsigned MountOptions::*Field>
-std::string set_port_field(MountOptions& o, std::string_view v) {
+template <auto Field> std::string set_port_field(owner_of<Field>& o, std::string_view v) {
     uint64_t n = 0;
     if (!parse_count(v, n) || n > 65535) return "expected a TCP port, 0 to 65535";
     o.*Field = static_cast<unsigned>(n);
@@ -229,13 +233,13 @@ constexpr OptionSpec specs[] = {
      "let the kernel open and close files without asking the daemon: a cached re-read costs "
      "no round trip; a file's first READ then stands for its open, and while a job is "
      "registered files are dropped from the page cache soon after they are read",
-     set_bool_field<&MountOptions::kernel_opens>},
+     in_group<&MountOptions::fast_path, set_bool_field<&FastPath::kernel_opens>>},
     {"opens", 0, OptionType::choice, "HOW", "fuse",
      "how the daemon follows the job's opens: fuse (each open is a round trip to the daemon), "
      "fanotify (the kernel opens files itself and fanotify tells the daemon afterwards, in "
      "batches; the files due next are pushed into the page cache ahead of their opens; needs "
      "root), or auto (fanotify where the daemon may use it, else fuse)",
-     set_choice_field<&MountOptions::opens, opens_words>},
+     in_group<&MountOptions::fast_path, set_choice_field<&FastPath::opens, opens_words>>},
     {"log_level", 0, OptionType::choice, "LEVEL", "info", "error, warn, info or debug",
      set_log_level},
     {"log_file", 0, OptionType::text, "FILE", "",
@@ -262,45 +266,45 @@ constexpr OptionSpec specs[] = {
     {"push_ahead", 0, OptionType::flag, "", "false",
      "while a job is registered, copy the files its loaders open next into the kernel's page "
      "cache just before they are opened, so their reads need no round trip to the daemon",
-     set_bool_field<&MountOptions::push_ahead>},
+     in_group<&MountOptions::fast_path, set_bool_field<&FastPath::push_ahead>>},
     {"handover", 0, OptionType::flag, "", "false",
      "once the kernel's page cache of the mount holds a file whole, drop the RAM tier's copy "
      "(each byte in memory once); until the kernel has dropped 64 files it was handed",
-     set_bool_field<&MountOptions::handover>},
+     in_group<&MountOptions::fast_path, set_bool_field<&FastPath::handover>>},
     {"no_handover", 0, OptionType::flag, "", "false",
      "keep the RAM tier's copy of every file the kernel also caches (the default)",
-     set_negated_field<&MountOptions::handover>},
+     in_group<&MountOptions::fast_path, set_negated_field<&FastPath::handover>>},
     {"open_push", 0, OptionType::flag, "", "true",
      "at an open, copy the RAM tier's bytes of the file into the kernel's page cache unless "
      "the kernel kept them, so the job's reads make no READ round trip (the default)",
-     set_bool_field<&MountOptions::open_push>},
+     in_group<&MountOptions::fast_path, set_bool_field<&FastPath::open_push>>},
     {"no_open_push", 0, OptionType::flag, "", "false",
      "answer every read of a file the kernel did not keep with a READ round trip",
-     set_negated_field<&MountOptions::open_push>},
+     in_group<&MountOptions::fast_path, set_negated_field<&FastPath::open_push>>},
     {"passthrough", 0, OptionType::flag, "", "true",
      "let the kernel read files the tiers do not take straight from the backing store (FUSE "
      "passthrough: libfuse 3.17 and Linux 6.9 or later, as root), with no READ round trip (the "
      "default where available)",
-     set_bool_field<&MountOptions::passthrough>},
+     in_group<&MountOptions::fast_path, set_bool_field<&FastPath::passthrough>>},
     {"no_passthrough", 0, OptionType::flag, "", "false",
      "read files the tiers do not take through the daemon, each READ bounded by --io-timeout",
-     set_negated_field<&MountOptions::passthrough>},
+     in_group<&MountOptions::fast_path, set_negated_field<&FastPath::passthrough>>},
     {"io_uring", 0, OptionType::choice, "WHEN", "auto",
      "how the kernel's requests reach the daemon: over FUSE's io_uring rings (answered on "
      "the requester's CPU; Linux 6.14 or later with its fuse.enable_uring switch on, which "
      "clairfs never sets) or through /dev/fuse: auto (io_uring where the switch is on), on "
      "(fail the mount where it cannot), off (/dev/fuse)",
-     set_choice_field<&MountOptions::io_uring, io_uring_words>},
+     in_group<&MountOptions::fast_path, set_choice_field<&FastPath::io_uring, io_uring_words>>},
     {"ring_sched", 0, OptionType::choice, "POLICY", "idle",
      "the scheduling policy of libfuse's io_uring ring threads: idle (SCHED_IDLE: a reader "
      "woken by its CPU's ring stays on that CPU instead of moving to an idle one, which "
      "nearly halves a cached file's open-read-close on a 2-CPU VM) or normal",
-     set_choice_field<&MountOptions::ring_sched, ring_sched_words>},
+     in_group<&MountOptions::fast_path, set_choice_field<&FastPath::ring_sched, ring_sched_words>>},
     {"one_copy", 0, OptionType::choice, "WHEN", "auto",
      "when the last open of a file the RAM tier holds is closed, drop its pages from the "
      "kernel's page cache, so its bytes are in memory once: always, never, or auto (while the "
      "tier's bytes would take more than half the room the page cache has)",
-     set_choice_field<&MountOptions::one_copy, when_words>},
+     in_group<&MountOptions::fast_path, set_choice_field<&FastPath::one_copy, when_words>>},
     {"no_one_copy", 0, OptionType::flag, "", "false",
      "let the kernel's page cache keep files the RAM tier also holds (--one-copy never)",
      set_no_one_copy},
@@ -308,7 +312,7 @@ constexpr OptionSpec specs[] = {
      "drop the pages of a file held by chunk from the kernel's page cache once a sequential "
      "reader is 1 MiB past them: always, never, or auto (while the files held by chunk would "
      "take more than half the room the page cache has)",
-     set_choice_field<&MountOptions::drop_behind, when_words>},
+     in_group<&MountOptions::fast_path, set_choice_field<&FastPath::drop_behind, when_words>>},
     {"cache_dir", 0, OptionType::text, "DIR", "",
      "local-disk directory for the SSD tier's cache file and journal (one pair per dataset); "
      "a later mount of the unchanged dataset with the same DIR reuses what it holds",
@@ -331,21 +335,23 @@ constexpr OptionSpec specs[] = {
      set_peer_timeout},
     {"metrics_port", 0, OptionType::count, "PORT", "0",
      "serve the status in Prometheus' text format at http://ADDRESS:PORT/metrics (0: off)",
-     set_port_field<&MountOptions::metrics_port>},
+     in_group<&MountOptions::metrics, set_port_field<&MetricsOptions::port>>},
     {"metrics_address", 0, OptionType::text, "ADDRESS", "127.0.0.1",
-     "where --metrics-port listens (the loopback unless told otherwise)", set_host_field<&MountOptions::metrics_address>},
+     "where --metrics-port listens (the loopback unless told otherwise)",
+     in_group<&MountOptions::metrics, set_host_field<&MetricsOptions::address>>},
     {"peer_address", 0, OptionType::text, "HOST", "",
      "the name or address the other daemons reach this one at (default: the host name)",
-     set_host_field<&MountOptions::peer_address>},
+     in_group<&MountOptions::peers, set_host_field<&PeerOptions::address>>},
     {"peer_port", 0, OptionType::count, "PORT", "0",
-     "TCP port of this daemon's peer listener (0: any free port)", set_port_field<&MountOptions::peer_port>},
+     "TCP port of this daemon's peer listener (0: any free port)",
+     in_group<&MountOptions::peers, set_port_field<&PeerOptions::port>>},
     {"detect", 0, OptionType::flag, "", "true",
      "while no job is registered, recognise it from its first opens (a DistributedSampler, a "
      "RandomSampler with an explicit generator, or no shuffling; seeds 0 to 100000 and the "
      "--detect-seeds) and register it as detected; see JOB DETECTION in clairfs(1)",
-     set_bool_field<&MountOptions::detect>},
+     in_group<&MountOptions::detect, set_bool_field<&DetectOptions::on>>},
     {"no_detect", 0, OptionType::flag, "", "false", "turn job detection off (--detect)",
-     set_negated_field<&MountOptions::detect>},
+     in_group<&MountOptions::detect, set_negated_field<&DetectOptions::on>>},
     {"detect_seeds", 0, OptionType::text, "LIST", "",
      "comma-separated seeds detection also tries, each as seed + epoch for the first 1000 "
      "epochs (besides 0, 1, 42, 123, 1234, 2021, 3407 and 12345)",

@@ -14,7 +14,7 @@ namespace {
 
 // Asks for FUSE passthrough where every part has it; "" if asked, else why not.
 std::string passthrough_refusal(Filesystem& fs, fuse_conn_info* conn) {
-    if (!fs.options.passthrough) return "off (--no-passthrough)";
+    if (!fs.options.fast_path.passthrough) return "off (--no-passthrough)";
     if (fs.kernel_opens()) return "off while the kernel opens files itself (no OPEN to hand the file over at)";
 #if CLAIRFS_HAVE_PASSTHROUGH
     if (!(conn->capable & FUSE_CAP_PASSTHROUGH))
@@ -108,7 +108,7 @@ void set_pushers(Filesystem& fs) {
             return -EAGAIN;
         return store(id, 0, b.bytes.get(), b.size);
     };
-    if (fs.options.push_ahead || fs.options.open_push || fs.open_watch)
+    if (fs.options.fast_path.push_ahead || fs.options.fast_path.open_push || fs.open_watch)
         fs.engine->set_pusher(push_file);
     // A ranges job's samples due next (RangeJobs::push).
     fs.engine->set_range_pusher(
@@ -137,7 +137,7 @@ void set_droppers(Filesystem& fs) {
     // to the kernel, and (--kernel-opens) every file soon after it is read.
     auto drop_pages = [drop_range](index::NodeId id) { return drop_range(id, 0, 0); };
     fs.engine->set_invalidator(drop_pages);
-    if (fs.options.kernel_opens) fs.engine->set_dropper(drop_pages);
+    if (fs.options.fast_path.kernel_opens) fs.engine->set_dropper(drop_pages);
 }
 
 // From here on the daemon has no terminal: later lines go to syslog or

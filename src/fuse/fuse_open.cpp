@@ -42,7 +42,7 @@ void fuse_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     // --opens fanotify: the same, once fanotify has the mount in view (its
     // watcher opens the status file then, to make the switch at once);
     // until then opens are followed here.
-    if (fs.options.kernel_opens || (fs.open_watch && fs.open_watch->watching()))
+    if (fs.options.fast_path.kernel_opens || (fs.open_watch && fs.open_watch->watching()))
         return reply_error(req, -ENOSYS);
     if (control_open(req, ino, fi)) return;
     const index::Node* n = node_of(fs, ino);

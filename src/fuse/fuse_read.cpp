@@ -27,7 +27,7 @@ cache::BlobRef tell_engine(fuse_req_t req, Filesystem& fs, const OpenFile* of, i
                            uint64_t off, size_t size) {
     const auto pid = static_cast<uint32_t>(fuse_req_ctx(req)->pid);
     cache::BlobRef blob;
-    if (off == 0 && fs.options.kernel_opens)
+    if (off == 0 && fs.options.fast_path.kernel_opens)
         blob = fs.engine->opened(id, pid);
     else if (off == 0 && !of && fs.open_watch)
         fs.engine->read_from_start(id);

@@ -184,8 +184,8 @@ void log_unmounted(const Filesystem& fs) {
 
 std::string serve(Filesystem& fs) {
     const auto& o = fs.options;
-    fs.transport.ring_sched(o.ring_sched);
-    if (auto why = fs.transport.choose(o.io_uring); !why.empty()) return why;
+    fs.transport.ring_sched(o.fast_path.ring_sched);
+    if (auto why = fs.transport.choose(o.fast_path.io_uring); !why.empty()) return why;
     serving = &fs;
     struct Unset {
         ~Unset() { serving = nullptr; }

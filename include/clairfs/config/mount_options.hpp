@@ -20,6 +20,43 @@ inline constexpr uint64_t auto_mem = UINT64_MAX;
 // free space if that is less, resolved at mount.
 inline constexpr uint64_t auto_ssd = UINT64_MAX;
 
+// How much of serving a file the kernel does without the daemon: who
+// opens, what goes into the page cache and when it leaves, and the way
+// requests come. Defaults here, parsing in option_registry.cpp.
+struct FastPath {
+    bool kernel_opens = false; // FUSE no_open: faster cached opens, but unseen by the daemon
+    Opens opens = Opens::fuse; // how the daemon sees opens (mount_choices.hpp)
+    bool push_ahead = false;   // registered: put the next files into the page cache
+    bool handover = false;     // a file the page cache holds whole is not held twice
+    bool open_push = true;     // at an open, put the RAM tier's copy into the page cache
+    bool passthrough = true;   // the kernel reads files the tiers do not take itself
+    IoUring io_uring = IoUring::auto_;      // the transport: io_uring rings or /dev/fuse
+    RingSched ring_sched = RingSched::idle; // the ring threads' scheduling policy
+    When one_copy = When::automatic;        // drop a RAM-tier file's pages at its last close
+    When drop_behind = When::automatic;     // drop a chunked file's pages once read past
+};
+
+// --peers and how the daemons of one launch reach each other.
+struct PeerOptions {
+    Peers mode = Peers::none; // mpi: form a group with the daemons of this MPI launch
+    double timeout = 2;       // seconds a peer may stay silent before it counts as dead
+    std::string address;      // where the others reach this daemon; empty: the host name
+    unsigned port = 0;        // its listener's TCP port; 0: any free one
+};
+
+// GET /metrics over HTTP.
+struct MetricsOptions {
+    unsigned port = 0;                 // 0: off
+    std::string address = "127.0.0.1"; // where it listens
+};
+
+// Recognising an unregistered job from its opens.
+struct DetectOptions {
+    bool on = true;
+    std::vector<uint64_t> seeds; // searched deep besides the usual ones (torch's form)
+    double cpu = 2;              // percent of one core the searches may use
+};
+
 struct MountOptions {
     std::string backing;
     std::string mountpoint;
@@ -34,8 +71,6 @@ struct MountOptions {
     // Who may register jobs besides root and the daemon's user: a mount
     // made as root for a job's user (a Slurm prolog). -1: nobody else.
     int64_t control_owner = -1;
-    bool kernel_opens = false; // FUSE no_open: faster cached opens, but unseen by the daemon
-    Opens opens = Opens::fuse; // how the daemon sees opens (mount_choices.hpp)
     log::Level log_level = log::Level::info;
     std::string log_file; // empty: stderr in the foreground, syslog otherwise
     index::Progress progress = index::Progress::auto_;
@@ -44,27 +79,13 @@ struct MountOptions {
     unsigned fetch_threads = 16; // backing-store readers (latency-bound: more than cores)
     uint64_t chunk_size = 1 << 20; // files above the RAM tier's max_file, by chunk; 0 = read through
     std::string register_file;   // a registration (control-file JSON) applied at mount
-    bool push_ahead = false;     // registered: put the next files into the page cache
     std::string cache_dir;       // local-SSD tier directory; empty: no SSD tier
     uint64_t ssd = auto_ssd;     // SSD tier budget in bytes; auto_ssd: see above
     bool stage = false;          // copy the whole dataset into the tiers at mount
-    Peers peers = Peers::none;   // mpi: form a group with the daemons of this MPI launch
-    double peer_timeout = 2;     // seconds a peer may stay silent before it counts as dead
-    std::string peer_address;    // where the others reach this daemon; empty: the host name
-    unsigned peer_port = 0;      // its listener's TCP port; 0: any free one
-    unsigned metrics_port = 0;   // GET /metrics over HTTP; 0: off
-    std::string metrics_address = "127.0.0.1"; // where --metrics-port listens
-    bool detect = true;          // unregistered: recognise the job from its opens
-    bool handover = false;       // a file the page cache holds whole is not held twice
-    bool open_push = true;       // at an open, put the RAM tier's copy into the page cache
-    bool passthrough = true;     // the kernel reads files the tiers do not take itself
-    IoUring io_uring = IoUring::auto_; // the transport: io_uring rings or /dev/fuse
-    RingSched ring_sched = RingSched::idle; // the ring threads' scheduling policy
-    When one_copy = When::automatic;    // drop a RAM-tier file's pages at its last close
-    When drop_behind = When::automatic; // drop a chunked file's pages once read past
-    std::vector<uint64_t> detect_seeds; // searched deep besides the usual ones (torch's form)
-    double detect_cpu = 2;       // percent of one core job detection's searches may use
-
+    FastPath fast_path;
+    PeerOptions peers;
+    MetricsOptions metrics;
+    DetectOptions detect;
 };
 
 } // namespace clairfs::config

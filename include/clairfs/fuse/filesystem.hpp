@@ -72,7 +72,7 @@ struct Filesystem {
     OpenWatch* open_watch = nullptr;
     // No OPEN of ours may come for a file: --kernel-opens, or opens
     // followed through fanotify.
-    bool kernel_opens() const { return options.kernel_opens || open_watch; }
+    bool kernel_opens() const { return options.fast_path.kernel_opens || open_watch; }
     // Started in the serving process once the kernel handshake reaches it
     // (after any fork), beside the engine's threads.
     std::function<void()> on_start{};

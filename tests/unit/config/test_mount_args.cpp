@@ -153,26 +153,26 @@ TEST_CASE("--control-owner takes a user name or a uid") {
 TEST_CASE("--opens: fuse by default; --kernel-opens settles auto for no fanotify") {
     MountArgs a;
     REQUIRE(parse({"/d", "/m"}, a) == "");
-    CHECK(a.options.opens == Opens::fuse);
+    CHECK(a.options.fast_path.opens == Opens::fuse);
     MountArgs b;
     REQUIRE(parse({"/d", "/m", "--opens", "auto"}, b) == "");
-    CHECK(b.options.opens == Opens::auto_);
+    CHECK(b.options.fast_path.opens == Opens::auto_);
     MountArgs c;
     REQUIRE(parse({"/d", "/m", "-o", "opens=auto", "--kernel-opens"}, c) == "");
-    CHECK(c.options.opens == Opens::fuse);
-    CHECK(c.options.kernel_opens);
+    CHECK(c.options.fast_path.opens == Opens::fuse);
+    CHECK(c.options.fast_path.kernel_opens);
 }
 
 TEST_CASE("--detect-cpu: 2% of one core by default, any share above 0 and up to 100") {
     MountArgs a;
     REQUIRE(parse({"/d", "/m"}, a) == "");
-    CHECK(a.options.detect_cpu == doctest::Approx(2));
+    CHECK(a.options.detect.cpu == doctest::Approx(2));
     MountArgs b;
     REQUIRE(parse({"/d", "/m", "--detect-cpu", "0.5"}, b) == "");
-    CHECK(b.options.detect_cpu == doctest::Approx(0.5));
+    CHECK(b.options.detect.cpu == doctest::Approx(0.5));
     MountArgs c;
     REQUIRE(parse({"/d", "/m", "-o", "detect_cpu=100"}, c) == "");
-    CHECK(c.options.detect_cpu == doctest::Approx(100));
+    CHECK(c.options.detect.cpu == doctest::Approx(100));
 }
 
 TEST_CASE("every registered option has a name, help and a parser that accepts its default") {
@@ -191,13 +191,13 @@ TEST_CASE("every registered option has a name, help and a parser that accepts it
 TEST_CASE("--io-uring: auto by default, on and off, nothing else") {
     MountArgs a;
     REQUIRE(parse({"/d", "/m"}, a) == "");
-    CHECK(a.options.io_uring == IoUring::auto_);
+    CHECK(a.options.fast_path.io_uring == IoUring::auto_);
     MountArgs b;
     REQUIRE(parse({"/d", "/m", "--io-uring", "on"}, b) == "");
-    CHECK(b.options.io_uring == IoUring::on);
+    CHECK(b.options.fast_path.io_uring == IoUring::on);
     MountArgs c;
     REQUIRE(parse({"/d", "/m", "-o", "io_uring=off"}, c) == "");
-    CHECK(c.options.io_uring == IoUring::off);
+    CHECK(c.options.fast_path.io_uring == IoUring::off);
     MountArgs d;
     CHECK(parse({"/d", "/m", "--io-uring", "yes"}, d).find("invalid value for io_uring") !=
           std::string::npos);
@@ -207,10 +207,10 @@ TEST_CASE("--io-uring: auto by default, on and off, nothing else") {
 TEST_CASE("--ring-sched: idle by default, normal, nothing else") {
     MountArgs a;
     REQUIRE(parse({"/d", "/m"}, a) == "");
-    CHECK(a.options.ring_sched == clairfs::config::RingSched::idle);
+    CHECK(a.options.fast_path.ring_sched == clairfs::config::RingSched::idle);
     MountArgs b;
     REQUIRE(parse({"/d", "/m", "--ring-sched", "normal"}, b) == "");
-    CHECK(b.options.ring_sched == clairfs::config::RingSched::normal);
+    CHECK(b.options.fast_path.ring_sched == clairfs::config::RingSched::normal);
     MountArgs c;
     CHECK(parse({"/d", "/m", "-o", "ring_sched=fifo"}, c) ==
           "invalid value for ring_sched: fifo (expected idle or normal)");
