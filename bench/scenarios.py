@@ -71,6 +71,13 @@ Scenarios:
                         --no-one-copy: the kernel's page cache keeps the
                         files the RAM tier holds too (two copies), as
                         before issue 19's step 3.
+  clairfs-registered-dev-fuse, clairfs-ssd-registered-dev-fuse
+                        clairfs-registered and clairfs-ssd-registered with
+                        --io-uring off: the kernel's requests through
+                        /dev/fuse, to set beside the default transport
+                        (FUSE over io_uring where the kernel's switch is
+                        on, which --io-uring-switch on, the default, sees
+                        to for the run).
   clairfs-registered-wrong-seed
                         registered with the job's seed + 1: a prediction
                         that fails (with job.generator "global", only after
@@ -200,7 +207,11 @@ ALL = ["local-warm", "local-budget", "direct", "copy-first", "rclone",
        "clairfs-ssd-staged", "clairfs-ssd-unregistered-no-drop-behind",
        "clairfs-ssd-registered-no-drop-behind", "clairfs-registered-blksize-1m",
        "clairfs-registered-wrong-seed",
-       "clairfs-ssd-registered-blksize-1m"]
+       "clairfs-ssd-registered-blksize-1m", "clairfs-registered-dev-fuse",
+       "clairfs-ssd-registered-dev-fuse"]
+# FUSE over io_uring, which clairfs's default --io-uring auto takes while
+# this kernel switch is on (off by default; clairfs never sets it).
+URING_SWITCH = "/sys/module/fuse/parameters/enable_uring"
 NEEDS_VAL = ("clairfs-registered-train", "clairfs-registered-trainval")
 FRAMEWORKS = ("torch", "keras", "tfrecord", "lmdb")
 # The jobs run by the frameworks interpreter, and the modules each needs.
@@ -692,7 +703,7 @@ class Bench:
 
     def sc_clairfs(self, r, register=None, ssd=False, stage=False, push=False, detect=False,
                    handover=False, open_push=True, one_copy=True, opens=None, drop_behind=True,
-                   blksize=None):
+                   blksize=None, io_uring=None):
         """register: None (no registration), "job" (the job as configured:
         its train loader on a train/val dataset), "wrong" (the same with
         another seed), "trainval" (a loaders
@@ -722,6 +733,8 @@ class Bench:
             cmd += ["--drop-behind", "never"]
         if blksize:
             cmd += ["--blksize", blksize]
+        if io_uring:
+            cmd += ["--io-uring", io_uring]
         if not register and not detect and self.has_option("--no-detect"):
             cmd += ["--no-detect"]
         regs = self.registrations(register) if register else []
@@ -772,7 +785,9 @@ class Bench:
                 ssd_note += (f", chunks: {ch['files']} files, {ch.get('reads', 0)} reads, "
                              f"{ch.get('ram_hits', 0)} RAM hits, {ch.get('read_ahead', 0)} "
                              f"read ahead, ssd {(ch.get('ssd') or {}).get('hits', 0)} hits")
-            log(f"    clairfs: mode {st['mode']}, match rate {st['match_rate']}, stall "
+            r["transport"] = (st.get("transport") or {}).get("in_use", "/dev/fuse")
+            log(f"    clairfs: {r['transport']}, mode {st['mode']}, match rate "
+                f"{st['match_rate']}, stall "
                 f"{st['stall_seconds']:.1f} s, backing {st['backing']['files']} files, "
                 f"ram {st['ram']['bytes'] / 1e6:.0f}/{st['ram']['capacity'] / 1e6:.0f} MB"
                 + ssd_note)
@@ -1019,6 +1034,9 @@ class Bench:
                   lambda r: self.sc_clairfs(r, ssd=True, drop_behind=False),
               "clairfs-ssd-registered-no-drop-behind":
                   lambda r: self.sc_clairfs(r, "job", ssd=True, drop_behind=False),
+              "clairfs-registered-dev-fuse": lambda r: self.sc_clairfs(r, "job", io_uring="off"),
+              "clairfs-ssd-registered-dev-fuse":
+                  lambda r: self.sc_clairfs(r, "job", ssd=True, io_uring="off"),
               }[sc]
         r.update(fn(r))
         r["run_s"] = round(time.perf_counter() - t0, 3)
@@ -1175,11 +1193,13 @@ class Bench:
         plot(prefix + ".png", self.scenarios, runs, cfg, info, floor)
         table = markdown(summary, self.scenarios, unavailable, cfg)
         table += floor_lines(floor, summary, self.scenarios, cfg)
+        table += transport_lines(self.scenarios, runs)
         for f in failures:
             table += f"\n\nFailed run: {f['scenario']} rep {f['rep'] + 1}: `{f['error']}`"
         # Runs per scenario are in the table's "runs" column.
         print(table if a.full_table else short_table(summary, self.scenarios)
-              + floor_lines(floor, summary, self.scenarios, cfg))
+              + floor_lines(floor, summary, self.scenarios, cfg)
+              + transport_lines(self.scenarios, runs))
         if failures and not a.full_table:
             print("\nfailed runs:")
             for f in failures:
@@ -1189,6 +1209,18 @@ class Bench:
             append_results(os.path.join(HERE, "RESULTS.md"), command, rev, info,
                            self.st, cfg, reps, table, prefix, runs)
         return out
+
+
+def transport_lines(scenarios, runs):
+    """Which way each clairfs scenario's requests came (status transport)."""
+    seen = {}
+    for r in runs:
+        if r.get("transport"):
+            seen.setdefault(r["scenario"], set()).add(r["transport"])
+    if not seen:
+        return ""
+    return "\n\nTransport: " + ", ".join(f"{sc} {'/'.join(sorted(seen[sc]))}"
+                                          for sc in scenarios if sc in seen) + "."
 
 
 def med(xs):
@@ -1796,7 +1828,28 @@ def arg_parser(doc):
     ap.add_argument("--no-results-md", action="store_true")
     ap.add_argument("--from-json", metavar="RESULT",
                     help="re-render table and plot of an earlier RESULT.json, run nothing")
+    ap.add_argument("--io-uring-switch", choices=("on", "off", "keep"), default="on",
+                    help="set the kernel's FUSE io_uring switch for the run and put it back "
+                         "afterwards (on, the default: clairfs mounts take io_uring), or keep it")
     return ap
+
+
+def set_uring_switch(want, prog):
+    """Sets URING_SWITCH to Y or N ("on"/"off"; "keep" leaves it). Returns
+    what to write back afterwards, or None."""
+    if want == "keep" or not os.path.exists(URING_SWITCH):
+        if want == "on":
+            log(f"{prog}: no {URING_SWITCH}: this kernel has no FUSE over io_uring")
+        return None
+    with open(URING_SWITCH) as f:
+        was = f.read().strip()
+    value = "Y" if want == "on" else "N"
+    if was != value:
+        with open(URING_SWITCH, "w") as f:
+            f.write(value)
+    log(f"{prog}: {URING_SWITCH} is {value} for this run"
+        + (f", {was} put back afterwards" if was != value else ""))
+    return was if was != value else None
 
 
 def run_bench(cls, a, prog):
@@ -1813,7 +1866,13 @@ def run_bench(cls, a, prog):
         raise SystemExit(128 + signum)
     for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
         signal.signal(s, on_signal)
-    return cls(a, cfg).main()
+    put_back = set_uring_switch(a.io_uring_switch, prog)
+    try:
+        return cls(a, cfg).main()
+    finally:
+        if put_back is not None:
+            with open(URING_SWITCH, "w") as f:
+                f.write(put_back)
 
 
 def main():
