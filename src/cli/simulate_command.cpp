@@ -59,8 +59,8 @@ bool write_file(const std::string& path, const std::string& text) {
 int root_sizes(const sim::SimConfig& cfg, std::vector<uint32_t>& sizes) {
     OrderArgs a;
     a.spec = cfg.job;
-    a.root = cfg.root;
-    if (!cfg.layout.empty()) a.layout = cfg.layout;
+    a.root = cfg.dataset.root;
+    if (!cfg.dataset.layout.empty()) a.layout = cfg.dataset.layout;
     OrderDataset ds;
     if (LoadFailure f = load_order_dataset(a, ds); !f.message.empty()) {
         fprintf(stderr, "clairfs: dataset.root: %s\n", f.message.c_str());
@@ -135,7 +135,7 @@ int load_config(const SimulateArgs& a, sim::SimConfig& cfg, std::vector<uint32_t
     if (!a.scenarios.empty())
         if (auto why = override_scenarios(a.scenarios, cfg); !why.empty())
             return usage_error(why);
-    if (!cfg.root.empty()) {
+    if (!cfg.dataset.root.empty()) {
         if (int rc = root_sizes(cfg, sizes); rc != exit_ok) return rc;
     } else if (auto why = sim::dataset_sizes(cfg, sizes); !why.empty()) {
         fprintf(stderr, "clairfs: %s\n", why.c_str());

@@ -80,7 +80,7 @@ void Run::fetch(uint32_t n, uint32_t f, double t, bool prefetch, std::optional<u
     const int h = peers() ? home_[f] : -1;
     if (x.ssd.contains(f)) {
         fe.src = Src::ssd;
-        done = x.ssd_dev.reserve(t, size / cfg_.ssd_read_bandwidth) + cfg_.ssd_latency_s;
+        done = x.ssd_dev.reserve(t, size / cfg_.node.ssd_read_bandwidth) + cfg_.node.ssd_latency_s;
     } else if (h >= 0 && h != static_cast<int>(n) && peer_first(n, h)) {
         done = fetch_from_peer(n, h, f, t, fe);
     } else {
@@ -101,9 +101,10 @@ void Run::fetch(uint32_t n, uint32_t f, double t, bool prefetch, std::optional<u
 bool Run::peer_first(uint32_t n, int home) const {
     const Node& x = node_[n];
     const peer::SourceRate& link = links_[uint64_t{n} * nodes_ + home];
-    return peer::choose_source({link.seconds_per_file(), link.inflight(), cfg_.server_threads},
+    return peer::choose_source({link.seconds_per_file(), link.inflight(),
+                                cfg_.network.server_threads},
                                {x.backing_rate.seconds_per_file(), x.backing_rate.inflight(),
-                                cfg_.fetch_threads}) == peer::Choice::peer;
+                                cfg_.node.fetch_threads}) == peer::Choice::peer;
 }
 
 // The home answers from RAM, from a fetch of its own already on the way,
@@ -122,7 +123,7 @@ double Run::fetch_from_peer(uint32_t n, int h, uint32_t f, double t, Fetch& fe) 
         ready = hx.inflight.at(f).done;
         fe.measured = false;
     }
-    const double xfer = size / cfg_.net_bandwidth;
+    const double xfer = size / cfg_.network.bandwidth;
     double start = std::max({ready, hx.net_out.free_at, x.net_in.free_at});
     hx.net_out.free_at = x.net_in.free_at = start + xfer;
     fe.src = Src::peer;
@@ -131,7 +132,7 @@ double Run::fetch_from_peer(uint32_t n, int h, uint32_t f, double t, Fetch& fe) 
     EpochResult& e = stats();
     e.peer_bytes += size;
     ++e.peer_files;
-    return start + xfer + cfg_.net_latency_s + cfg_.peer_file_cost_s;
+    return start + xfer + cfg_.network.latency_s + cfg_.network.peer_file_cost_s;
 }
 
 void Run::on_fetch_done(uint32_t n, uint32_t f, double t) {
@@ -151,8 +152,9 @@ void Run::on_fetch_done(uint32_t n, uint32_t f, double t) {
     admit(n, f, !fe.waiters.empty());
     // Every file read from the shared file system goes to the SSD tier too,
     // while it has room (the tier never evicts).
-    if (fe.src == Src::fs && cfg_.ssd > 0 && !x.ssd.contains(f) && x.ssd_bytes + size <= cfg_.ssd) {
-        x.ssd_dev.reserve(t, size / cfg_.ssd_write_bandwidth);
+    if (fe.src == Src::fs && cfg_.node.ssd > 0 && !x.ssd.contains(f) &&
+        x.ssd_bytes + size <= cfg_.node.ssd) {
+        x.ssd_dev.reserve(t, size / cfg_.node.ssd_write_bandwidth);
         x.ssd.insert(f, 1);
         x.ssd_bytes += size;
     }
@@ -167,7 +169,7 @@ void Run::admit(uint32_t n, uint32_t f, bool opened_on_arrival) {
     if (x.ram.holds(f)) return;
     const uint32_t size = size_[f];
     const bool here = peers() && home_[f] == static_cast<int>(n);
-    if (x.ram.bytes() + size + (here ? 0 : reserved(x)) > cfg_.ram) return;
+    if (x.ram.bytes() + size + (here ? 0 : reserved(x)) > cfg_.node.ram) return;
     x.ram.add(f, due(n, f), here && x.pinned, opened_on_arrival);
     if (here) x.homed_held += size;
 }
@@ -224,7 +226,7 @@ void Run::pump(uint32_t n, double t) {
         x.window_bytes = 0;
     }
     const uint32_t horizon = known_epochs(n);
-    while (x.prefetching < cfg_.fetch_threads) {
+    while (x.prefetching < cfg_.node.fetch_threads) {
         const uint32_t e = q_epoch(x.qp);
         if (e >= E_ || e > horizon) return;
         const uint32_t j = static_cast<uint32_t>(x.qp % R_);
@@ -238,7 +240,7 @@ void Run::pump(uint32_t n, double t) {
             ++x.qp;
             continue;
         }
-        if (x.window_bytes + size > cfg_.ram) return;
+        if (x.window_bytes + size > cfg_.node.ram) return;
         if (x.ram.holds(f) || x.inflight.count(f)) {
             x.window_bytes += size;
             ++x.qp;
@@ -264,7 +266,7 @@ uint32_t Run::known_epochs(uint32_t n) const {
 // RAM neither held nor spoken for by a prefetch in flight.
 uint64_t Run::free_ram(const Node& x) const {
     uint64_t used = x.ram.bytes() + x.inflight_bytes;
-    return used >= cfg_.ram ? 0 : cfg_.ram - used;
+    return used >= cfg_.node.ram ? 0 : cfg_.node.ram - used;
 }
 
 // Room for `need` bytes for the file at the node's position qp: evicts
@@ -310,9 +312,9 @@ void Run::place_homes() {
         node_[home_[f]].here_bytes += size_[f];
         dataset += size_[f];
     }
-    const uint64_t group_mem = cfg_.ram * nodes_;
+    const uint64_t group_mem = cfg_.node.ram * nodes_;
     for (Node& x : node_) {
-        x.pinned = prefetch::homes_pinned(group_mem, dataset, cfg_.ram, x.here_bytes);
+        x.pinned = prefetch::homes_pinned(group_mem, dataset, cfg_.node.ram, x.here_bytes);
         result_.pinned_nodes += x.pinned;
         result_.max_here_bytes = std::max(result_.max_here_bytes, x.here_bytes);
     }

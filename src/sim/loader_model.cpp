@@ -23,14 +23,14 @@ void Run::start_epoch(uint32_t r, double t) {
     k.front = 0;
     std::fill(k.opened.begin(), k.opened.end(), 0);
     std::fill(k.ready.begin(), k.ready.end(), 0);
-    k.loop_free = t + cfg_.epoch_overhead_s;
+    k.loop_free = t + cfg_.compute.epoch_overhead_s;
     k.stall = 0;
     for (uint32_t s = 0; s < S_; ++s) {
         Worker& w = workers_[r * S_ + s];
         w.batch = s;
         w.i = 0;
         w.blocked = false;
-        push(t + cfg_.epoch_overhead_s, worker_go, r * S_ + s);
+        push(t + cfg_.compute.epoch_overhead_s, worker_go, r * S_ + s);
     }
 }
 
@@ -73,7 +73,7 @@ double Run::read_direct(uint32_t r, uint32_t f, double t) {
         return ram_read(size_[f], t, true);
     }
     ++stats_of(r).from_fs;
-    double done = fs_read(n, size_[f], t, true) + size_[f] / cfg_.ram_bandwidth;
+    double done = fs_read(n, size_[f], t, true) + size_[f] / cfg_.node.ram_bandwidth;
     if (pc) pc->insert(f, size_[f]);
     return done;
 }
@@ -102,10 +102,10 @@ void Run::on_sample_done(uint32_t wi, double t) {
     }
     Rank& k = ranks_[r];
     k.ready[w.batch] = 1;
-    if (cfg_.lockstep && ++lockstep_.ready[w.batch] == world_) try_global_step(t);
+    if (cfg_.compute.lockstep && ++lockstep_.ready[w.batch] == world_) try_global_step(t);
     w.batch += S_;
     w.i = 0;
-    if (!cfg_.lockstep) try_step(r, t);
+    if (!cfg_.compute.lockstep) try_step(r, t);
     worker_next(wi, t);
 }
 
@@ -121,7 +121,7 @@ void Run::try_step(uint32_t r, double t) {
     Rank& k = ranks_[r];
     if (k.done || k.stepping || k.completed >= B_ || !k.ready[k.completed]) return;
     take_batch(r, t);
-    push(t + cfg_.step_s, step_done, r);
+    push(t + cfg_.compute.step_s, step_done, r);
 }
 
 void Run::try_global_step(double t) {
@@ -129,7 +129,7 @@ void Run::try_global_step(double t) {
         return;
     lockstep_.stepping = true;
     for (uint32_t r = 0; r < world_; ++r) take_batch(r, t);
-    push(t + cfg_.step_s, global_step_done, 0);
+    push(t + cfg_.compute.step_s, global_step_done, 0);
 }
 
 void Run::on_step_done(uint32_t r, double t) {
@@ -142,7 +142,7 @@ void Run::on_step_done(uint32_t r, double t) {
         return;
     }
     if (cfg_.job.num_workers == 0) wake_workers(r, t);
-    if (!cfg_.lockstep) try_step(r, t);
+    if (!cfg_.compute.lockstep) try_step(r, t);
 }
 
 void Run::wake_workers(uint32_t r, double t) {
@@ -163,7 +163,8 @@ void Run::end_epoch(uint32_t r, double t) {
     if (++epochs_.finished[e] == world_) {
         epochs_.boundary[e] = t;
         epochs_.current = e + 1;
-        result_.epochs[e].seconds = t - (e == 0 ? cfg_.job_start_s : epochs_.boundary[e - 1]);
+        result_.epochs[e].seconds =
+            t - (e == 0 ? cfg_.compute.job_start_s : epochs_.boundary[e - 1]);
         // The daemon holds the current and the next epoch's order.
         orders_.release_before(e + 1);
         if (progress_) progress_(sc_, std::min(e + 1, E_ - 1), double(opens_done_) / opens_total_);

@@ -28,15 +28,17 @@ std::string text_head(const Report& r) {
     const SimConfig& c = r.cfg;
     std::string out;
     out += "clairfs simulate: " + (c.name.empty() ? c.path : c.name) + "\n";
-    out += fmt("  %.0f nodes", c.nodes) + fmt(" x %.0f ranks", c.ranks_per_node) +
+    out += fmt("  %.0f nodes", c.cluster.nodes) +
+           fmt(" x %.0f ranks", c.cluster.ranks_per_node) +
            fmt(", %.0f loader workers each", c.job.num_workers) +
            fmt(", batch %.0f", c.job.batch_size) + fmt(", %.0f epochs\n", c.job.epochs);
     out += fmt("  dataset %.0f files, ", double(r.files)) + bytes(double(r.dataset_bytes)) +
-           "; per node RAM " + bytes(double(c.ram)) +
-           (c.ssd ? ", SSD " + bytes(double(c.ssd)) : std::string(", no SSD")) + "\n";
-    out += "  shared FS " + bytes(c.fs_bandwidth) + "/s" + fmt(", %.0f IOPS", c.fs_iops) +
-           ", " + bytes(c.fs_client_bandwidth) + "/s per node; network " +
-           bytes(c.net_bandwidth) + "/s per node\n\n";
+           "; per node RAM " + bytes(double(c.node.ram)) +
+           (c.node.ssd ? ", SSD " + bytes(double(c.node.ssd)) : std::string(", no SSD")) + "\n";
+    out += "  shared FS " + bytes(c.shared_fs.bandwidth) + "/s" +
+           fmt(", %.0f IOPS", c.shared_fs.iops) + ", " +
+           bytes(c.shared_fs.client_bandwidth) + "/s per node; network " +
+           bytes(c.network.bandwidth) + "/s per node\n\n";
     out += "scenario        epoch   time s  stall s  x direct  shared-FS      FS reqs  "
            "peer         RAM hit  waited  SSD   peer   FS\n";
     return out;
@@ -63,7 +65,7 @@ std::string epoch_row(const ScenarioResult& s, size_t e, const ScenarioResult* d
 // Under a scenario's epochs: the shared FS's bytes over the run, the
 // homes that pin their files (peers), and the simulator's own time.
 std::string scenario_footer(const Report& r, const ScenarioResult& s) {
-    const SimConfig& c = r.cfg;
+    const uint32_t nodes = r.cfg.cluster.nodes;
     uint64_t fs = 0;
     for (const auto& x : s.epochs) fs += x.fs_bytes;
     std::string out = std::string(15, ' ') + fmt("shared FS over the run: %.3fx the dataset",
@@ -71,8 +73,8 @@ std::string scenario_footer(const Report& r, const ScenarioResult& s) {
                                                                  : 0);
     if (s.scenario == Scenario::clairfs_peers)
         out += fmt("; %.0f", double(s.pinned_nodes)) +
-               fmt(" of %.0f homes pin their files", c.nodes) + " (all do from --mem " +
-               bytes(double(std::max(s.max_here_bytes, (r.dataset_bytes + c.nodes - 1) / c.nodes))) +
+               fmt(" of %.0f homes pin their files", nodes) + " (all do from --mem " +
+               bytes(double(std::max(s.max_here_bytes, (r.dataset_bytes + nodes - 1) / nodes))) +
                ")";
     out += fmt(" (simulated in %.1f s)\n", s.wall_s);
     return out;
@@ -82,10 +84,10 @@ nlohmann::json config_json(const Report& r) {
     const SimConfig& c = r.cfg;
     return {{"name", c.name},
             {"path", c.path},
-            {"nodes", c.nodes},
-            {"ranks_per_node", c.ranks_per_node},
-            {"ram_bytes", c.ram},
-            {"ssd_bytes", c.ssd},
+            {"nodes", c.cluster.nodes},
+            {"ranks_per_node", c.cluster.ranks_per_node},
+            {"ram_bytes", c.node.ram},
+            {"ssd_bytes", c.node.ssd},
             {"epochs", c.job.epochs},
             {"batch_size", c.job.batch_size},
             {"num_workers", c.job.num_workers}};

@@ -91,8 +91,8 @@ class Run {
 public:
     Run(const SimConfig& cfg, const std::vector<uint32_t>& sizes, Scenario s, const Progress& p)
         : cfg_(cfg), size_(sizes), sc_(s), progress_(p),
-          orders_(cfg.job, static_cast<uint32_t>(sizes.size())), R_(cfg.ranks_per_node),
-          world_(orders_.world()), nodes_(cfg.nodes) {}
+          orders_(cfg.job, static_cast<uint32_t>(sizes.size())), R_(cfg.cluster.ranks_per_node),
+          world_(orders_.world()), nodes_(cfg.cluster.nodes) {}
 
     ScenarioResult run();
 
@@ -140,12 +140,13 @@ private:
     // Resources.
     double fs_read(uint32_t n, uint32_t size, double t, bool direct = false);
     double ram_read(uint32_t size, double t, bool local) const {
-        return t + (local ? cfg_.local_file_cost_s : cfg_.file_cost_s) + size / cfg_.ram_bandwidth;
+        return t + (local ? cfg_.node.local_file_cost_s : cfg_.node.file_cost_s) +
+               size / cfg_.node.ram_bandwidth;
     }
     double cpu(uint32_t n, double t) {
-        if (cfg_.sample_cpu_s <= 0) return t;
-        CorePool& c = cfg_.cores_shared ? cores_.front() : cores_[n];
-        return c.reserve(t, cfg_.sample_cpu_s);
+        if (cfg_.compute.sample_cpu_s <= 0) return t;
+        CorePool& c = cfg_.cluster.cores_shared ? cores_.front() : cores_[n];
+        return c.reserve(t, cfg_.compute.sample_cpu_s);
     }
 
     // The loader.

@@ -134,63 +134,63 @@ constexpr double mb = 1e6; // bandwidths are given in MB/s (10^6 bytes)
 
 std::string apply_cluster(const Json& v, SimConfig& c) {
     return apply(v, "cluster",
-                 {{"nodes", count(c.nodes, 1u, 65536u)},
-                  {"ranks_per_node", count(c.ranks_per_node, 1u, 64u)},
-                  {"cores", count(c.cores, 1u, 4096u)},
-                  {"cores_shared", boolean(c.cores_shared)}});
+                 {{"nodes", count(c.cluster.nodes, 1u, 65536u)},
+                  {"ranks_per_node", count(c.cluster.ranks_per_node, 1u, 64u)},
+                  {"cores", count(c.cluster.cores, 1u, 4096u)},
+                  {"cores_shared", boolean(c.cluster.cores_shared)}});
 }
 
 std::string apply_node(const Json& v, SimConfig& c) {
     return apply(v, "node",
-                 {{"ram", size(c.ram)},
-                  {"ssd", size(c.ssd)},
-                  {"ram_mb_s", positive(c.ram_bandwidth, mb)},
-                  {"ssd_read_mb_s", positive(c.ssd_read_bandwidth, mb)},
-                  {"ssd_write_mb_s", positive(c.ssd_write_bandwidth, mb)},
-                  {"ssd_latency_s", number(c.ssd_latency_s, 0)},
-                  {"file_cost_s", number(c.file_cost_s, 0)},
-                  {"local_file_cost_s", number(c.local_file_cost_s, 0)},
-                  {"fetch_threads", count(c.fetch_threads, 1u, 4096u)}});
+                 {{"ram", size(c.node.ram)},
+                  {"ssd", size(c.node.ssd)},
+                  {"ram_mb_s", positive(c.node.ram_bandwidth, mb)},
+                  {"ssd_read_mb_s", positive(c.node.ssd_read_bandwidth, mb)},
+                  {"ssd_write_mb_s", positive(c.node.ssd_write_bandwidth, mb)},
+                  {"ssd_latency_s", number(c.node.ssd_latency_s, 0)},
+                  {"file_cost_s", number(c.node.file_cost_s, 0)},
+                  {"local_file_cost_s", number(c.node.local_file_cost_s, 0)},
+                  {"fetch_threads", count(c.node.fetch_threads, 1u, 4096u)}});
 }
 
 std::string apply_shared_fs(const Json& v, SimConfig& c) {
     return apply(v, "shared_fs",
-                 {{"mb_s", positive(c.fs_bandwidth, mb)},
-                  {"iops", positive(c.fs_iops)},
-                  {"client_mb_s", positive(c.fs_client_bandwidth, mb)},
-                  {"latency_s", number(c.fs_latency_s, 0)},
-                  {"request_bytes", size(c.fs_request_bytes)},
-                  {"direct_requests_per_file", number(c.direct_requests_per_file, 0)},
-                  {"page_cache", size(c.page_cache)},
-                  {"page_cache_shared", boolean(c.page_cache_shared)}});
+                 {{"mb_s", positive(c.shared_fs.bandwidth, mb)},
+                  {"iops", positive(c.shared_fs.iops)},
+                  {"client_mb_s", positive(c.shared_fs.client_bandwidth, mb)},
+                  {"latency_s", number(c.shared_fs.latency_s, 0)},
+                  {"request_bytes", size(c.shared_fs.request_bytes)},
+                  {"direct_requests_per_file", number(c.shared_fs.direct_requests_per_file, 0)},
+                  {"page_cache", size(c.shared_fs.page_cache)},
+                  {"page_cache_shared", boolean(c.shared_fs.page_cache_shared)}});
 }
 
 std::string apply_network(const Json& v, SimConfig& c) {
     return apply(v, "network",
-                 {{"mb_s", positive(c.net_bandwidth, mb)},
-                  {"latency_s", number(c.net_latency_s, 0)},
-                  {"file_cost_s", number(c.peer_file_cost_s, 0)},
-                  {"server_threads", count(c.server_threads, 1u, 4096u)}});
+                 {{"mb_s", positive(c.network.bandwidth, mb)},
+                  {"latency_s", number(c.network.latency_s, 0)},
+                  {"file_cost_s", number(c.network.peer_file_cost_s, 0)},
+                  {"server_threads", count(c.network.server_threads, 1u, 4096u)}});
 }
 
 std::string apply_compute(const Json& v, SimConfig& c) {
     return apply(v, "compute",
-                 {{"step_s", number(c.step_s, 0)},
-                  {"sample_cpu_s", number(c.sample_cpu_s, 0)},
-                  {"epoch_overhead_s", number(c.epoch_overhead_s, 0)},
-                  {"job_start_s", number(c.job_start_s, 0)},
-                  {"lockstep", boolean(c.lockstep)}});
+                 {{"step_s", number(c.compute.step_s, 0)},
+                  {"sample_cpu_s", number(c.compute.sample_cpu_s, 0)},
+                  {"epoch_overhead_s", number(c.compute.epoch_overhead_s, 0)},
+                  {"job_start_s", number(c.compute.job_start_s, 0)},
+                  {"lockstep", boolean(c.compute.lockstep)}});
 }
 
 std::string apply_dataset(const Json& v, SimConfig& c) {
     return apply(v, "dataset",
-                 {{"files", count(c.files, 1, UINT32_MAX - 1)},
-                  {"mean_bytes", positive(c.mean_bytes)},
-                  {"median_bytes", positive(c.median_bytes)},
-                  {"seed", count(c.size_seed, 0, UINT64_MAX)},
-                  {"manifest", text(c.manifest)},
-                  {"root", text(c.root)},
-                  {"layout", text(c.layout)}});
+                 {{"files", count(c.dataset.files, 1, UINT32_MAX - 1)},
+                  {"mean_bytes", positive(c.dataset.mean_bytes)},
+                  {"median_bytes", positive(c.dataset.median_bytes)},
+                  {"seed", count(c.dataset.size_seed, 0, UINT64_MAX)},
+                  {"manifest", text(c.dataset.manifest)},
+                  {"root", text(c.dataset.root)},
+                  {"layout", text(c.dataset.layout)}});
 }
 
 // The top-level keys. "job" and "scenarios" are only kept here: they are
@@ -266,17 +266,18 @@ std::string set_job(const Json& job, SimConfig& c) {
 // What no single key can tell: the dataset's one source, and the keys
 // that only make sense together.
 std::string check_combination(const SimConfig& c) {
-    const int sources = (c.files != 0) + !c.manifest.empty() + !c.root.empty();
+    const SimConfig::Dataset& d = c.dataset;
+    const int sources = (d.files != 0) + !d.manifest.empty() + !d.root.empty();
     if (sources == 0)
         return "dataset: give files (with mean_bytes and median_bytes), a manifest or a root";
     if (sources > 1) return "dataset: give one of files, manifest and root";
-    if (!c.layout.empty() && c.root.empty()) return "dataset.layout: only with root";
-    if (c.files != 0 && c.median_bytes > c.mean_bytes)
+    if (!d.layout.empty() && d.root.empty()) return "dataset.layout: only with root";
+    if (d.files != 0 && d.median_bytes > d.mean_bytes)
         return "dataset.median_bytes: must not exceed mean_bytes (a log-normal's median "
                "is below its mean)";
-    if (c.fs_request_bytes == 0) return "shared_fs.request_bytes: must be > 0";
-    if (c.ram == 0 && (std::ranges::count(c.scenarios, Scenario::clairfs) ||
-                       std::ranges::count(c.scenarios, Scenario::clairfs_peers)))
+    if (c.shared_fs.request_bytes == 0) return "shared_fs.request_bytes: must be > 0";
+    if (c.node.ram == 0 && (std::ranges::count(c.scenarios, Scenario::clairfs) ||
+                            std::ranges::count(c.scenarios, Scenario::clairfs_peers)))
         return "node.ram: clairfs needs a RAM tier (--mem); give its size";
     return "";
 }

@@ -18,21 +18,21 @@
 namespace clairfs::sim {
 
 double Run::fs_read(uint32_t n, uint32_t size, double t, bool direct) {
-    const double requests = direct && cfg_.direct_requests_per_file > 0
-                                ? cfg_.direct_requests_per_file
-                                : std::ceil(double(size) / double(cfg_.fs_request_bytes));
+    const double requests = direct && cfg_.shared_fs.direct_requests_per_file > 0
+                                ? cfg_.shared_fs.direct_requests_per_file
+                                : std::ceil(double(size) / double(cfg_.shared_fs.request_bytes));
     // The file system as a whole limits bytes and requests separately (as
     // token buckets do: a run of large files is bound by the one, of small
     // files by the other); the node's own client link limits its bytes.
-    double bytes_end = fs_bytes_.reserve(t, size / cfg_.fs_bandwidth);
-    double requests_end = fs_requests_.reserve(t, requests / cfg_.fs_iops);
-    double client_end = node_[n].fs_client.reserve(t, size / cfg_.fs_client_bandwidth);
+    double bytes_end = fs_bytes_.reserve(t, size / cfg_.shared_fs.bandwidth);
+    double requests_end = fs_requests_.reserve(t, requests / cfg_.shared_fs.iops);
+    double client_end = node_[n].fs_client.reserve(t, size / cfg_.shared_fs.client_bandwidth);
     const double fs_end = std::max(bytes_end, requests_end);
     EpochResult& e = stats();
     e.fs_bytes += size;
     e.fs_requests += requests;
     ++e.fs_files;
-    return std::max(fs_end, client_end) + cfg_.fs_latency_s;
+    return std::max(fs_end, client_end) + cfg_.shared_fs.latency_s;
 }
 
 // Positions, epochs, streams and batches per rank, and the lead the
@@ -48,20 +48,20 @@ void Run::size_job() {
     lead_ = prefetch::lead_files(prefetch::loader_in_flight(cfg_.job.num_workers,
                                                             cfg_.job.prefetch_factor,
                                                             cfg_.job.batch_size, R_),
-                                 cfg_.fetch_threads);
+                                 cfg_.node.fetch_threads);
 }
 
 // Nodes with their caches, cores, ranks and workers, all idle.
 void Run::build_cluster() {
     node_ = std::vector<Node>(nodes_);
     for (Node& x : node_) x.ram.set_sizes(size_.data());
-    if (sc_ == Scenario::direct && cfg_.page_cache > 0) {
-        if (cfg_.page_cache_shared)
-            shared_page_cache_ = std::make_unique<Lru>(cfg_.page_cache);
+    if (sc_ == Scenario::direct && cfg_.shared_fs.page_cache > 0) {
+        if (cfg_.shared_fs.page_cache_shared)
+            shared_page_cache_ = std::make_unique<Lru>(cfg_.shared_fs.page_cache);
         else
-            for (Node& x : node_) x.page_cache = std::make_unique<Lru>(cfg_.page_cache);
+            for (Node& x : node_) x.page_cache = std::make_unique<Lru>(cfg_.shared_fs.page_cache);
     }
-    cores_.assign(cfg_.cores_shared ? 1 : nodes_, CorePool(cfg_.cores));
+    cores_.assign(cfg_.cluster.cores_shared ? 1 : nodes_, CorePool(cfg_.cluster.cores));
     ranks_.assign(world_, {});
     for (Rank& k : ranks_) {
         k.opened.assign(L_, 0);
@@ -73,10 +73,10 @@ void Run::build_cluster() {
 void Run::start_job() {
     orders_.build(1);
     if (peers()) place_homes();
-    for (uint32_t r = 0; r < world_; ++r) start_epoch(r, cfg_.job_start_s);
+    for (uint32_t r = 0; r < world_; ++r) start_epoch(r, cfg_.compute.job_start_s);
     if (clairfs()) // clairfs prefetches from the registration on
         for (uint32_t n = 0; n < nodes_; ++n) pump(n, 0);
-    if (cfg_.lockstep) lockstep_.ready.assign(B_, 0);
+    if (cfg_.compute.lockstep) lockstep_.ready.assign(B_, 0);
 }
 
 void Run::dispatch(const Event& ev) {
@@ -104,7 +104,7 @@ ScenarioResult Run::run() {
     auto wall = std::chrono::steady_clock::now();
     result_.scenario = sc_;
     L_ = orders_.positions();
-    max_file_ = cfg_.ram / 16; // EngineOptions::max_file's default
+    max_file_ = cfg_.node.ram / 16; // EngineOptions::max_file's default
     if (L_ == 0) return result_; // check_job() refuses it
     size_job();
     build_cluster();

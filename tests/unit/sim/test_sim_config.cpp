@@ -35,7 +35,7 @@ TEST_CASE("a valid config sets the world from the cluster and reads job keys") {
     CHECK(c.job.batch_size == 16);
     CHECK(c.job.num_workers == 2);
     CHECK(c.job.seed == 7);
-    CHECK(c.ram == 64ull << 20);
+    CHECK(c.node.ram == 64ull << 20);
     CHECK(c.scenarios.size() == 3);
 }
 
@@ -71,9 +71,9 @@ TEST_CASE("bad configs are refused with the key's path") {
 TEST_CASE("dataset sizes: drawn with the configured median, or read from a manifest") {
     sim::SimConfig c;
     REQUIRE(parse(base, c) == "");
-    c.files = 20001;
-    c.mean_bytes = 110e3;
-    c.median_bytes = 94e3;
+    c.dataset.files = 20001;
+    c.dataset.mean_bytes = 110e3;
+    c.dataset.median_bytes = 94e3;
     std::vector<uint32_t> a, b;
     REQUIRE(sim::dataset_sizes(c, a) == "");
     REQUIRE(sim::dataset_sizes(c, b) == "");
@@ -93,8 +93,8 @@ TEST_CASE("dataset sizes: drawn with the configured median, or read from a manif
         std::ofstream m(path);
         m << "# size path\n100 a/x.jpg\n\n250\t b/y.jpg\n";
     }
-    c.files = 0;
-    c.manifest = path;
+    c.dataset.files = 0;
+    c.dataset.manifest = path;
     REQUIRE(sim::dataset_sizes(c, a) == "");
     CHECK(a == std::vector<uint32_t>{100, 250});
     {

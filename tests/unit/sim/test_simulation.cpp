@@ -26,10 +26,10 @@ sim::SimConfig small(uint32_t nodes, uint32_t ranks, uint64_t ram) {
       "scenarios": ["local-warm", "direct", "clairfs", "clairfs-peers"]
     })",
                                   "t", c) == "");
-    c.nodes = nodes;
-    c.ranks_per_node = ranks;
+    c.cluster.nodes = nodes;
+    c.cluster.ranks_per_node = ranks;
     c.job.world_size = nodes * ranks;
-    c.ram = ram;
+    c.node.ram = ram;
     return c;
 }
 
@@ -47,7 +47,7 @@ void check_accounting(const sim::SimConfig& c, const sim::ScenarioResult& r, uin
         CHECK(e.seconds > 0);
         // No epoch is shorter than its training steps.
         const uint64_t batches = (opens / c.world() + c.job.batch_size - 1) / c.job.batch_size;
-        CHECK(e.seconds >= batches * c.step_s);
+        CHECK(e.seconds >= batches * c.compute.step_s);
     }
 }
 
@@ -104,7 +104,7 @@ TEST_CASE("peers whose RAM together holds the dataset read each file once") {
     std::vector<uint32_t> sizes;
     sim::SimConfig c = small(3, 2, 0);
     REQUIRE(sim::dataset_sizes(c, sizes) == "");
-    c.ram = total(sizes) * 4 / 10;
+    c.node.ram = total(sizes) * 4 / 10;
     auto alone = sim::simulate(c, sizes, sim::Scenario::clairfs);
     auto peers = sim::simulate(c, sizes, sim::Scenario::clairfs_peers);
     check_accounting(c, peers, sizes.size());
@@ -131,7 +131,7 @@ TEST_CASE("a group short of the dataset: peers read no more than clairfs alone")
     std::vector<uint32_t> sizes;
     sim::SimConfig c = small(3, 1, 0);
     REQUIRE(sim::dataset_sizes(c, sizes) == "");
-    c.ram = total(sizes) / 4;
+    c.node.ram = total(sizes) / 4;
     auto alone = sim::simulate(c, sizes, sim::Scenario::clairfs);
     auto peers = sim::simulate(c, sizes, sim::Scenario::clairfs_peers);
     check_accounting(c, peers, sizes.size());
@@ -150,8 +150,8 @@ TEST_CASE("an SSD tier that holds the dataset: later epochs read no shared FS") 
     sim::SimConfig c = small(1, 1, 0);
     c.job.world_size = 1;
     REQUIRE(sim::dataset_sizes(c, sizes) == "");
-    c.ram = total(sizes) / 3;
-    c.ssd = total(sizes) * 2;
+    c.node.ram = total(sizes) / 3;
+    c.node.ssd = total(sizes) * 2;
     auto r = sim::simulate(c, sizes, sim::Scenario::clairfs);
     check_accounting(c, r, sizes.size());
     CHECK(r.epochs[0].fs_bytes == total(sizes));
@@ -165,8 +165,8 @@ TEST_CASE("a file above a sixteenth of --mem is read through at every open, neve
     c.job.world_size = 1;
     std::vector<uint32_t> sizes;
     REQUIRE(sim::dataset_sizes(c, sizes) == "");
-    c.ram = total(sizes) * 2;
-    sizes[7] = static_cast<uint32_t>(c.ram / 16 + 1); // one file too large to tier
+    c.node.ram = total(sizes) * 2;
+    sizes[7] = static_cast<uint32_t>(c.node.ram / 16 + 1); // one file too large to tier
     auto r = sim::simulate(c, sizes, sim::Scenario::clairfs);
     check_accounting(c, r, sizes.size());
     for (size_t e = 1; e < r.epochs.size(); ++e) {
