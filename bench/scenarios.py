@@ -903,6 +903,8 @@ class Bench:
         for sc in self.scenarios:
             if sc.startswith("clairfs") and not os.access(self.clairfs, os.X_OK):
                 av[sc] = f"{self.clairfs} not built"
+            elif sc.endswith("-dev-fuse") and not self.has_option("--io-uring"):
+                av[sc] = "this clairfs has no --io-uring"
             elif sc == "rclone" and not shutil.which("rclone"):
                 av[sc] = "rclone not installed"
             elif sc.startswith("clairfs-ssd"):
@@ -1836,20 +1838,35 @@ def arg_parser(doc):
 
 def set_uring_switch(want, prog):
     """Sets URING_SWITCH to Y or N ("on"/"off"; "keep" leaves it). Returns
-    what to write back afterwards, or None."""
+    what to write back afterwards, or None. A switch this process may not
+    write (a container's read-only /sys) is left as it is, and said."""
     if want == "keep" or not os.path.exists(URING_SWITCH):
         if want == "on":
             log(f"{prog}: no {URING_SWITCH}: this kernel has no FUSE over io_uring")
         return None
-    with open(URING_SWITCH) as f:
-        was = f.read().strip()
     value = "Y" if want == "on" else "N"
-    if was != value:
-        with open(URING_SWITCH, "w") as f:
-            f.write(value)
+    try:
+        with open(URING_SWITCH) as f:
+            was = f.read().strip()
+        if was != value:
+            with open(URING_SWITCH, "w") as f:
+                f.write(value)
+    except OSError as e:
+        log(f"{prog}: cannot set {URING_SWITCH} to {value} ({e.strerror}); it stays as it is")
+        return None
     log(f"{prog}: {URING_SWITCH} is {value} for this run"
         + (f", {was} put back afterwards" if was != value else ""))
     return was if was != value else None
+
+
+def put_uring_switch_back(was, prog):
+    if was is None:
+        return
+    try:
+        with open(URING_SWITCH, "w") as f:
+            f.write(was)
+    except OSError as e:
+        log(f"{prog}: cannot put {URING_SWITCH} back to {was}: {e.strerror}")
 
 
 def run_bench(cls, a, prog):
@@ -1866,13 +1883,12 @@ def run_bench(cls, a, prog):
         raise SystemExit(128 + signum)
     for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
         signal.signal(s, on_signal)
-    put_back = set_uring_switch(a.io_uring_switch, prog)
+    put_back = None
     try:
+        put_back = set_uring_switch(a.io_uring_switch, prog)
         return cls(a, cfg).main()
     finally:
-        if put_back is not None:
-            with open(URING_SWITCH, "w") as f:
-                f.write(put_back)
+        put_uring_switch_back(put_back, prog)
 
 
 def main():
@@ -1890,7 +1906,8 @@ def main():
                             d["dataset"]["bytes"], floor)
         plot(os.path.splitext(a.from_json)[0] + ".png", scs, d["runs"], cfg, d["dataset"], floor)
         print((markdown(summary, scs, d["unavailable"], cfg) if a.full_table
-               else short_table(summary, scs)) + floor_lines(floor, summary, scs, cfg))
+               else short_table(summary, scs)) + floor_lines(floor, summary, scs, cfg)
+              + transport_lines(scs, d["runs"]))
         return
     run_bench(Bench, a, "scenarios")
 

@@ -1,6 +1,7 @@
 # shellcheck shell=bash
-# Sourced by scripts/test.sh and scripts/flake-hunt.sh: both run mounts
-# over the transport CI's run uses.
+# Sourced by scripts/test.sh and scripts/flake-hunt.sh, which run mounts
+# over the transport CI's run uses, and by scripts/demo.sh (whose mounts
+# take it too; CLAIRFS_TEST_IO_URING=off runs the demo over /dev/fuse).
 #
 # FUSE over io_uring (--io-uring auto, the default) is used only while the
 # kernel's switch is on, which it is not by default and clairfs never turns

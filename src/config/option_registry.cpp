@@ -298,7 +298,7 @@ constexpr OptionSpec specs[] = {
     {"ring_sched", 0, OptionType::choice, "POLICY", "idle",
      "the scheduling policy of libfuse's io_uring ring threads: idle (SCHED_IDLE: a reader "
      "woken by its CPU's ring stays on that CPU instead of moving to an idle one, which "
-     "nearly halves a cached file's open-read-close on a 2-CPU VM) or normal",
+     "halves a cached file's open-read-close on a 2-CPU VM) or normal",
      in_group<&MountOptions::fast_path, set_choice_field<&FastPath::ring_sched, ring_sched_words>>},
     {"one_copy", 0, OptionType::choice, "WHEN", "auto",
      "when the last open of a file the RAM tier holds is closed, drop its pages from the "

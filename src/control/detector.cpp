@@ -4,6 +4,7 @@
 #include "clairfs/layout/dataset.hpp"
 #include "clairfs/log.hpp"
 #include "clairfs/sys/contained.hpp"
+#include "clairfs/sys/normal_thread.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -103,7 +104,7 @@ Detector::Detector(const index::Index& idx, DetectorOptions opt, Apply apply,
 Detector::~Detector() { stop(); }
 
 void Detector::start() {
-    if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
+    if (!thread_.joinable()) thread_ = sys::normal_thread([this] { run(); });
 }
 
 void Detector::stop() {

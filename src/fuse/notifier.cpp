@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "clairfs/fuse/notifier.hpp"
+#include "clairfs/sys/normal_thread.hpp"
 
 #include <pthread.h>
 
@@ -14,7 +15,7 @@ void Notifier::post(std::function<void()> drop) {
     }
     queue_.push_back(std::move(drop));
     if (!thread_.joinable()) {
-        thread_ = std::thread([this] { run(); });
+        thread_ = sys::normal_thread([this] { run(); });
         pthread_setname_np(thread_.native_handle(), "clairfs-notify");
     }
     cv_.notify_one();

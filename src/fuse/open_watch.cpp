@@ -2,6 +2,7 @@
 #include "clairfs/fuse/open_watch.hpp"
 #include "clairfs/fuse/filesystem.hpp"
 #include "clairfs/log.hpp"
+#include "clairfs/sys/normal_thread.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -83,7 +84,7 @@ std::string OpenWatch::prepare() {
 
 void OpenWatch::start(Filesystem& fs) {
     if (fan_fd_ < 0 || thread_.joinable()) return;
-    thread_ = std::thread([this, &fs] { run(fs); });
+    thread_ = sys::normal_thread([this, &fs] { run(fs); });
 }
 
 void OpenWatch::stop() {

@@ -3,6 +3,7 @@
 
 #include "clairfs/fuse/daemon.hpp"
 #include "clairfs/log.hpp"
+#include "clairfs/sys/normal_thread.hpp"
 
 #include <csignal>
 #include <cstdarg>
@@ -194,6 +195,9 @@ std::string serve(Filesystem& fs) {
     std::unique_ptr<fuse_session, SessionDeleter> se;
     if (auto why = mount_session(fs, se); !why.empty()) return why;
     if (auto why = leave_terminal(fs, se.get()); !why.empty()) return why;
+    // In the process that serves, before a ring thread takes SCHED_IDLE:
+    // threads first needed inside a request start at the normal policy.
+    sys::start_thread_starter();
     int rv = run_loop(se.get(), o);
     stop_serving(fs, se.get());
     log_unmounted(fs);

@@ -48,8 +48,10 @@ std::string why_not_io_uring(const std::string& switch_file) {
 // runs only SCHED_IDLE threads counts as idle, and a normal thread woken
 // there preempts them at once: the reader stays where it was, the ring
 // thread finishes its turn when the reader sleeps again. Measured on this
-// project's 2-CPU VM (3,000 files of 110 KB, cached, read_files): 56 us a
-// file with the normal policy, 31 us with SCHED_IDLE, native 19 us.
+// project's 2-CPU VM (bench/file_cost.py, 5,000 cached files of 110 KB):
+// 67 us a file with the normal policy, 35 us with SCHED_IDLE, native 22.
+// A thread a ring thread starts would inherit SCHED_IDLE: the daemon's
+// threads start through sys::normal_thread, which avoids that.
 //
 // The cost: a SCHED_IDLE thread yields to every normal one. With six busy
 // loops of nice -10 on both CPUs the ring threads still answered (totals

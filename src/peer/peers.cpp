@@ -3,6 +3,7 @@
 
 #include "clairfs/log.hpp"
 #include "clairfs/sys/contained.hpp"
+#include "clairfs/sys/normal_thread.hpp"
 #include "clairfs/sys/syscalls.hpp"
 
 #include <cerrno>
@@ -56,9 +57,9 @@ Peers::~Peers() {
 
 void Peers::start() {
     for (unsigned i = 0; i < std::max(opt_.server_threads, 1u); ++i)
-        servers_.emplace_back([this] { serve_loop(); });
+        servers_.push_back(sys::normal_thread([this] { serve_loop(); }));
     transport_.start();
-    if (summary_) reporter_ = std::thread([this] { report_loop(); });
+    if (summary_) reporter_ = sys::normal_thread([this] { report_loop(); });
 }
 
 void Peers::stop() {

@@ -3,6 +3,7 @@
 
 #include "clairfs/log.hpp"
 #include "clairfs/peer/frame_decoder.hpp"
+#include "clairfs/sys/normal_thread.hpp"
 #include "clairfs/sys/syscalls.hpp"
 
 #include <algorithm>
@@ -123,7 +124,7 @@ Transport::~Transport() {
 }
 
 void Transport::start() {
-    thread_ = std::thread([this] { run(); });
+    thread_ = sys::normal_thread([this] { run(); });
 }
 
 void Transport::stop(std::chrono::milliseconds bound) {

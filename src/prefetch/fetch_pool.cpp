@@ -3,6 +3,7 @@
 
 #include "clairfs/log.hpp"
 #include "clairfs/sys/contained.hpp"
+#include "clairfs/sys/normal_thread.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -45,7 +46,7 @@ FetchPool::FetchPool(Reader read, unsigned threads, size_t max_queued, Completio
                 std::lock_guard lk(mu_);
                 ++live_;
             }
-            threads_.emplace_back([this] { run(); });
+            threads_.push_back(sys::normal_thread([this] { run(); }));
         }
     } catch (...) {
         // The destructor does not run for a half-built pool, and a joinable

@@ -6,6 +6,7 @@
 #include "clairfs/log.hpp"
 #include "clairfs/sys/contained.hpp"
 #include "clairfs/sys/join_within.hpp"
+#include "clairfs/sys/normal_thread.hpp"
 #include "job_table.hpp"
 #include "page_cache.hpp"
 #include "peer_homes.hpp"
@@ -40,7 +41,7 @@ Scheduler::~Scheduler() {
 
 void Scheduler::start(FetchPool& pool) {
     pool_ = &pool;
-    thread_ = std::thread([this] {
+    thread_ = sys::normal_thread([this] {
         loop();
         done_.store(true, std::memory_order_release);
     });

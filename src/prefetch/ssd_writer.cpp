@@ -2,6 +2,7 @@
 #include "ssd_writer.hpp"
 
 #include "clairfs/sys/contained.hpp"
+#include "clairfs/sys/normal_thread.hpp"
 
 #include <algorithm>
 #include <pthread.h>
@@ -19,7 +20,7 @@ SsdWriter::SsdWriter(cache::Tier& ssd, uint64_t max_pending_bytes)
     : ssd_(ssd), max_pending_(max_pending_bytes) {}
 
 void SsdWriter::start() {
-    thread_ = std::thread([this] { run(); });
+    thread_ = sys::normal_thread([this] { run(); });
 }
 
 SsdWriter::~SsdWriter() {

@@ -5,6 +5,7 @@
 #include "clairfs/prefetch/chunk_store.hpp"
 #include "clairfs/prefetch/fetch_pool.hpp"
 #include "clairfs/sys/contained.hpp"
+#include "clairfs/sys/normal_thread.hpp"
 #include "ssd_writer.hpp"
 
 #include <algorithm>
@@ -18,7 +19,7 @@ using namespace std::chrono_literals;
 
 void Stager::start(StageTiers tiers) {
     tiers_ = tiers;
-    thread_ = std::thread([this] { loop(); });
+    thread_ = sys::normal_thread([this] { loop(); });
 }
 
 void Stager::request() {

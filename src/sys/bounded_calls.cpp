@@ -2,6 +2,7 @@
 #include "clairfs/sys/bounded_calls.hpp"
 
 #include "clairfs/sys/contained.hpp"
+#include "clairfs/sys/normal_thread.hpp"
 
 #include <pthread.h>
 #include <thread>
@@ -84,7 +85,7 @@ bool BoundedCalls::run(Call call) {
     // read must not leave later calls of other files without one.
     if (shared_->idle < shared_->queue.size() && shared_->threads < shared_->max_threads) {
         try {
-            shared_->started.emplace_back([s = shared_] { serve(s); });
+            shared_->started.push_back(normal_thread([s = shared_] { serve(s); }));
             ++shared_->threads;
         } catch (...) {
             // No thread to be had: the threads there are take it; with

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The tracker's entry points: construction and matching one open.
 #include "clairfs/track/tracker.hpp"
+#include "clairfs/sys/normal_thread.hpp"
 
 #include <stdexcept>
 
@@ -42,7 +43,7 @@ Tracker::Tracker(std::vector<uint32_t> ranks, std::vector<EpochSource> sources,
 // (while its handle would name some later thread of the child, whose join
 // at the next registration would wait for ever).
 void Tracker::start_planner() {
-    if (!planner_.joinable()) planner_ = std::thread([this] { plan_loop(); });
+    if (!planner_.joinable()) planner_ = sys::normal_thread([this] { plan_loop(); });
 }
 
 Tracker::~Tracker() {

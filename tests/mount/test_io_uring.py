@@ -25,6 +25,7 @@ import os
 import random
 import sys
 import threading
+import time
 
 import mountlib as ml
 
@@ -112,29 +113,43 @@ def read_in_threads(mp, expected, what):
     ml.check(not errors, f"{what}: {sorted(set(errors))} differ through the mount")
 
 
-def ring_threads(mp):
-    """{tid: scheduling policy} of the daemon's io_uring ring threads."""
+def daemon_threads(mp):
+    """{tid: (name, scheduling policy)} of every thread of the daemon."""
     pids = ml.daemon_pids(mp)
     ml.check(len(pids) == 1, f"daemons of {mp}: {pids}")
     out = {}
     for tid in os.listdir(f"/proc/{pids[0]}/task"):
-        with open(f"/proc/{pids[0]}/task/{tid}/comm") as f:
-            if f.read().startswith("fuse-ring"):
-                out[int(tid)] = os.sched_getscheduler(int(tid))
+        try:
+            with open(f"/proc/{pids[0]}/task/{tid}/comm") as f:
+                out[int(tid)] = (f.read().strip(), os.sched_getscheduler(int(tid)))
+        except (FileNotFoundError, ProcessLookupError):
+            pass  # a thread that ended meanwhile
     return out
 
 
 def check_ring_sched(mp, policy, what):
     """Every ring thread that served took --ring-sched's policy, as status
-    counts them: SCHED_IDLE for idle (the default), none of them for normal.
-    A ring thread takes it at its first request, which may be one of this
+    counts them: SCHED_IDLE for idle (the default), none of them for normal,
+    and no other thread of the daemon at SCHED_IDLE. A ring thread takes it at its first request, which may be one of this
     check's own (a status read, a RELEASE sent after a close): so the
     threads /proc shows idle must number between the counts of two status
     reads taken before and after it."""
     before = transport(mp)
-    rings = ring_threads(mp)
+    threads = daemon_threads(mp)
     after = transport(mp)
+    rings = {t: p for t, (name, p) in threads.items() if name.startswith("fuse-ring")}
     idle = sorted(tid for tid, p in rings.items() if p == os.SCHED_IDLE)
+    # A ring thread counts itself just after it takes the policy: a status
+    # read may come between the two.
+    deadline = time.monotonic() + 5
+    while after["ring_threads_idle"] < len(idle) and time.monotonic() < deadline:
+        time.sleep(0.05)
+        after = transport(mp)
+    # Threads a ring thread needed started (a bounded read's worker, the
+    # page-drop notifier, a planner) must not inherit its SCHED_IDLE.
+    others = {f"{name} {t}": p for t, (name, p) in threads.items()
+              if not name.startswith("fuse-ring") and p == os.SCHED_IDLE}
+    ml.check(not others, f"{what}: threads other than the rings at SCHED_IDLE: {others}")
     ml.log(f"{what}: ring threads {rings}, status {after['ring_sched']}, "
            f"{before['ring_threads_idle']}..{after['ring_threads_idle']} idle")
     ml.check(rings, f"{what}: no fuse-ring threads in the daemon")
@@ -222,6 +237,7 @@ def case_switch_on(data, mp, expected, has_uring):
         ml.read_expected(mp, expected, "io_uring, --mem 0")
         pread_ranges(mp, expected, rng)
         read_in_threads(mp, expected, "io_uring, --mem 0, 4 threads")
+        check_ring_sched(mp, "idle", "--mem 0")
     with ml.mounted(data, mp, "--no-detect", "--ring-sched", "normal"):
         read_in_threads(mp, expected, "io_uring, --ring-sched normal, 4 threads")
         check_ring_sched(mp, "normal", "--ring-sched normal")

@@ -2,6 +2,7 @@
 #include "drop_behind.hpp"
 
 #include "clairfs/sys/join_within.hpp"
+#include "clairfs/sys/normal_thread.hpp"
 
 #include <cerrno>
 #include <pthread.h>
@@ -16,7 +17,7 @@ DropBehind::~DropBehind() {
 
 void DropBehind::start() {
     if (thread_.joinable()) return;
-    thread_ = std::thread([this] {
+    thread_ = sys::normal_thread([this] {
         pthread_setname_np(pthread_self(), "clairfs-dropbh");
         run();
     });
