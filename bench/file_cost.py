@@ -51,6 +51,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import uring_switch  # noqa: E402
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 DAY = 86400
@@ -90,24 +93,10 @@ CLAIRFS_KINDS = {
     "clairfs-fuse-opens": ["--opens", "fuse"],
     "clairfs-no-detect": ["--no-detect"],
 }
-# FUSE over io_uring is off in the kernel until root turns this on; a run
-# with an io_uring mount turns it on and puts it back afterwards.
-URING_SWITCH = "/sys/module/fuse/parameters/enable_uring"
 
 
 def log(msg):
     print("[file_cost] " + msg, file=sys.stderr, flush=True)
-
-
-def set_uring_switch(value):
-    """Writes Y or N to the kernel's io_uring switch; returns what it was."""
-    with open(URING_SWITCH) as f:
-        was = f.read().strip()
-    if was != value:
-        with open(URING_SWITCH, "w") as f:
-            f.write(value)
-        log("%s: %s -> %s for this run" % (URING_SWITCH, was, value))
-    return was
 
 
 def transport_of(mountpoint):
@@ -572,9 +561,10 @@ def main():
     try:
         uring = [m for m in args.mounts.split(",") if m.startswith("clairfs-io-uring")]
         if uring:
-            if not os.path.exists(URING_SWITCH):
-                raise SystemExit("%s: this kernel has no %s" % (uring[0], URING_SWITCH))
-            uring_was = set_uring_switch("Y")
+            # An io_uring mount needs the switch: turned on for this run.
+            if not os.path.exists(uring_switch.SWITCH):
+                raise SystemExit("%s: this kernel has no %s" % (uring[0], uring_switch.SWITCH))
+            uring_was = uring_switch.set_for_run("on", log, "file_cost")
         rel = generate(back, args.files, args.size, args.dirs, args.seed)
         mounts, skipped = make_mounts(args, tools, back, mntroot)
         lists = {"native": os.path.join(listdir, "native.txt")}
@@ -659,8 +649,7 @@ def main():
                 mp = line.split()[1]
                 if mp.startswith(tmp + "/") and mp not in still:
                     still.append(mp)
-        if uring_was is not None:
-            set_uring_switch(uring_was)
+        uring_switch.put_back(uring_was, log, "file_cost")
         if still:
             log("still mounted, so %s is left in place: %s" % (tmp, ", ".join(still)))
         elif args.keep:

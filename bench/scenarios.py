@@ -194,6 +194,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import gen_dataset  # noqa: E402
 import slowfs  # noqa: E402
+import uring_switch  # noqa: E402
 
 PY = "/usr/bin/python3"
 FRAMEWORKS_PY = "/opt/clairfs-venv/bin/python"  # CLAIRFS_FRAMEWORKS_PYTHON overrides
@@ -209,9 +210,6 @@ ALL = ["local-warm", "local-budget", "direct", "copy-first", "rclone",
        "clairfs-registered-wrong-seed",
        "clairfs-ssd-registered-blksize-1m", "clairfs-registered-dev-fuse",
        "clairfs-ssd-registered-dev-fuse"]
-# FUSE over io_uring, which clairfs's default --io-uring auto takes while
-# this kernel switch is on (off by default; clairfs never sets it).
-URING_SWITCH = "/sys/module/fuse/parameters/enable_uring"
 NEEDS_VAL = ("clairfs-registered-train", "clairfs-registered-trainval")
 FRAMEWORKS = ("torch", "keras", "tfrecord", "lmdb")
 # The jobs run by the frameworks interpreter, and the modules each needs.
@@ -1836,39 +1834,6 @@ def arg_parser(doc):
     return ap
 
 
-def set_uring_switch(want, prog):
-    """Sets URING_SWITCH to Y or N ("on"/"off"; "keep" leaves it). Returns
-    what to write back afterwards, or None. A switch this process may not
-    write (a container's read-only /sys) is left as it is, and said."""
-    if want == "keep" or not os.path.exists(URING_SWITCH):
-        if want == "on":
-            log(f"{prog}: no {URING_SWITCH}: this kernel has no FUSE over io_uring")
-        return None
-    value = "Y" if want == "on" else "N"
-    try:
-        with open(URING_SWITCH) as f:
-            was = f.read().strip()
-        if was != value:
-            with open(URING_SWITCH, "w") as f:
-                f.write(value)
-    except OSError as e:
-        log(f"{prog}: cannot set {URING_SWITCH} to {value} ({e.strerror}); it stays as it is")
-        return None
-    log(f"{prog}: {URING_SWITCH} is {value} for this run"
-        + (f", {was} put back afterwards" if was != value else ""))
-    return was if was != value else None
-
-
-def put_uring_switch_back(was, prog):
-    if was is None:
-        return
-    try:
-        with open(URING_SWITCH, "w") as f:
-            f.write(was)
-    except OSError as e:
-        log(f"{prog}: cannot put {URING_SWITCH} back to {was}: {e.strerror}")
-
-
 def run_bench(cls, a, prog):
     """Runs cls(a, config).main() as root, SIGTERM, SIGHUP and SIGINT
     turned into an exit so that its clean-up runs."""
@@ -1885,10 +1850,10 @@ def run_bench(cls, a, prog):
         signal.signal(s, on_signal)
     put_back = None
     try:
-        put_back = set_uring_switch(a.io_uring_switch, prog)
+        put_back = uring_switch.set_for_run(a.io_uring_switch, log, prog)
         return cls(a, cfg).main()
     finally:
-        put_uring_switch_back(put_back, prog)
+        uring_switch.put_back(put_back, log, prog)
 
 
 def main():
