@@ -56,8 +56,9 @@ io_context_t& thread_context() {
 
 } // namespace
 
-AioFile::AioFile(int fd, bool direct, StallWatch stall)
-    : fd_(fd), direct_(direct), stall_(std::move(stall)) {}
+AioFile::AioFile(int fd, bool direct, StallWatch stall, bool to_eof, bool keep_pages)
+    : fd_(fd), direct_(direct), stall_(std::move(stall)), to_eof_(to_eof),
+      keep_pages_(keep_pages) {}
 
 AioFile::~AioFile() {
     if (fd_ >= 0) sys::close(fd_);
@@ -65,15 +66,17 @@ AioFile::~AioFile() {
 
 int AioFile::transfer(bool write, char* buf, size_t len, uint64_t off) {
     if (!direct_) {
-        int rv = sync_transfer(fd_, write, buf, len, off);
+        int rv = sync_transfer(fd_, write, buf, len, off, to_eof_);
         // Best effort: written pages are still dirty and stay until written
         // back; read pages go at once.
-        ::posix_fadvise(fd_, static_cast<off_t>(off), static_cast<off_t>(len), POSIX_FADV_DONTNEED);
+        if (!keep_pages_)
+            ::posix_fadvise(fd_, static_cast<off_t>(off), static_cast<off_t>(len),
+                            POSIX_FADV_DONTNEED);
         return rv;
     }
     io_context_t& ctx = thread_context();
-    if (!ctx) return sync_transfer(fd_, write, buf, len, off);
-    return aio_transfer(ctx, queue_depth, chunk, fd_, write, buf, len, off, &stall_);
+    if (!ctx) return sync_transfer(fd_, write, buf, len, off, to_eof_);
+    return aio_transfer(ctx, queue_depth, chunk, fd_, write, buf, len, off, &stall_, to_eof_);
 }
 
 int AioFile::read(char* buf, size_t len, uint64_t off) {

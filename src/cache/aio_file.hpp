@@ -22,8 +22,13 @@ public:
 
     // Takes ownership of `fd`. `direct`: it was opened with O_DIRECT; if not,
     // transfers are plain pread/pwrite followed by POSIX_FADV_DONTNEED, so
-    // the cache file does not also fill the page cache.
-    AioFile(int fd, bool direct, StallWatch stall = {});
+    // the cache's files do not also fill the page cache, unless
+    // `keep_pages` (a read whose pages the kernel is to serve next).
+    // `to_eof`: a read that reaches the end of the file ends there, the
+    // rest of the buffer untouched (an entry's file is exactly its size, so
+    // its last block is short); otherwise the end of the file is -EIO.
+    AioFile(int fd, bool direct, StallWatch stall = {}, bool to_eof = false,
+            bool keep_pages = false);
     ~AioFile() override;
     AioFile(const AioFile&) = delete;
     AioFile& operator=(const AioFile&) = delete;
@@ -41,6 +46,8 @@ private:
     int fd_;
     bool direct_;
     StallWatch stall_;
+    bool to_eof_;
+    bool keep_pages_;
 };
 
 } // namespace clairfs::cache

@@ -29,8 +29,8 @@ struct Piece {
 class Transfer {
 public:
     Transfer(io_context_t& ctx, unsigned depth, size_t chunk, int fd, bool write, char* buf,
-             size_t len, uint64_t off, const StallWatch* stall)
-        : ctx_(ctx), depth_(std::min(depth, max_depth)), chunk_(chunk), fd_(fd), write_(write),
+             size_t len, uint64_t off, const StallWatch* stall, bool to_eof)
+        : to_eof_(to_eof && !write), ctx_(ctx), depth_(std::min(depth, max_depth)), chunk_(chunk), fd_(fd), write_(write),
           buf_(buf), len_(len), off_(off),
           stall_(stall && stall->after.count() > 0 ? stall : nullptr) {}
 
@@ -141,11 +141,17 @@ private:
         --inflight_;
         long res = static_cast<long>(ev.res);
         if (res < 0) return fail(static_cast<int>(res));
-        // Zero bytes means the file ends before the request: the cache file
-        // is preallocated, so something truncated it under us.
-        if (res == 0) return fail(-EIO);
+        // Zero bytes means the file ends before the request: an end the
+        // caller expects (to_eof), or the file was truncated under us.
+        if (res == 0) {
+            if (!to_eof_) fail(-EIO);
+            return;
+        }
         auto moved = static_cast<size_t>(res);
-        if (moved < p->len) retry_.push_back({p->buf + moved, p->len - moved, p->off + moved});
+        // Short: the end of the file where the caller expects one (with
+        // O_DIRECT the rest could not even be asked for, unaligned).
+        if (moved < p->len && !to_eof_)
+            retry_.push_back({p->buf + moved, p->len - moved, p->off + moved});
     }
 
     // io_getevents itself failed: only io_destroy, which waits for every
@@ -157,6 +163,7 @@ private:
         return rv;
     }
 
+    bool to_eof_;
     io_context_t& ctx_;
     unsigned depth_;
     size_t chunk_;
@@ -178,12 +185,13 @@ private:
 } // namespace
 
 int aio_transfer(io_context_t& ctx, unsigned depth, size_t chunk, int fd, bool write, char* buf,
-                 size_t len, uint64_t off, const StallWatch* stall) {
+                 size_t len, uint64_t off, const StallWatch* stall, bool to_eof) {
     if (len == 0) return 0;
-    return Transfer(ctx, depth == 0 ? 1 : depth, chunk, fd, write, buf, len, off, stall).run();
+    return Transfer(ctx, depth == 0 ? 1 : depth, chunk, fd, write, buf, len, off, stall, to_eof)
+        .run();
 }
 
-int sync_transfer(int fd, bool write, char* buf, size_t len, uint64_t off) {
+int sync_transfer(int fd, bool write, char* buf, size_t len, uint64_t off, bool to_eof) {
     size_t done = 0;
     while (done < len) {
         auto at = static_cast<off_t>(off + done);
@@ -191,7 +199,7 @@ int sync_transfer(int fd, bool write, char* buf, size_t len, uint64_t off) {
                            : ::pread(fd, buf + done, len - done, at);
         if (rv < 0 && errno == EINTR) continue;
         if (rv < 0) return -errno;
-        if (rv == 0) return -EIO; // the preallocated file ends early
+        if (rv == 0) return to_eof && !write ? 0 : -EIO; // the file ends early
         done += static_cast<size_t>(rv);
     }
     return 0;

@@ -26,10 +26,12 @@ struct StallWatch {
     std::chrono::milliseconds after{0};
     std::function<void()> stalled;
 };
+// `to_eof`: a read that reaches the end of the file stops there (the rest
+// of `buf` untouched) instead of failing with -EIO.
 int aio_transfer(io_context_t& ctx, unsigned depth, size_t chunk, int fd, bool write, char* buf,
-                 size_t len, uint64_t off, const StallWatch* stall = nullptr);
+                 size_t len, uint64_t off, const StallWatch* stall = nullptr, bool to_eof = false);
 
 // The same with pread/pwrite, for threads whose io_setup failed.
-int sync_transfer(int fd, bool write, char* buf, size_t len, uint64_t off);
+int sync_transfer(int fd, bool write, char* buf, size_t len, uint64_t off, bool to_eof = false);
 
 } // namespace clairfs::cache

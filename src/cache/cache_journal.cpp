@@ -15,7 +15,9 @@ namespace clairfs::cache {
 namespace {
 
 constexpr char magic[8] = {'C', 'L', 'F', 'S', 'J', 'R', 'N', '1'};
-constexpr uint32_t version = 1;
+// 2: a record's offset names the entry's own file (ssd_core.hpp), where
+// in 1 it was an extent of one cache file; a journal of 1 is not reused.
+constexpr uint32_t version = 2;
 // length, kind, padding, five u64 fields, path length.
 constexpr size_t fixed_size = 4 + 1 + 3 + 5 * 8 + 2;
 constexpr size_t tail_size = 8;

@@ -34,7 +34,7 @@ struct JournalRecord {
     Kind kind = Kind::put;
     uint64_t seq = 0;
     std::string path;      // relative to the backing root
-    uint64_t offset = 0;   // put: where the bytes start in the cache file
+    uint64_t offset = 0;   // put: the entry's extent of the reserve, which names its file
     uint64_t size = 0;     // put: the file's size, as stored
     int64_t mtime_ns = 0;  // put: the file's mtime when it was stored
     uint64_t checksum = 0; // put: XXH3-64 of the file's bytes

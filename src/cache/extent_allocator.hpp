@@ -37,6 +37,10 @@ public:
     uint64_t free_bytes() const { return free_; }
     uint64_t used_bytes() const { return capacity_ - free_; }
     uint64_t largest_free() const;
+    // Calls f(offset, length) for each free extent, by offset.
+    template <class F> void for_each_free(F&& f) const {
+        for (const auto& [off, len] : by_offset_) f(off, len);
+    }
     size_t free_extents() const { return by_offset_.size(); }
 
 private:

@@ -1,15 +1,28 @@
 // SPDX-License-Identifier: MIT
 // The SSD tier's state, shared by the files that implement it: open and
-// restart-warm (ssd_open.cpp, ssd_restart.cpp), reads (ssd_read.cpp),
-// writes and evictions (ssd_write.cpp), errors and status (ssd_health.cpp).
+// restart-warm (ssd_open.cpp, ssd_restart.cpp), the space reserve
+// (ssd_reserve.cpp), reads (ssd_read.cpp), writes and evictions
+// (ssd_write.cpp), errors and status (ssd_health.cpp).
+//
+// Layout in --cache-dir, per dataset: <stem>.cache.d/ holds one file per
+// entry, exactly the file's size, so that the kernel can read it itself
+// (FUSE passthrough reads a backing file at the FUSE file's own offsets);
+// <stem>.cache is the reserve, preallocated to --ssd less the entries'
+// extents, so a full disk shows at mount and another process filling the
+// disk cannot starve the tier; <stem>.journal names what is held.
+// An entry's extent is its share of the reserve: a hole punched there
+// while the entry lives, allocated again when it goes. The extent's
+// offset also names the entry's file.
 #pragma once
 
+#include "aio_transfer.hpp"
 #include "cache_journal.hpp"
 #include "clairfs/cache/ssd_tier.hpp"
 #include "extent_allocator.hpp"
 #include "journal_placement.hpp"
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -24,7 +37,16 @@ struct SsdEntry {
     uint64_t size = 0;
     uint64_t checksum = 0; // XXH3-64 of the file's bytes
     uint64_t seq = 0;      // of the put, in the journal; tells a re-put entry from this one
+    // Read back intact in this mount: only then is it handed to the kernel
+    // (open_for_kernel), which reads it without the checksum.
+    bool verified = false;
 };
+
+// The entry file's name in <stem>.cache.d: its extent's block number in hex.
+std::string entry_name(uint64_t offset);
+
+// The resident byte's bits.
+inline constexpr uint8_t resident_held = 1, resident_verified = 2;
 
 struct SsdTier::Core {
     explicit Core(const SsdOptions& o);
@@ -35,12 +57,21 @@ struct SsdTier::Core {
     size_t nodes = 0;
     unsigned max_io_errors = 8;
     std::string dir;
-    std::string cache_name, journal_name; // in dir
+    std::string cache_name, journal_name, entries_name; // in dir
     int dir_fd = -1;
+    int entries_fd = -1; // <stem>.cache.d
     uint64_t dataset_tag = 0;
-    std::unique_ptr<BlockDevice> device;
-    int lock_fd = -1; // the cache file's descriptor that holds the flock (the device owns it)
+    int lock_fd = -1; // the reserve's descriptor; holds the flock
     bool direct = false;
+    // Whether the reserve shrinks and grows with the entries (holes are
+    // punched); false where the file system cannot punch holes: then no
+    // space is held beyond the entries themselves.
+    std::atomic<bool> reserve_holes{true};
+    StallWatch stall;
+    std::function<std::unique_ptr<BlockDevice>(std::unique_ptr<BlockDevice>)> wrap_device;
+    // Told of every entry that leaves the tier, on the thread that dropped
+    // it, with no lock held (SsdTier::set_drop_listener).
+    std::function<void(index::NodeId)> on_drop;
     JournalAppender journal;
     // One byte per node, written under mu with files and read without it,
     // as RamTier does: the scheduler asks contains() for thousands of files.
@@ -52,6 +83,7 @@ struct SsdTier::Core {
     mutable std::mutex mu;
     std::unordered_map<index::NodeId, SsdEntry> files;
     std::unordered_set<index::NodeId> writing; // extents reserved, bytes on their way
+    uint64_t verified_entries = 0;             // entries with verified set
     // Extents being read, by offset, with their reader counts; an extent
     // evicted meanwhile waits in `retired` (offset -> length) until its last
     // reader is done, so no put can overwrite bytes still being read.
@@ -62,18 +94,25 @@ struct SsdTier::Core {
     SsdState counters; // the counting fields; the rest is filled by state()
     uint64_t next_seq = 1;
 
-    // ssd_read.cpp / ssd_write.cpp
-    BlobRef read(index::NodeId id, bool count);
+    // The device for the entry file `fd` (owned by it): libaio, O_DIRECT
+    // where the directory takes it, or buffered keeping its pages (`warm`,
+    // for the kernel's reads that follow), wrapped for tests.
+    std::unique_ptr<BlockDevice> device_for(int fd, bool warm);
+
+    // ssd_read.cpp / ssd_write.cpp. `warm`: read through the page cache.
+    BlobRef read(index::NodeId id, bool count, bool warm = false);
+    int open_for_kernel(index::NodeId id);
     // read()'s steps: the entry pinned under mu (false: a miss), its bytes
     // read without mu (0 or -errno), the read counted and the entry unpinned
     // (and dropped if the read failed: true and the drop's seq), and the
     // failure told.
     bool pin_entry(index::NodeId id, bool count, SsdEntry& e);
-    int read_entry(const SsdEntry& e, std::shared_ptr<Blob>& blob);
+    int read_entry(const SsdEntry& e, std::shared_ptr<Blob>& blob, bool warm);
     bool settle_read(index::NodeId id, const SsdEntry& e, bool count, bool intact, int rv,
                      uint64_t& seq);
     void read_failed(index::NodeId id, const SsdEntry& e, int rv, bool dropped, uint64_t seq);
     bool write(index::NodeId id, const BlobRef& blob);
+    int store_entry(const SsdEntry& e, const Blob& blob);
     // write()'s steps under mu: an extent reserved for `id` (or it is held
     // or being written already, or there is no room), and after the write
     // the entry published (true) or its extent given back.
@@ -81,14 +120,25 @@ struct SsdTier::Core {
     Reservation reserve_extent(index::NodeId id, uint64_t size, uint64_t& offset);
     bool publish(index::NodeId id, int rv, SsdEntry& e);
     uint64_t drop(index::NodeId id);
+    // After remove_locked, without mu: the entry's file unlinked, its
+    // extent back in the reserve and then free, and on_drop told.
+    void retire(index::NodeId id, const SsdEntry& e);
+
+    // ssd_reserve.cpp: the reserve's blocks taken for an entry's file, or
+    // given back; best effort (a failure costs the reserve's guarantee,
+    // not bytes). reserve_room fills every free extent at open: "" or why not.
+    void take_reserve(uint64_t offset, uint64_t size);
+    void give_reserve(uint64_t offset, uint64_t size);
+    std::string reserve_room();
 
     // Under mu: extent bookkeeping.
     void pin(const SsdEntry& e);
     void unpin(const SsdEntry& e);
     void free_extent(const SsdEntry& e);
-    // Under mu: removes a held entry; false if `id` is not held.
+    // Under mu: removes a held entry, its extent kept until retire();
+    // false if `id` is not held.
     bool remove_locked(index::NodeId id, SsdEntry& out);
-    void set_resident(index::NodeId id, bool held);
+    void set_resident(index::NodeId id, bool held, bool verified = false);
 
     // ssd_health.cpp. Counts a failure and logs `line`; a device error
     // (`io`) counts toward max_io_errors, after which the tier turns off.
@@ -99,11 +149,12 @@ struct SsdTier::Core {
     // Appends a journal record for an evicted or dropped entry.
     void journal_evict(index::NodeId id, uint64_t seq);
     void journal_failed(int rv);
-    std::string where(uint64_t len, uint64_t off) const; // for messages
+    std::string where(uint64_t size, uint64_t off) const; // for messages
 
     // ssd_open.cpp / ssd_restart.cpp. open_files returns "" or the one-line
     // reason the tier stays off.
     std::string open_files(const SsdOptions& o, bool& existed);
+    std::string open_entries_dir(); // "" or why not
     // Sets dataset_tag and the names of the cache file and the journal.
     void name_files(const std::string& dataset);
     // The opened cache file `fd` becomes the tier's device of `capacity`.
@@ -113,6 +164,10 @@ struct SsdTier::Core {
     // entries kept taken into `files` (their records returned), and the
     // journal rewritten with just those.
     void read_journal(JournalFold& fold);
+    // Entries whose file is missing or of another size are discarded;
+    // every other file in the entries directory (foreign, or left by a
+    // crash) is removed, so nothing there is served unless journalled.
+    uint64_t check_entry_files(JournalEntries& keep);
     std::vector<JournalRecord> adopt(JournalEntries& keep);
     void rewrite_journal(const std::vector<JournalRecord>& records);
     void close();

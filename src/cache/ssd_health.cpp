@@ -35,8 +35,8 @@ std::string human_bytes(uint64_t n) {
     return buf;
 }
 
-std::string SsdTier::Core::where(uint64_t len, uint64_t off) const {
-    return human_bytes(len) + " at offset " + std::to_string(off) + " in " + dir + "/" + cache_name;
+std::string SsdTier::Core::where(uint64_t size, uint64_t off) const {
+    return dir + "/" + entries_name + "/" + entry_name(off) + ", " + human_bytes(size);
 }
 
 void SsdTier::Core::fail(bool io, const std::string& line) {
@@ -58,22 +58,29 @@ void SsdTier::Core::fail(bool io, const std::string& line) {
 }
 
 void SsdTier::Core::disable(const std::string& reason) {
+    std::vector<index::NodeId> dropped;
     {
         std::lock_guard lk(mu);
         if (!enabled.load()) return;
         enabled.store(false);
         counters.error = reason;
+        dropped.reserve(files.size());
         for (const auto& [id, e] : files) {
             set_resident(id, false);
             free_extent(e);
+            dropped.push_back(id);
         }
         files.clear();
+        verified_entries = 0;
         stats.bytes = 0;
         stats.entries = 0;
         stats.capacity = 0; // planners must not count on its room
     }
     // Once only: `enabled` went from true to false under the lock above.
     LOG_ERROR("%s", reason.c_str());
+    // The files stay for a later mount, which verifies them before use.
+    if (on_drop)
+        for (index::NodeId id : dropped) on_drop(id);
 }
 
 void SsdTier::Core::journal_failed(int rv) {
@@ -99,6 +106,8 @@ SsdState SsdTier::state() const {
     s.enabled = core_->enabled.load();
     s.direct = core_->direct;
     s.cache_file = core_->dir + "/" + core_->cache_name;
+    s.entries_dir = core_->dir + "/" + core_->entries_name;
+    s.verified = core_->verified_entries;
     s.allocated = core_->extents.used_bytes();
     s.largest_free = s.enabled ? core_->extents.largest_free() : 0;
     return s;

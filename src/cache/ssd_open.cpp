@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
-// Bringing the SSD tier up: the cache directory, the cache file (created
-// 0600, locked against a second mount, preallocated so a full disk shows
-// now and not in the middle of a write) and its device. Every failure here
+// Bringing the SSD tier up: the cache directory, the reserve (created
+// 0600, locked against a second mount, preallocated once the entries kept
+// are known, so a full disk shows now and not in the middle of a write),
+// the entries' directory (0700) and their devices. Every failure here
 // gives a disabled tier with a one-line reason; the mount goes on without it.
 #include "aio_file.hpp"
 #include "clairfs/log.hpp"
@@ -54,17 +55,6 @@ int lock_cache(int fd) {
     return rv;
 }
 
-int preallocate(int fd, uint64_t capacity, uint64_t old_size) {
-    if (old_size > capacity) {
-        if (int rv = sys::neg_errno(::ftruncate(fd, static_cast<off_t>(capacity))); rv < 0)
-            return rv;
-    }
-    int rv = sys::neg_errno(::fallocate(fd, 0, 0, static_cast<off_t>(capacity)));
-    // Some file systems lack fallocate; glibc then writes a byte per block.
-    if (rv == -EOPNOTSUPP) rv = -::posix_fallocate(fd, 0, static_cast<off_t>(capacity));
-    return rv;
-}
-
 // Some file systems accept O_DIRECT at open and refuse it at the first
 // transfer; one block read now tells.
 int probe_direct(int fd) {
@@ -108,16 +98,12 @@ struct CacheFile {
         return "";
     }
 
-    std::string reserve(uint64_t capacity, const std::string& dir) {
-        int rv = preallocate(fd.fd, capacity, old_size);
-        if (rv >= 0) return "";
-        // Give the space back: a disabled tier must not sit on a full disk.
-        if (existed)
-            (void)::ftruncate(fd.fd, static_cast<off_t>(old_size));
-        else
-            ::unlinkat(dir_fd, name.c_str(), 0);
-        return "cannot preallocate " + human_bytes(capacity) + " in " + dir + ": " +
-               sys::error_text(rv);
+    // Sized to --ssd, sparse: reserve_room() allocates what the entries
+    // do not take once they are known.
+    std::string size_to(uint64_t capacity) {
+        if (int rv = sys::neg_errno(::ftruncate(fd.fd, static_cast<off_t>(capacity))); rv < 0)
+            return "cannot size " + path + ": " + sys::error_text(rv);
+        return "";
     }
 
     // Opened with O_DIRECT but refused at the first transfer: buffered.
@@ -149,6 +135,8 @@ SsdTier::Core::Core(const SsdOptions& o)
 }
 
 SsdTier::Core::~Core() {
+    if (entries_fd >= 0) sys::close(entries_fd);
+    if (lock_fd >= 0) sys::close(lock_fd);
     if (dir_fd >= 0) sys::close(dir_fd);
 }
 
@@ -166,13 +154,17 @@ std::string SsdTier::Core::open_files(const SsdOptions& o, bool& existed) {
     CacheFile file{dir_fd, cache_name, dir + "/" + cache_name};
     std::string why = file.open();
     existed = file.existed;
-    if (why.empty()) why = file.reserve(capacity, dir);
+    if (why.empty()) why = file.size_to(capacity);
     if (why.empty()) why = file.settle_direct();
+    if (why.empty()) why = open_entries_dir();
     direct = file.direct;
-    if (!why.empty()) return off + why;
+    if (!why.empty()) {
+        if (!existed && file.fd.fd >= 0) ::unlinkat(dir_fd, cache_name.c_str(), 0);
+        return off + why;
+    }
     if (!direct)
         LOG_WARN("ssd tier: %s does not support O_DIRECT; using buffered I/O with "
-                 "POSIX_FADV_DONTNEED, so the cache file competes with the page cache",
+                 "POSIX_FADV_DONTNEED, so the cache's files compete with the page cache",
                  dir.c_str());
     attach_device(o, file.fd.release(), capacity);
     return "";
@@ -184,21 +176,40 @@ void SsdTier::Core::name_files(const std::string& dataset) {
     std::string stem = cache_file_stem(dataset);
     cache_name = stem + ".cache";
     journal_name = stem + ".journal";
+    entries_name = stem + ".cache.d";
+}
+
+std::string SsdTier::Core::open_entries_dir() {
+    const std::string path = dir + "/" + entries_name;
+    int rv = sys::neg_errno(::mkdirat(dir_fd, entries_name.c_str(), 0700));
+    if (rv < 0 && rv != -EEXIST) return "cannot create " + path + ": " + sys::error_text(rv);
+    int fd = sys::neg_errno(
+        ::openat(dir_fd, entries_name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (fd < 0) return "cannot open " + path + ": " + sys::error_text(fd);
+    ::fchmod(fd, 0700);
+    entries_fd = fd;
+    return "";
+}
+
+std::unique_ptr<BlockDevice> SsdTier::Core::device_for(int fd, bool warm) {
+    // An entry's file is exactly the file's size: its last block is read
+    // short, which is its end, not an error.
+    std::unique_ptr<BlockDevice> dev =
+        std::make_unique<AioFile>(fd, direct && !warm, stall, /*to_eof=*/true, /*keep_pages=*/warm);
+    return wrap_device ? wrap_device(std::move(dev)) : std::move(dev);
 }
 
 void SsdTier::Core::attach_device(const SsdOptions& o, int fd, uint64_t capacity) {
-    StallWatch stall;
     stall.after = o.io_timeout;
     char bound[32];
     std::snprintf(bound, sizeof bound, "%.1f s", static_cast<double>(o.io_timeout.count()) / 1000);
     stall.stalled = [this, bound = std::string(bound)] {
-        disable("ssd tier disabled: a request to " + dir + "/" + cache_name +
+        disable("ssd tier disabled: a request to a file in " + dir + "/" + entries_name +
                 " has not completed in " + bound +
                 " (--io-timeout); reads go to the backing store");
     };
     lock_fd = fd;
-    device = std::make_unique<AioFile>(fd, direct, std::move(stall));
-    if (o.wrap_device) device = o.wrap_device(std::move(device));
+    wrap_device = o.wrap_device;
     extents = ExtentAllocator(capacity);
     stats.capacity = capacity;
 }
@@ -216,6 +227,8 @@ std::unique_ptr<SsdTier> SsdTier::open(const SsdOptions& options) {
     if (reason.empty()) {
         core->enabled.store(true);
         core->restart_warm(existed);
+        reason = core->reserve_room();
+        if (!reason.empty()) core->disable(reason);
     } else {
         core->counters.error = reason;
         core->stats.capacity = 0;

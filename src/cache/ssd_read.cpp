@@ -1,16 +1,27 @@
 // SPDX-License-Identifier: MIT
-// Reads from the SSD tier: look the extent up and pin it under the lock,
-// read and verify without it, then unpin. The pin is what lets an evict
-// and a put into the same space run meanwhile without the put overwriting
-// bytes this read is still taking.
+// Reads from the SSD tier: look the entry up and pin its extent under the
+// lock, open and read its file and verify without it, then unpin. The pin
+// keeps the extent, and so the file's name, from being given to another
+// entry meanwhile: a reader whose entry was evicted finds no file, never
+// another file's bytes.
 #include "clairfs/log.hpp"
 #include "clairfs/sys/syscalls.hpp"
 #include "ssd_core.hpp"
 
+#include <cinttypes>
+#include <cstdio>
+#include <fcntl.h>
 #include <new>
+#include <sys/stat.h>
 #include <xxhash.h>
 
 namespace clairfs::cache {
+
+std::string entry_name(uint64_t offset) {
+    char name[24];
+    std::snprintf(name, sizeof name, "%012" PRIx64, offset / Blob::alignment);
+    return name;
+}
 
 void SsdTier::Core::pin(const SsdEntry& e) {
     if (e.size > 0) ++readers[e.offset];
@@ -35,8 +46,10 @@ void SsdTier::Core::free_extent(const SsdEntry& e) {
         extents.release(e.offset, e.size);
 }
 
-void SsdTier::Core::set_resident(index::NodeId id, bool held) {
-    if (id < nodes) resident[id].store(held ? 1 : 0, std::memory_order_release);
+void SsdTier::Core::set_resident(index::NodeId id, bool held, bool verified) {
+    if (id < nodes)
+        resident[id].store(held ? resident_held | (verified ? resident_verified : 0) : 0,
+                           std::memory_order_release);
 }
 
 bool SsdTier::Core::remove_locked(index::NodeId id, SsdEntry& out) {
@@ -45,22 +58,23 @@ bool SsdTier::Core::remove_locked(index::NodeId id, SsdEntry& out) {
     out = it->second;
     files.erase(it);
     set_resident(id, false);
-    free_extent(out);
+    if (out.verified) --verified_entries;
     stats.bytes -= out.size;
     stats.entries = files.size();
     return true;
 }
 
-BlobRef SsdTier::Core::read(index::NodeId id, bool count) {
+BlobRef SsdTier::Core::read(index::NodeId id, bool count, bool warm) {
     SsdEntry e;
     if (!pin_entry(id, count, e)) return nullptr;
     std::shared_ptr<Blob> blob;
-    int rv = read_entry(e, blob);
+    int rv = read_entry(e, blob, warm);
     bool intact = rv == 0 && XXH3_64bits(blob->bytes.get(), e.size) == e.checksum;
     uint64_t seq = 0;
     bool dropped = settle_read(id, e, count, intact, rv, seq);
     if (intact) return blob;
     read_failed(id, e, rv, dropped, seq);
+    if (dropped) retire(id, e);
     return nullptr;
 }
 
@@ -76,33 +90,50 @@ bool SsdTier::Core::pin_entry(index::NodeId id, bool count, SsdEntry& e) {
     return true;
 }
 
-int SsdTier::Core::read_entry(const SsdEntry& e, std::shared_ptr<Blob>& blob) {
-    int rv = 0;
+// 0, or -errno: -ENOENT where the file is gone (evicted meanwhile, or
+// removed by hand), -EBADMSG where it is not the entry's size.
+int SsdTier::Core::read_entry(const SsdEntry& e, std::shared_ptr<Blob>& blob, bool warm) {
     try {
         blob = Blob::make(e.size);
     } catch (const std::bad_alloc&) {
-        rv = -ENOMEM;
+        return -ENOMEM;
     }
-    if (blob && e.size > 0)
-        rv = device->read(blob->bytes.get(), ExtentAllocator::aligned(e.size), e.offset);
-    return rv;
+    if (e.size == 0) return 0;
+    const std::string name = entry_name(e.offset);
+    int flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC | (direct && !warm ? O_DIRECT : 0);
+    int fd = sys::neg_errno(::openat(entries_fd, name.c_str(), flags));
+    if (fd < 0) return fd;
+    struct stat st;
+    if (sys::fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+        static_cast<uint64_t>(st.st_size) != e.size) {
+        sys::close(fd);
+        return -EBADMSG;
+    }
+    return device_for(fd, warm)->read(blob->bytes.get(), ExtentAllocator::aligned(e.size), 0);
 }
 
 // A failed or corrupt read drops the entry, unless it was already evicted
-// and put again (another seq) while this read ran.
+// and put again (another seq) while this read ran. An intact one marks it
+// verified: the kernel may read it itself from now on.
 bool SsdTier::Core::settle_read(index::NodeId id, const SsdEntry& e, bool count, bool intact,
                                 int rv, uint64_t& seq) {
     SsdEntry dropped;
     bool drop = false;
     std::lock_guard lk(mu);
     unpin(e);
+    auto it = files.find(id);
+    const bool current = it != files.end() && it->second.seq == e.seq;
     if (count) ++(intact ? stats.hits : stats.misses);
     if (intact) {
         ++counters.reads;
         counters.bytes_read += e.size;
-    } else if (rv != -ENOMEM) {
-        auto it = files.find(id);
-        drop = it != files.end() && it->second.seq == e.seq && remove_locked(id, dropped);
+        if (current && !it->second.verified) {
+            it->second.verified = true;
+            ++verified_entries;
+            set_resident(id, true, true);
+        }
+    } else if (rv != -ENOMEM && current) {
+        drop = remove_locked(id, dropped);
         if (drop) seq = next_seq++;
     }
     return drop;
@@ -114,14 +145,46 @@ void SsdTier::Core::read_failed(index::NodeId id, const SsdEntry& e, int rv, boo
         LOG_WARN("ssd tier: no memory for a %s file (node %u)", human_bytes(e.size).c_str(), id);
         return;
     }
+    // Its file went with an eviction that raced this read: a miss.
+    if (!dropped && rv == -ENOENT) return;
     if (dropped) journal_evict(id, seq);
-    uint64_t len = ExtentAllocator::aligned(e.size);
-    if (rv < 0)
-        fail(true, "ssd tier: read of " + where(len, e.offset) + " failed: " + sys::error_text(rv) +
-                       "; entry dropped");
+    if (rv == -ENOENT || rv == -EBADMSG)
+        fail(false, "ssd tier: the file of node " + std::to_string(id) + " (" +
+                        where(e.size, e.offset) + ") is " +
+                        (rv == -ENOENT ? "missing" : "not its size") + "; entry dropped");
+    else if (rv < 0)
+        fail(true, "ssd tier: read of " + where(e.size, e.offset) + " failed: " +
+                       sys::error_text(rv) + "; entry dropped");
     else
         fail(false, "ssd tier: checksum mismatch for node " + std::to_string(id) + " (" +
-                        where(len, e.offset) + "); entry dropped, not served");
+                        where(e.size, e.offset) + "); entry dropped, not served");
+}
+
+int SsdTier::Core::open_for_kernel(index::NodeId id) {
+    SsdEntry e;
+    {
+        std::lock_guard lk(mu);
+        auto it = enabled.load() ? files.find(id) : files.end();
+        if (it == files.end() || it->second.size == 0) return -ENOENT;
+        if (!it->second.verified) return -EAGAIN;
+        e = it->second;
+        pin(e);
+    }
+    // Buffered: the kernel reads it for the job, through its page cache.
+    int fd = sys::neg_errno(
+        ::openat(entries_fd, entry_name(e.offset).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+    struct stat st;
+    if (fd >= 0 && (sys::fstat(fd, &st) < 0 || static_cast<uint64_t>(st.st_size) != e.size)) {
+        sys::close(fd);
+        fd = -EBADMSG;
+    }
+    {
+        std::lock_guard lk(mu);
+        unpin(e);
+    }
+    // A file changed behind the tier's back since it was verified: the
+    // daemon's next read of it drops it.
+    return fd == -EBADMSG ? -EAGAIN : fd;
 }
 
 BlobRef SsdTier::get(index::NodeId id) {
@@ -130,6 +193,26 @@ BlobRef SsdTier::get(index::NodeId id) {
 
 BlobRef SsdTier::peek(index::NodeId id) const {
     return core_->read(id, false);
+}
+
+BlobRef SsdTier::warm(index::NodeId id) {
+    return core_->read(id, false, true);
+}
+
+bool SsdTier::verified(index::NodeId id) const {
+    if (id < core_->nodes)
+        return core_->resident[id].load(std::memory_order_acquire) & resident_verified;
+    std::lock_guard lk(core_->mu);
+    auto it = core_->files.find(id);
+    return it != core_->files.end() && it->second.verified;
+}
+
+int SsdTier::open_for_kernel(index::NodeId id) {
+    return core_->open_for_kernel(id);
+}
+
+void SsdTier::set_drop_listener(std::function<void(index::NodeId)> listener) {
+    core_->on_drop = std::move(listener);
 }
 
 bool SsdTier::contains(index::NodeId id) const {

@@ -10,14 +10,20 @@
 // the disk, or that a later put overwrote. Such an entry is taken back, and
 // its checksum fails at its first read: it is dropped then, never served.
 // A clean close syncs the data before it writes the journal, so after one
-// every entry reads back intact.
+// every entry reads back intact. Either way each entry is read back and
+// checked once in a mount before the kernel is let read it itself
+// (SsdEntry::verified).
 #include "clairfs/log.hpp"
 #include "clairfs/sys/syscalls.hpp"
 #include "journal_placement.hpp"
 #include "ssd_core.hpp"
 
 #include <algorithm>
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -53,15 +59,18 @@ Kept match_files(std::unordered_map<std::string, JournalRecord> live, const Desc
 
 void SsdTier::Core::restart_warm(bool existed) {
     JournalFold fold;
-    // A cache file made just now holds none of the journal's bytes.
-    if (existed) read_journal(fold);
+    // Whether the reserve was there says nothing of the entries: each
+    // one's own file does (check_entry_files).
+    (void)existed;
+    read_journal(fold);
     Kept keep = match_files(fold.take_live(), describe, nodes, counters.invalidated);
     counters.discarded += place_entries(keep, extents);
+    counters.discarded += check_entry_files(keep);
     next_seq = keep.size() + 1;
     rewrite_journal(adopt(keep));
-    LOG_INFO("ssd tier: %s cache file %s/%s (%s); reused %llu files (%s), invalidated %llu, "
+    LOG_INFO("ssd tier: %s in %s/%s (%s); reused %llu files (%s), invalidated %llu, "
              "discarded %llu",
-             human_bytes(stats.capacity).c_str(), dir.c_str(), cache_name.c_str(),
+             human_bytes(stats.capacity).c_str(), dir.c_str(), entries_name.c_str(),
              direct ? "O_DIRECT" : "buffered", static_cast<unsigned long long>(counters.reused),
              human_bytes(stats.bytes).c_str(),
              static_cast<unsigned long long>(counters.invalidated),
@@ -80,6 +89,46 @@ void SsdTier::Core::read_journal(JournalFold& fold) {
     if (replay.ignored_bytes > 0)
         LOG_INFO("ssd tier: ignored the last %s of the journal (torn by a crash or corrupt)",
                  human_bytes(replay.ignored_bytes).c_str());
+}
+
+uint64_t SsdTier::Core::check_entry_files(JournalEntries& keep) {
+    const size_t before = keep.size();
+    std::unordered_set<std::string> named;
+    std::erase_if(keep, [&](const auto& k) {
+        const JournalRecord& r = k.second;
+        if (r.size == 0) return false;
+        std::string name = entry_name(r.offset);
+        struct stat st;
+        bool ok = sys::fstatat(entries_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                  S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) == r.size;
+        if (ok) {
+            named.insert(std::move(name));
+        } else {
+            extents.release(r.offset, r.size);
+        }
+        return !ok;
+    });
+    // Everything else goes: files of entries evicted or never journalled
+    // (a crash between a write and its record), or put there by hand.
+    int fd = ::dup(entries_fd);
+    DIR* d = fd >= 0 ? ::fdopendir(fd) : nullptr;
+    if (!d && fd >= 0) sys::close(fd);
+    uint64_t swept = 0;
+    while (d) {
+        dirent* de = ::readdir(d);
+        if (!de) break;
+        std::string n = de->d_name;
+        if (n == "." || n == ".." || named.contains(n)) continue;
+        if (::unlinkat(entries_fd, n.c_str(), 0) != 0)
+            ::unlinkat(entries_fd, n.c_str(), AT_REMOVEDIR);
+        ++swept;
+    }
+    if (d) ::closedir(d);
+    if (swept) LOG_INFO("ssd tier: removed %llu files no journal record vouches for from %s/%s",
+                        static_cast<unsigned long long>(swept), dir.c_str(), entries_name.c_str());
+    // Renumbered as place_entries left them, oldest first.
+    for (size_t i = 0; i < keep.size(); ++i) keep[i].second.seq = i + 1;
+    return before - keep.size();
 }
 
 std::vector<JournalRecord> SsdTier::Core::adopt(JournalEntries& keep) {
@@ -105,8 +154,8 @@ void SsdTier::Core::rewrite_journal(const std::vector<JournalRecord>& records) {
 }
 
 void SsdTier::Core::close() {
-    if (!enabled.load() || !device) return;
-    int rv = device->sync();
+    if (!enabled.load() || entries_fd < 0) return;
+    int rv = sys::neg_errno(::syncfs(entries_fd));
     size_t saved = 0;
     if (rv == 0) {
         std::vector<std::pair<index::NodeId, SsdEntry>> held;

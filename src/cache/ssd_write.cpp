@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: MIT
-// Writes to the SSD tier: reserve an extent under the lock, write without
-// it, then publish the entry under it and journal it. An entry is never
-// visible before its bytes are on the device, and a journal record never
-// precedes its data write (durability across a crash is the checksum's
-// job: see ssd_restart.cpp).
+// Writes to the SSD tier: reserve an extent under the lock, write the
+// entry's file without it (the extent's blocks taken from the reserve
+// first), then publish the entry under it and journal it. An entry is
+// never visible before its bytes are on the device, and a journal record
+// never precedes its data write (durability across a crash is the
+// checksum's job: see ssd_restart.cpp).
 #include "clairfs/sys/syscalls.hpp"
 #include "ssd_core.hpp"
 
 #include <cstring>
+#include <fcntl.h>
+#include <unistd.h>
 #include <new>
 #include <xxhash.h>
 
@@ -56,7 +59,7 @@ bool SsdTier::Core::write(index::NodeId id, const BlobRef& blob) {
     case Reservation::made: break;
     }
     SsdEntry e{offset, blob->size, XXH3_64bits(blob->bytes.get(), blob->size), 0};
-    int rv = e.size > 0 ? write_blob(*device, *blob, offset) : 0;
+    int rv = e.size > 0 ? store_entry(e, *blob) : 0;
     if (publish(id, rv, e)) {
         if (!journal.failed()) {
             int jrv = journal.append(put_record(e, std::move(file)));
@@ -65,10 +68,33 @@ bool SsdTier::Core::write(index::NodeId id, const BlobRef& blob) {
         return true;
     }
     if (rv < 0)
-        fail(rv != -ENOMEM, "ssd tier: write of " +
-                                where(ExtentAllocator::aligned(e.size), offset) +
+        fail(rv != -ENOMEM, "ssd tier: write of " + where(e.size, offset) +
                                 " failed: " + sys::error_text(rv));
     return false;
+}
+
+// The file is written whole blocks at a time (O_DIRECT) and then cut to
+// the entry's size, which is what the kernel reads to when it reads it
+// itself. A failed write leaves no file and gives the blocks back.
+int SsdTier::Core::store_entry(const SsdEntry& e, const Blob& blob) {
+    take_reserve(e.offset, e.size);
+    const std::string name = entry_name(e.offset);
+    int flags = O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC | (direct ? O_DIRECT : 0);
+    int fd = sys::neg_errno(::openat(entries_fd, name.c_str(), flags, 0600));
+    int rv = fd;
+    if (fd >= 0) {
+        // The device owns `fd`; the cut to size needs a descriptor after it.
+        int cut = sys::neg_errno(::dup(fd));
+        if (cut < 0) sys::close(fd);
+        rv = cut < 0 ? cut : write_blob(*device_for(fd, false), blob, 0);
+        if (rv == 0) rv = sys::neg_errno(::ftruncate(cut, static_cast<off_t>(e.size)));
+        if (cut >= 0) sys::close(cut);
+    }
+    if (rv < 0) {
+        ::unlinkat(entries_fd, name.c_str(), 0);
+        give_reserve(e.offset, e.size);
+    }
+    return rv;
 }
 
 SsdTier::Core::Reservation SsdTier::Core::reserve_extent(index::NodeId id, uint64_t size,
@@ -113,7 +139,22 @@ uint64_t SsdTier::Core::drop(index::NodeId id) {
         seq = next_seq++;
     }
     journal_evict(id, seq);
+    retire(id, e);
     return e.size;
+}
+
+// Unlinked, never overwritten: a descriptor the kernel holds (a backing
+// file of an open passed through) keeps the entry's bytes to its close.
+void SsdTier::Core::retire(index::NodeId id, const SsdEntry& e) {
+    if (e.size > 0) {
+        ::unlinkat(entries_fd, entry_name(e.offset).c_str(), 0);
+        give_reserve(e.offset, e.size);
+    }
+    {
+        std::lock_guard lk(mu);
+        free_extent(e);
+    }
+    if (on_drop) on_drop(id);
 }
 
 bool SsdTier::put(index::NodeId id, BlobRef blob) {

@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: MIT
-// The local-SSD tier: whole files in one preallocated cache file per
-// dataset in --cache-dir, read and written with O_DIRECT through libaio,
-// every read checked against the checksum taken when the file was stored,
-// and a journal next to the cache file so that a remount over an unchanged
-// dataset starts warm. A device that fails turns the tier off, never the
-// mount: a disabled tier holds nothing and refuses everything.
+// The local-SSD tier: one file per entry in a directory per dataset in
+// --cache-dir, within a reserve preallocated to --ssd, written with
+// O_DIRECT through libaio, every read of the daemon's checked against the
+// checksum taken when the file was stored, and a journal beside them so
+// that a remount over an unchanged dataset starts warm. An entry read back
+// intact once in this mount may be handed to the kernel, which then reads
+// it itself (FUSE passthrough): one file per entry is what makes that
+// possible. A device that fails turns the tier off, never the mount: a
+// disabled tier holds nothing and refuses everything.
 #pragma once
 
 #include "clairfs/cache/block_device.hpp"
@@ -62,7 +65,9 @@ struct SsdState {
     bool enabled = false;
     bool direct = false;    // O_DIRECT; false: buffered I/O, where O_DIRECT was refused
     std::string error;      // the last error, one line ("" if none)
-    std::string cache_file; // the path, for messages
+    std::string cache_file; // the reserve's path, for messages
+    std::string entries_dir; // the entries' directory
+    uint64_t verified = 0;   // entries read back intact in this mount
     uint64_t errors = 0;    // failed reads and writes, checksum mismatches, journal failures
     uint64_t io_errors = 0; // ... of which device errors, the ones that turn the tier off
     uint64_t reads = 0;     // device reads that returned intact bytes
@@ -109,6 +114,25 @@ public:
     TierHealth health() const override;
 
     SsdState state() const;
+
+    // Reads the file through the page cache, checking its checksum as
+    // get() does and counting nothing: its pages are then the kernel's for
+    // the reads open_for_kernel() lets it make itself.
+    BlobRef warm(index::NodeId id);
+    // Whether the entry was read back intact in this mount (by get, peek
+    // or warm): only such an entry is handed to the kernel.
+    bool verified(index::NodeId id) const;
+    // A read-only descriptor of a verified entry's file, for the kernel to
+    // read itself (FUSE passthrough); the caller closes it. -ENOENT: not
+    // held (or evicted meanwhile), or an empty file, which has no file;
+    // -EAGAIN: held but not verified yet. The descriptor stays the
+    // entry's bytes after an eviction: an evicted file is unlinked, never
+    // overwritten.
+    int open_for_kernel(index::NodeId id);
+    // Told of every entry that leaves the tier (evicted, dropped after a
+    // failed read, or the tier turned off), with no lock held, on the
+    // thread that dropped it. Set before the tier is shared.
+    void set_drop_listener(std::function<void(index::NodeId)> listener);
     // Lets go of the cache file's lock without closing it, for a daemon that
     // exits around threads stuck in a hung backing read: they keep the
     // process's files open until the read returns, and a remount must not

@@ -87,7 +87,7 @@ TEST_CASE("bytes round-trip exactly for sizes around the 4 KiB block") {
     CHECK(st.allocated == (3 + 2 + 27 + 768) * K4); // 1, 4095, 4096 | 4097 | 110 kB | 3 MiB
 }
 
-TEST_CASE("the cache file and journal are named by the dataset, preallocated and 0600") {
+TEST_CASE("the reserve, entries and journal are named by the dataset, preallocated and private") {
     CacheDir d;
     Table t({100});
     auto a = cache::SsdTier::open(options(d.path, 1 * MiB, t));
@@ -97,7 +97,9 @@ TEST_CASE("the cache file and journal are named by the dataset, preallocated and
     REQUIRE(a->state().enabled);
     REQUIRE(b->state().enabled);
     CHECK(d.count(".cache") == 2);
+    CHECK(d.count(".cache.d") == 2);
     CHECK(d.count(".journal") == 2);
+    CHECK(a->state().entries_dir == a->state().cache_file + ".d");
     std::string name = fs::path(a->state().cache_file).filename().string();
     CHECK(name.size() == std::string("clairfs-0123456789abcdef.cache").size());
     CHECK(name.starts_with("clairfs-"));
@@ -108,7 +110,7 @@ TEST_CASE("the cache file and journal are named by the dataset, preallocated and
     for (const auto& e : fs::directory_iterator(d.path)) {
         struct stat st;
         REQUIRE(::stat(e.path().c_str(), &st) == 0);
-        CHECK((st.st_mode & 07777) == 0600);
+        CHECK((st.st_mode & 07777) == (S_ISDIR(st.st_mode) ? 0700 : 0600));
     }
     struct stat st;
     REQUIRE(::stat(a->state().cache_file.c_str(), &st) == 0);
@@ -251,7 +253,7 @@ TEST_CASE("bytes corrupted on disk are dropped, counted and never served") {
     auto ssd = cache::SsdTier::open(options(d.path, MiB, t));
     REQUIRE(ssd->put(0, t.blob(0))); // the first extent: offset 0
     REQUIRE(ssd->put(1, t.blob(1)));
-    int fd = ::open(ssd->state().cache_file.c_str(), O_WRONLY);
+    int fd = ::open((ssd->state().entries_dir + "/000000000000").c_str(), O_WRONLY);
     REQUIRE(fd >= 0);
     REQUIRE(::pwrite(fd, "garbage", 7, 5000) == 7);
     ::close(fd);
@@ -345,20 +347,26 @@ TEST_CASE("a remount with another capacity keeps the entries that still fit") {
     CHECK(ssd->put(1, t.blob(1)));
 }
 
-TEST_CASE("a cache file deleted between mounts makes its journal worthless") {
+TEST_CASE("an entry's file removed between mounts is discarded; a lost reserve costs nothing") {
     CacheDir d;
-    Table t({1000});
-    std::string cache_file;
+    Table t({1000, 2000});
+    std::string cache_file, entries;
     {
         auto ssd = cache::SsdTier::open(options(d.path, MiB, t));
         REQUIRE(ssd->put(0, t.blob(0)));
+        REQUIRE(ssd->put(1, t.blob(1)));
         cache_file = ssd->state().cache_file;
+        entries = ssd->state().entries_dir;
     }
     fs::remove(cache_file);
+    fs::remove(entries + "/000000000000"); // node 0's, the first extent
     auto ssd = cache::SsdTier::open(options(d.path, MiB, t));
-    CHECK(ssd->state().reused == 0);
+    CHECK(ssd->state().reused == 1);
+    CHECK(ssd->state().discarded == 1);
     CHECK_FALSE(ssd->contains(0));
+    CHECK(test::view(ssd->get(1)) == t.bytes(1));
     CHECK(ssd->state().errors == 0);
+    CHECK(fs::file_size(cache_file) == MiB); // made again
 }
 
 TEST_CASE("a journal torn mid-record keeps the entries recorded before the tear") {
@@ -555,4 +563,120 @@ TEST_CASE("libaio transfers: many chunks in flight, a short read at the end, err
     for (auto& th : threads) th.join();
     CHECK(bad == 0);
     CHECK(file.sync() == 0);
+}
+
+namespace {
+
+std::string read_fd(int fd) {
+    std::string out;
+    char buf[65536];
+    for (ssize_t n; (n = ::pread(fd, buf, sizeof buf, static_cast<off_t>(out.size()))) > 0;)
+        out.append(buf, static_cast<size_t>(n));
+    return out;
+}
+
+uint64_t allocated_bytes(const std::string& path) {
+    struct stat st;
+    REQUIRE(::stat(path.c_str(), &st) == 0);
+    return static_cast<uint64_t>(st.st_blocks) * 512;
+}
+
+} // namespace
+
+TEST_CASE("each entry is a file of exactly its size, handed to the kernel only once verified") {
+    CacheDir d;
+    Table t({110 * 1000, 4096, 0, 5});
+    auto ssd = cache::SsdTier::open(options(d.path, MiB, t));
+    for (index::NodeId id = 0; id < 4; ++id) REQUIRE(ssd->put(id, t.blob(id)));
+    size_t files = 0;
+    for (const auto& e : fs::directory_iterator(ssd->state().entries_dir)) {
+        ++files;
+        struct stat st;
+        REQUIRE(::stat(e.path().c_str(), &st) == 0);
+        CHECK((st.st_mode & 07777) == 0600);
+    }
+    CHECK(files == 3); // an empty file has none
+    // Written, not yet read back: the kernel may not have it.
+    CHECK_FALSE(ssd->verified(0));
+    CHECK(ssd->open_for_kernel(0) == -EAGAIN);
+    CHECK(ssd->open_for_kernel(2) == -ENOENT); // empty
+    CHECK(ssd->open_for_kernel(9) == -ENOENT); // not held
+    CHECK(test::view(ssd->warm(0)) == t.bytes(0));
+    CHECK(test::view(ssd->get(3)) == t.bytes(3));
+    CHECK(ssd->verified(0));
+    CHECK(ssd->verified(3));
+    CHECK(ssd->state().verified == 2);
+    CHECK(ssd->stats().hits == 1); // warm() counts nothing
+    for (index::NodeId id : {0u, 3u}) {
+        int fd = ssd->open_for_kernel(id);
+        REQUIRE(fd >= 0);
+        CHECK(read_fd(fd) == t.bytes(id)); // to its end and no further
+        ::close(fd);
+    }
+}
+
+TEST_CASE("an evicted entry is unlinked, never overwritten: a kernel's descriptor keeps its bytes") {
+    CacheDir d;
+    Table t({100 * 1000, 100 * 1000});
+    auto ssd = cache::SsdTier::open(options(d.path, 100 * 1024, t)); // room for one
+    std::vector<index::NodeId> dropped;
+    ssd->set_drop_listener([&](index::NodeId id) { dropped.push_back(id); });
+    REQUIRE(ssd->put(0, t.blob(0)));
+    REQUIRE(ssd->peek(0) != nullptr);
+    int fd = ssd->open_for_kernel(0);
+    REQUIRE(fd >= 0);
+    CHECK(ssd->evict(0) == 100 * 1000);
+    CHECK(dropped == std::vector<index::NodeId>{0});
+    REQUIRE(ssd->put(1, t.blob(1))); // the same extent, so the same name
+    CHECK(read_fd(fd) == t.bytes(0));
+    ::close(fd);
+    CHECK(ssd->open_for_kernel(0) == -ENOENT);
+    CHECK_FALSE(ssd->verified(1)); // a new entry starts unverified
+}
+
+TEST_CASE("the reserve gives up the blocks its entries take, and takes them back") {
+    CacheDir d;
+    Table t({256 * 1024, 256 * 1024});
+    auto ssd = cache::SsdTier::open(options(d.path, MiB, t));
+    const std::string reserve = ssd->state().cache_file;
+    CHECK(allocated_bytes(reserve) >= MiB);
+    REQUIRE(ssd->put(0, t.blob(0)));
+    REQUIRE(ssd->put(1, t.blob(1)));
+    CHECK(allocated_bytes(reserve) <= MiB / 2);
+    ssd->evict(0);
+    CHECK(allocated_bytes(reserve) >= 3 * MiB / 4);
+}
+
+TEST_CASE("files in the entries' directory that no journal record vouches for are removed") {
+    CacheDir d;
+    Table t({3000});
+    std::string entries;
+    {
+        auto ssd = cache::SsdTier::open(options(d.path, MiB, t));
+        REQUIRE(ssd->put(0, t.blob(0)));
+        entries = ssd->state().entries_dir;
+    }
+    {
+        // Another entry's name, with other bytes: never served, never kept.
+        FILE* f = std::fopen((entries + "/000000000001").c_str(), "w");
+        REQUIRE(f);
+        std::fputs("foreign", f);
+        std::fclose(f);
+    }
+    auto ssd = cache::SsdTier::open(options(d.path, MiB, t));
+    CHECK(ssd->state().reused == 1);
+    CHECK_FALSE(fs::exists(entries + "/000000000001"));
+    CHECK(test::view(ssd->get(0)) == t.bytes(0));
+}
+
+TEST_CASE("an entry whose file was cut short is dropped, not served, and not a device error") {
+    CacheDir d;
+    Table t({9000});
+    auto ssd = cache::SsdTier::open(options(d.path, MiB, t));
+    REQUIRE(ssd->put(0, t.blob(0)));
+    fs::resize_file(ssd->state().entries_dir + "/000000000000", 4096);
+    CHECK(ssd->get(0) == nullptr);
+    CHECK_FALSE(ssd->contains(0));
+    CHECK(ssd->state().io_errors == 0);
+    CHECK(ssd->state().errors == 1);
 }
