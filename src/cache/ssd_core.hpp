@@ -62,6 +62,7 @@ struct SsdTier::Core {
     int entries_fd = -1; // <stem>.cache.d
     uint64_t dataset_tag = 0;
     int lock_fd = -1; // the reserve's descriptor; holds the flock
+    bool reserve_existed = false; // before this mount
     bool direct = false;
     // Whether the reserve shrinks and grows with the entries (holes are
     // punched); false where the file system cannot punch holes: then no

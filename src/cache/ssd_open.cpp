@@ -154,6 +154,7 @@ std::string SsdTier::Core::open_files(const SsdOptions& o, bool& existed) {
     CacheFile file{dir_fd, cache_name, dir + "/" + cache_name};
     std::string why = file.open();
     existed = file.existed;
+    reserve_existed = existed;
     if (why.empty()) why = file.size_to(capacity);
     if (why.empty()) why = file.settle_direct();
     if (why.empty()) why = open_entries_dir();

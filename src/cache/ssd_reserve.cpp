@@ -64,8 +64,14 @@ std::string SsdTier::Core::reserve_room() {
         if (rv == 0) rv = allocate(lock_fd, off, len);
     });
     if (rv == 0) return "";
-    // Give the space back: a disabled tier must not sit on a full disk.
-    (void)::ftruncate(lock_fd, 0);
+    // Give the space back: a disabled tier must not sit on a full disk,
+    // nor hold the lock a mount that fits would take.
+    if (reserve_existed)
+        (void)::ftruncate(lock_fd, 0);
+    else
+        ::unlinkat(dir_fd, cache_name.c_str(), 0);
+    sys::close(lock_fd);
+    lock_fd = -1;
     return "ssd tier disabled: cannot preallocate " + human_bytes(extents.free_bytes()) + " in " +
            dir + ": " + sys::error_text(rv);
 }
