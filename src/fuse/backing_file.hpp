@@ -29,6 +29,9 @@ struct OpenFile {
     prefetch::OpenPush push = prefetch::OpenPush::none;
     // The kernel reads this open's file itself (Passthrough): no READ comes.
     int32_t backing_id = 0;
+    // A tiered file's open the daemon serves while the kernel reads SSD
+    // entries itself: counted by Passthrough::open_tier until released.
+    bool tier_cached = false;
 };
 
 // The whole file for a READ of a tiered file: the one the open pinned, else

@@ -156,6 +156,9 @@ void init_core(Filesystem& fs, fuse_conn_info* conn) {
     // ends the mount here, before it is reported ready.
     if (auto why = fs.transport.init(conn); !why.empty()) throw std::runtime_error(why);
     fs.passthrough.start(passthrough_refusal(fs, conn));
+    // Files the SSD tier holds are passed through from their entries.
+    fs.engine->serve_ssd_by_kernel(fs.passthrough.on(),
+                                   [&fs](index::NodeId id) { fs.passthrough.dropped(id); });
     set_pushers(fs);
     set_droppers(fs);
     // Here, in the process that serves, after any fork: threads start now.

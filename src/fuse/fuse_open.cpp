@@ -30,6 +30,25 @@ bool pass_through(fuse_req_t req, Filesystem& fs, const index::Node& n, index::N
     return true;
 }
 
+// A tiered file whose SSD entry the kernel may read itself: passed
+// through from the entry's file, and the RAM tier's copy (if any) is not
+// pinned or pushed. Else counted as a cached open (Passthrough::open_tier).
+void tier_open(fuse_req_t req, Filesystem& fs, index::NodeId id, OpenFile& of,
+               fuse_file_info* fi) {
+    int32_t backing = fs.passthrough.open_tier(req, fs, id);
+    if (backing == 0) {
+        of.tier_cached = true;
+        return;
+    }
+    of.backing_id = backing;
+    of.blob.reset();
+#if CLAIRFS_HAVE_PASSTHROUGH
+    fi->backing_id = backing;
+#else
+    (void)fi;
+#endif
+}
+
 } // namespace
 
 // Every open reaches the daemon: opens are how clairfs follows the job
@@ -57,10 +76,12 @@ void fuse_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     const index::NodeId id = fs.index.id_of(*n);
     fs.opening(id);
     of->blob = fs.engine->opened(id, static_cast<uint32_t>(fuse_req_ctx(req)->pid));
+    const prefetch::ReadSource source = fs.engine->source(*n);
+    if (source == prefetch::ReadSource::tiers && fs.engine->ssd_by_kernel())
+        tier_open(req, fs, id, *of, fi);
     // Before the reply: the job's first read may follow it at once.
-    of->push = fs.engine->push_on_open(id, of->blob);
-    if (fs.engine->source(*n) == prefetch::ReadSource::passthrough &&
-        !pass_through(req, fs, *n, id, *of, fi))
+    if (!of->backing_id) of->push = fs.engine->push_on_open(id, of->blob);
+    if (source == prefetch::ReadSource::passthrough && !pass_through(req, fs, *n, id, *of, fi))
         return;
     fi->fh = reinterpret_cast<uint64_t>(of.get());
     // The bytes cannot change while mounted. Not with passthrough: the
@@ -74,6 +95,7 @@ void fuse_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     }
     // The opener was interrupted: no RELEASE will come for this open.
     if (of->backing_id) fs.passthrough.release(nullptr, id);
+    if (of->tier_cached) fs.passthrough.cached_release(id);
     fs.closed(id);
     fs.engine->released(id, 0, prefetch::OpenPush::none);
 }

@@ -13,6 +13,7 @@ void fuse_release(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     const index::Node* n = node_of(fs, ino);
     // Before the reply: closing a backing id needs the request's session.
     if (of && of->backing_id && n) fs.passthrough.release(req, fs.index.id_of(*n));
+    if (of && of->tier_cached && n) fs.passthrough.cached_release(fs.index.id_of(*n));
     // The reply first: what released() does to the kernel's pages (a
     // hand-over's or --one-copy's drop) waits on their locks, and nothing
     // waits on a RELEASE's reply.

@@ -9,6 +9,7 @@
 #include "clairfs/sys/contained.hpp"
 #include "clairfs/sys/join_within.hpp"
 #include "job_table.hpp"
+#include "kernel_files.hpp"
 #include "page_cache.hpp"
 #include "chunks/range_jobs.hpp"
 #include "peer_homes.hpp"
@@ -38,6 +39,7 @@ Engine::Engine(const index::Index& idx, int backing_fd, EngineOptions opt)
       backing_calls_(opt.io_timeout, 2 * std::max(opt.fuse_threads, 1u)), ram_(opt_.mem, idx.size()),
       table_(std::make_unique<JobTable>(idx)), tier_size_(idx.size(), not_tiered),
       page_(std::make_unique<PageCache>(idx, ram_, opt_)),
+      kernel_(std::make_unique<KernelFiles>()),
       stager_(std::make_unique<Stager>(idx, [this] { return stage_order(); })) {
     if (opt_.chunk_mem > 0) {
         ChunkOptions c;
@@ -53,7 +55,7 @@ Engine::Engine(const index::Index& idx, int backing_fd, EngineOptions opt)
     group_ = std::make_unique<PeerHomes>(idx, tier_size_, ram_, opt_.mem, opt_.fetch_threads,
                                          *table_);
     sched_ = std::make_unique<Scheduler>(
-        idx.size(), Scheduler::Parts{opt_, ram_, *table_, *page_, *group_, tier_size_},
+        idx.size(), Scheduler::Parts{opt_, ram_, *table_, *page_, *group_, tier_size_, *kernel_},
         Scheduler::Calls{[this](const Jobs& jobs) { ranges_->round(jobs); },
                          [this](const std::vector<JobView>& views) {
                              if (chunks_) prefetch_shard_heads(*chunks_, views);
@@ -71,7 +73,26 @@ void Engine::attach_ssd(std::unique_ptr<cache::Tier> ssd) {
     // without pinning much beyond what the RAM tier holds anyway.
     if (ssd_)
         writer_ = std::make_unique<SsdWriter>(*ssd_, std::max<uint64_t>(opt_.mem / 8, 64 << 20));
+    kernel_->attach(dynamic_cast<cache::SsdTier*>(ssd_.get()));
     stager_->set_tiers(stage_tiers());
+}
+
+void Engine::serve_ssd_by_kernel(bool on, std::function<void(index::NodeId)> dropped) {
+    auto* ssd = dynamic_cast<cache::SsdTier*>(ssd_.get());
+    if (on && ssd) ssd->set_drop_listener(std::move(dropped));
+    kernel_->turn_on(on);
+}
+
+bool Engine::ssd_by_kernel() const {
+    return kernel_->on();
+}
+
+int Engine::kernel_file(index::NodeId id) {
+    return kernel_->open(id);
+}
+
+void Engine::kernel_file_served(bool handed) {
+    kernel_->count(handed);
 }
 
 void Engine::attach_peers(std::unique_ptr<peer::Peers> peers) {
@@ -207,7 +228,14 @@ void Engine::note_io_timeout(const index::Node& n) {
 // RAM), else the backing store. A copy the SSD fails to return (an I/O
 // error, a checksum mismatch) is dropped by the tier and read again from
 // the backing store: a bad SSD costs time, never bytes.
+//
+// A prefetch of a file the kernel will read from its SSD entry itself
+// warms the entry instead: read through its page cache and checked, not
+// promoted into the RAM tier (KernelFiles).
 FetchResult Engine::read_whole(index::NodeId id, bool demanded) {
+    if (!demanded && kernel_->warms(id)) {
+        if (cache::BlobRef b = kernel_->warm(id)) return {0, std::move(b), Source::ssd, false};
+    }
     if (FetchResult r = read_ssd(id); r.blob) return r;
     // Its home's copy, when the home is another daemon that is alive and
     // the faster source.
@@ -371,7 +399,7 @@ int Engine::bytes_of(index::NodeId id, cache::BlobRef& out) {
 // epoch for a dataset of N bytes and C bytes of SSD), and it is the set a
 // restarted job finds again.
 void Engine::admit(index::NodeId id, const FetchResult& r, bool demanded) {
-    if (r.error == 0) {
+    if (r.error == 0 && r.keep) {
         auto homes = group_->homes();
         if (homes && homes->pin && !homes->here[id]) {
             // With peers, while the group holds the dataset, a file from

@@ -8,6 +8,7 @@
 #include "peer_homes.hpp"
 #include "scheduler.hpp"
 #include "stager.hpp"
+#include "kernel_files.hpp"
 #include "ssd_status.hpp"
 #include "ssd_writer.hpp"
 
@@ -70,6 +71,7 @@ void Engine::ram_status(nlohmann::json& out) const {
 void Engine::ssd_status(nlohmann::json& out) const {
     out = ssd_tier_status(*ssd_, "files", writer_.get());
     out["misses"] = ssd_->stats().misses;
+    kernel_->status(out);
 }
 
 } // namespace clairfs::prefetch

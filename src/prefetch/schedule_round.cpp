@@ -7,6 +7,7 @@
 #include "clairfs/prefetch/cache_rules.hpp"
 #include "eviction.hpp"
 #include "group_uses.hpp"
+#include "kernel_files.hpp"
 #include "page_cache.hpp"
 #include "peer_homes.hpp"
 #include "room.hpp"
@@ -139,9 +140,11 @@ uint64_t Scheduler::fill(Window& window, Room& room, Victims& victims) {
         // A fetch is busy until its bytes are admitted, so asking the tier,
         // then the pool, then the tier again cannot miss one that lands
         // meanwhile and read the file twice.
-        bool have = ram.contains(id);
+        // A file the kernel reads from its SSD entry itself is held too:
+        // it needs no room here (KernelFiles).
+        bool have = ram.contains(id) || parts_.kernel.reads(id);
         const bool busy = !have && pool_->busy(id);
-        if (!have && !busy) have = ram.contains(id);
+        if (!have && !busy) have = ram.contains(id) || parts_.kernel.reads(id);
         if (have && lead == i) ++lead;
         const uint32_t size = parts_.tier_size[id];
         if (busy) room.take(size); // on its way in

@@ -49,6 +49,7 @@ class Stager;
 struct StageTiers;
 class Scheduler;
 class RangeJobs;
+class KernelFiles;
 
 class Engine {
 public:
@@ -122,6 +123,17 @@ public:
     // jobs whose samples are byte ranges (RangeJobs). One atomic load while
     // there are none.
     void read_range(index::NodeId id, uint64_t off, uint64_t size, uint32_t tid);
+    // At FUSE init, before start(): whether the kernel reads files from
+    // the SSD tier itself (passthrough is on; KernelFiles), and who is told
+    // of each entry that leaves the tier (the kernel's backing ids).
+    void serve_ssd_by_kernel(bool on, std::function<void(index::NodeId)> dropped);
+    // At an OPEN of a tiered file: a descriptor of its SSD entry for the
+    // kernel to read itself (a verified entry: part of the rule source()
+    // begins), or -errno, when the daemon serves it as before; then
+    // whether the kernel took it.
+    int kernel_file(index::NodeId id);
+    bool ssd_by_kernel() const;
+    void kernel_file_served(bool handed);
     // Before start(): the SSD tier of the chunks.
     void attach_chunk_ssd(std::unique_ptr<cache::Tier> ssd);
     // An open() of a regular file by process `pid`: tells the jobs; returns
@@ -237,6 +249,7 @@ private:
     std::unique_ptr<PageCache> page_;
     std::unique_ptr<Scheduler> sched_; // stopped before any part it drives
     std::unique_ptr<RangeJobs> ranges_;
+    std::unique_ptr<KernelFiles> kernel_; // SSD entries the kernel reads itself
     OpenObserver observe_;
     // Taken by an open that finds no job (to call observe_) and by
     // activate() with late opens; observe_ only queues and replay() does no

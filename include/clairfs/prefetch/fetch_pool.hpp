@@ -28,6 +28,9 @@ struct FetchResult {
     int error = 0; // 0 or -errno
     cache::BlobRef blob;
     Source from = Source::backing;
+    // False: the bytes serve whoever waits on this fetch and are not kept
+    // in the RAM tier (a warmed SSD entry, which the kernel reads itself).
+    bool keep = true;
 };
 
 struct FetchStats {

@@ -1,0 +1,31 @@
+// SPDX-License-Identifier: MIT
+#include "kernel_files.hpp"
+
+#include <cerrno>
+#include <nlohmann/json.hpp>
+
+namespace clairfs::prefetch {
+
+cache::BlobRef KernelFiles::warm(index::NodeId id) {
+    cache::BlobRef b = ssd_->warm(id);
+    if (b) warmed_.fetch_add(1, std::memory_order_relaxed);
+    return b;
+}
+
+int KernelFiles::open(index::NodeId id) {
+    if (!on()) return -ENOTSUP;
+    int fd = ssd_->open_for_kernel(id);
+    if (fd == -EAGAIN) unverified_.fetch_add(1, std::memory_order_relaxed);
+    return fd;
+}
+
+void KernelFiles::status(nlohmann::json& ssd) const {
+    if (ssd_) ssd["verified"] = ssd_->state().verified;
+    ssd["kernel"] = {{"on", on()},
+                     {"opens", handed_.load(std::memory_order_relaxed)},
+                     {"refused", refused_.load(std::memory_order_relaxed)},
+                     {"unverified_opens", unverified_.load(std::memory_order_relaxed)},
+                     {"warmed", warmed_.load(std::memory_order_relaxed)}};
+}
+
+} // namespace clairfs::prefetch

@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: MIT
+// Files the kernel reads itself from the SSD tier (FUSE passthrough): a
+// file whose SSD entry was read back intact in this mount is handed to the
+// kernel at its OPEN, so its bytes never pass through the daemon and live
+// once, in the page cache of the entry's file, as a local copy's would.
+// On where passthrough is on (the FUSE layer says so at init) and the SSD
+// tier is attached. The scheduler counts such a file as held (no promotion
+// into the RAM tier), and a prefetch of one not yet verified reads it
+// through the page cache (warm): that read is the check, and its pages
+// are the ones the kernel then serves.
+#pragma once
+
+#include "clairfs/cache/ssd_tier.hpp"
+#include "clairfs/index/node.hpp"
+
+#include <atomic>
+#include <cstdint>
+#include <nlohmann/json_fwd.hpp>
+
+namespace clairfs::prefetch {
+
+class KernelFiles {
+public:
+    // Null: no SSD tier, never on.
+    void attach(cache::SsdTier* ssd) { ssd_ = ssd; }
+    void turn_on(bool on) { on_.store(on && ssd_, std::memory_order_relaxed); }
+    bool on() const { return on_.load(std::memory_order_relaxed); }
+    // Whether the kernel reads the file itself at its next open.
+    bool reads(index::NodeId id) const { return on() && ssd_->verified(id); }
+    // Whether a prefetch of it should warm (verify) its entry rather than
+    // promote it into the RAM tier.
+    bool warms(index::NodeId id) const { return on() && ssd_->contains(id); }
+    cache::BlobRef warm(index::NodeId id);
+    // At an OPEN: the entry's descriptor for the kernel, or -errno
+    // (SsdTier::open_for_kernel; -ENOTSUP while off).
+    int open(index::NodeId id);
+    // The OPEN's outcome: handed over, or refused by the kernel (the
+    // daemon serves it then).
+    void count(bool handed) { (handed ? handed_ : refused_).fetch_add(1, std::memory_order_relaxed); }
+    // Keys "kernel" and "verified" of status's "ssd".
+    void status(nlohmann::json& ssd) const;
+
+private:
+    cache::SsdTier* ssd_ = nullptr;
+    std::atomic<bool> on_{false};
+    std::atomic<uint64_t> handed_{0}, refused_{0}, warmed_{0}, unverified_{0};
+};
+
+} // namespace clairfs::prefetch

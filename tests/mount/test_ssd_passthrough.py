@@ -1,0 +1,149 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""The SSD tier's files served by passthrough (issue 44): each entry is a
+file of its own, and once the daemon has read it back intact in this
+mount, the kernel reads it itself at its next open.
+
+With --mem 2M (so the RAM tier holds a few of the 120 files) and the SSD
+tier, where passthrough is on (status passthrough.state "on"):
+- a first pass stores every file in the SSD tier; a second (the kernel's
+  pages dropped) reads them back through the daemon, which verifies them;
+  a third is passed through from the entries (ssd.kernel.opens, no READ
+  for them), every byte the backing file's, also at random offsets;
+- a file with a live open the daemon serves (its entry unverified) opens
+  again without EIO, served the same way, since the kernel refuses to mix
+  the two modes on one inode; once both close, it is passed through;
+- two concurrent passthrough opens share one backing id, kept after the
+  last close (tier_ids_kept);
+- a remount reuses the entries and verifies each before handing it over.
+--no-passthrough (and a build without it): the same bytes through READs,
+ssd.kernel.on false. Exit 77 only without FUSE."""
+import os
+import random
+
+import mountlib as ml
+
+FILES = 120
+
+
+def reads(st):
+    return st["requests"]["read"]
+
+
+def stored_all(mp):
+    st = ml.status(mp)["ssd"]
+    return st["files"] >= FILES and st["pending_bytes"] == 0
+
+
+def read_ranges(mp, expected, rng):
+    for rel in rng.sample(sorted(expected), 10):
+        data = expected[rel]
+        with open(os.path.join(mp, rel), "rb", buffering=0) as f:
+            for _ in range(20):
+                off = rng.choice([0, 4095, 4096, len(data) - 1, len(data), len(data) + 7,
+                                  rng.randrange(max(1, len(data)))])
+                size = rng.choice([1, 100, 4096, 70_000])
+                ml.check(os.pread(f.fileno(), size, off) == data[off:off + size],
+                         f"{rel}: pread({size}, {off}) differs")
+
+
+def three_passes(mp, expected):
+    """Stored, verified, passed through; returns the third pass's status delta."""
+    ml.read_expected(mp, expected, "first pass")
+    ml.check(ml.wait_until(lambda: stored_all(mp), 60), f"not stored: {ml.status(mp)['ssd']}")
+    ml.drop_caches("3")
+    ml.read_expected(mp, expected, "second pass")
+    ml.drop_caches("3")
+    before = ml.status(mp)
+    ml.read_expected(mp, expected, "third pass")
+    after = ml.status(mp)
+    return before, after
+
+
+def case_on(data, cache, mp, expected):
+    with ml.mounted(data, mp, "--mem", "2M", "--no-detect", "--cache-dir", cache):
+        st = ml.status(mp)
+        pt, kernel = st["passthrough"], st["ssd"]["kernel"]
+        ml.log(f"passthrough {pt}, ssd.kernel {kernel}")
+        if pt["state"] != "on":
+            ml.check(not kernel["on"], f"passthrough off, yet ssd.kernel on: {kernel}")
+            ml.read_expected(mp, expected, "passthrough off")
+            return
+        ml.check(kernel["on"], f"passthrough on, ssd.kernel off: {kernel}")
+        before, after = three_passes(mp, expected)
+        k0, k1 = before["ssd"]["kernel"], after["ssd"]["kernel"]
+        handed = k1["opens"] - k0["opens"]
+        made = reads(after) - reads(before)
+        ml.log(f"third pass: {handed} opens passed through, {made} READs; ssd {after['ssd']}; "
+               f"passthrough {after['passthrough']}")
+        # Every file verified by the second pass (the others the RAM tier
+        # served from its own copy, pushed at the open).
+        ml.check(handed >= max(before["ssd"]["verified"] - 2, FILES // 4),
+                 f"only {handed} of {FILES} opens passed through: {k1}, ssd {before['ssd']}")
+        # Status reads make a READ or two each; the files none.
+        ml.check(made <= FILES - handed + 6, f"{made} READs with {handed} passed through")
+        ml.check(after["ssd"]["verified"] >= handed, f"handed more than verified: {after['ssd']}")
+        read_ranges(mp, expected, random.Random(3))
+        ml.check(after["passthrough"]["tier_ids_kept"] >= handed // 2,
+                 f"backing ids not kept: {after['passthrough']}")
+
+        # Two opens at once of a passed-through file share its id.
+        rel = sorted(expected)[7]
+        a, b = (open(os.path.join(mp, rel), "rb") for _ in range(2))
+        try:
+            ml.check(a.read() == expected[rel] and b.read() == expected[rel], f"{rel}: differs")
+        finally:
+            a.close()
+            b.close()
+
+
+def case_mixed(data, cache, mp, expected):
+    """A fresh mount over the stored entries: none verified yet, so the
+    first open of a file is the daemon's; a second open while it is live
+    must not be refused by the kernel (EIO) for mixing modes."""
+    with ml.mounted(data, mp, "--mem", "2M", "--no-detect", "--cache-dir", cache):
+        st = ml.status(mp)
+        if st["passthrough"]["state"] != "on":
+            return
+        ml.check(st["ssd"]["reused"] >= FILES - 5, f"entries not reused: {st['ssd']}")
+        ml.check(st["ssd"]["verified"] == 0, f"verified before any read: {st['ssd']}")
+        rels = sorted(expected)[:20]
+        for rel in rels:
+            with open(os.path.join(mp, rel), "rb") as first:
+                got = first.read()  # READs: the daemon reads the entry, verifying it
+                with open(os.path.join(mp, rel), "rb") as second:
+                    ml.check(second.read() == expected[rel], f"{rel}: second open differs")
+            ml.check(got == expected[rel], f"{rel}: first open differs")
+        mid = ml.status(mp)
+        ml.drop_caches("3")
+        ml.read_expected(mp, {r: expected[r] for r in rels}, "after both closed")
+        after = ml.status(mp)
+        handed = after["ssd"]["kernel"]["opens"] - mid["ssd"]["kernel"]["opens"]
+        ml.log(f"mixed: {handed} of {len(rels)} passed through once closed; {after['ssd']['kernel']}")
+        ml.check(handed >= len(rels) - 4, f"verified files not passed through: {after['ssd']}")
+
+
+def case_off(data, cache, mp, expected):
+    with ml.mounted(data, mp, "--mem", "2M", "--no-detect", "--cache-dir", cache,
+                    "--no-passthrough"):
+        st = ml.status(mp)
+        ml.check(not st["ssd"]["kernel"]["on"], f"--no-passthrough: {st['ssd']['kernel']}")
+        before = reads(st)
+        ml.drop_caches("3")
+        ml.read_expected(mp, expected, "--no-passthrough")
+        after = ml.status(mp)
+        ml.check(reads(after) - before >= FILES // 2, "--no-passthrough: no READs")
+        ml.check(after["ssd"]["kernel"]["opens"] == 0, "--no-passthrough: passed through")
+
+
+def test():
+    with ml.temp_dir() as tmp:
+        data, cache, mp = ml.make_dirs(tmp, "data", "cache", "mnt")
+        expected = ml.random_dataset(data, FILES, 44, 60_000)
+        ml.run_cases(("on", lambda: case_on(data, cache, mp, expected)),
+                     ("mixed", lambda: case_mixed(data, cache, mp, expected)),
+                     ("off", lambda: case_off(data, cache, mp, expected)))
+
+
+if __name__ == "__main__":
+    ml.main(test)
