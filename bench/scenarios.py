@@ -78,6 +78,11 @@ Scenarios:
                         (FUSE over io_uring where the kernel's switch is
                         on, which --io-uring-switch on, the default, sees
                         to for the run).
+  clairfs-ssd-registered-no-passthrough
+                        clairfs-ssd-registered with --no-passthrough: the
+                        SSD tier's files read through the daemon, promoted
+                        into the RAM tier ahead of the job (the path before
+                        issue 44), to set beside the kernel reading them.
   clairfs-registered-wrong-seed
                         registered with the job's seed + 1: a prediction
                         that fails (with job.generator "global", only after
@@ -209,7 +214,7 @@ ALL = ["local-warm", "local-budget", "direct", "copy-first", "rclone",
        "clairfs-ssd-registered-no-drop-behind", "clairfs-registered-blksize-1m",
        "clairfs-registered-wrong-seed",
        "clairfs-ssd-registered-blksize-1m", "clairfs-registered-dev-fuse",
-       "clairfs-ssd-registered-dev-fuse"]
+       "clairfs-ssd-registered-dev-fuse", "clairfs-ssd-registered-no-passthrough"]
 NEEDS_VAL = ("clairfs-registered-train", "clairfs-registered-trainval")
 FRAMEWORKS = ("torch", "keras", "tfrecord", "lmdb")
 # The jobs run by the frameworks interpreter, and the modules each needs.
@@ -701,7 +706,7 @@ class Bench:
 
     def sc_clairfs(self, r, register=None, ssd=False, stage=False, push=False, detect=False,
                    handover=False, open_push=True, one_copy=True, opens=None, drop_behind=True,
-                   blksize=None, io_uring=None):
+                   blksize=None, io_uring=None, passthrough=True):
         """register: None (no registration), "job" (the job as configured:
         its train loader on a train/val dataset), "wrong" (the same with
         another seed), "trainval" (a loaders
@@ -733,6 +738,8 @@ class Bench:
             cmd += ["--blksize", blksize]
         if io_uring:
             cmd += ["--io-uring", io_uring]
+        if not passthrough:
+            cmd += ["--no-passthrough"]
         if not register and not detect and self.has_option("--no-detect"):
             cmd += ["--no-detect"]
         regs = self.registrations(register) if register else []
@@ -1037,6 +1044,8 @@ class Bench:
               "clairfs-registered-dev-fuse": lambda r: self.sc_clairfs(r, "job", io_uring="off"),
               "clairfs-ssd-registered-dev-fuse":
                   lambda r: self.sc_clairfs(r, "job", ssd=True, io_uring="off"),
+              "clairfs-ssd-registered-no-passthrough":
+                  lambda r: self.sc_clairfs(r, "job", ssd=True, passthrough=False),
               }[sc]
         r.update(fn(r))
         r["run_s"] = round(time.perf_counter() - t0, 3)
