@@ -211,6 +211,27 @@ int SsdTier::open_for_kernel(index::NodeId id) {
     return core_->open_for_kernel(id);
 }
 
+int SsdTier::drop_pages(index::NodeId id) {
+    SsdEntry e;
+    {
+        std::lock_guard lk(core_->mu);
+        auto it = core_->enabled.load() ? core_->files.find(id) : core_->files.end();
+        if (it == core_->files.end() || it->second.size == 0) return -ENOENT;
+        e = it->second;
+        core_->pin(e); // its name is not another entry's meanwhile
+    }
+    int fd = sys::neg_errno(::openat(core_->entries_fd, entry_name(e.offset).c_str(),
+                                     O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+    int rv = fd;
+    if (fd >= 0) {
+        rv = -::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+        sys::close(fd);
+    }
+    std::lock_guard lk(core_->mu);
+    core_->unpin(e);
+    return rv;
+}
+
 void SsdTier::set_drop_listener(std::function<void(index::NodeId)> listener) {
     core_->on_drop = std::move(listener);
 }

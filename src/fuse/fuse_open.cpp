@@ -41,6 +41,7 @@ void tier_open(fuse_req_t req, Filesystem& fs, index::NodeId id, OpenFile& of,
         return;
     }
     of.backing_id = backing;
+    of.push = prefetch::OpenPush::kernel;
     of.blob.reset();
 #if CLAIRFS_HAVE_PASSTHROUGH
     fi->backing_id = backing;
@@ -80,7 +81,7 @@ void fuse_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     if (source == prefetch::ReadSource::tiers && fs.engine->ssd_by_kernel())
         tier_open(req, fs, id, *of, fi);
     // Before the reply: the job's first read may follow it at once.
-    if (!of->backing_id) of->push = fs.engine->push_on_open(id, of->blob);
+    if (of->push != prefetch::OpenPush::kernel) of->push = fs.engine->push_on_open(id, of->blob);
     if (source == prefetch::ReadSource::passthrough && !pass_through(req, fs, *n, id, *of, fi))
         return;
     fi->fh = reinterpret_cast<uint64_t>(of.get());

@@ -450,6 +450,7 @@ void Engine::set_room_probe(RoomProbe probe) {
 }
 
 void Engine::released(index::NodeId id, uint64_t served, OpenPush how) {
+    if (how == OpenPush::kernel) kernel_->closed(id, mode() == track::Mode::clairvoyant);
     page_->released(id, served, how);
 }
 

@@ -19,13 +19,19 @@ int KernelFiles::open(index::NodeId id) {
     return fd;
 }
 
+void KernelFiles::closed(index::NodeId id, bool clairvoyant) {
+    if (!clairvoyant || !ssd_) return;
+    if (ssd_->drop_pages(id) == 0) dropped_.fetch_add(1, std::memory_order_relaxed);
+}
+
 void KernelFiles::status(nlohmann::json& ssd) const {
     if (ssd_) ssd["verified"] = ssd_->state().verified;
     ssd["kernel"] = {{"on", on()},
                      {"opens", handed_.load(std::memory_order_relaxed)},
                      {"refused", refused_.load(std::memory_order_relaxed)},
                      {"unverified_opens", unverified_.load(std::memory_order_relaxed)},
-                     {"warmed", warmed_.load(std::memory_order_relaxed)}};
+                     {"warmed", warmed_.load(std::memory_order_relaxed)},
+                     {"pages_dropped", dropped_.load(std::memory_order_relaxed)}};
 }
 
 } // namespace clairfs::prefetch

@@ -37,13 +37,19 @@ public:
     // The OPEN's outcome: handed over, or refused by the kernel (the
     // daemon serves it then).
     void count(bool handed) { (handed ? handed_ : refused_).fetch_add(1, std::memory_order_relaxed); }
+    // The last close of an open it served, while a clairvoyant job's
+    // prefetch reads each file anew ahead of its next use: the entry's
+    // pages leave the page cache (drop-behind), so that within a memory
+    // budget they do not crowd out the files due next and the job's own
+    // memory, which the job would pay for in reclaim.
+    void closed(index::NodeId id, bool clairvoyant);
     // Keys "kernel" and "verified" of status's "ssd".
     void status(nlohmann::json& ssd) const;
 
 private:
     cache::SsdTier* ssd_ = nullptr;
     std::atomic<bool> on_{false};
-    std::atomic<uint64_t> handed_{0}, refused_{0}, warmed_{0}, unverified_{0};
+    std::atomic<uint64_t> handed_{0}, refused_{0}, warmed_{0}, unverified_{0}, dropped_{0};
 };
 
 } // namespace clairfs::prefetch

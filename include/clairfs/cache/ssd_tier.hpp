@@ -129,6 +129,10 @@ public:
     // entry's bytes after an eviction: an evicted file is unlinked, never
     // overwritten.
     int open_for_kernel(index::NodeId id);
+    // Drops the entry's file's pages from the page cache (the kernel read
+    // it for a job that will not need it again before a prefetch reads it
+    // anew); 0 or -errno, -ENOENT for an entry not held.
+    int drop_pages(index::NodeId id);
     // Told of every entry that leaves the tier (evicted, dropped after a
     // failed read, or the tier turned off), with no lock held, on the
     // thread that dropped it. Set before the tier is shared.

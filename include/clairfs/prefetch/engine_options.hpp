@@ -99,6 +99,7 @@ enum class OpenPush : uint8_t {
     none,    // --no-open-push, or nothing to learn (a file's first open)
     pushed,  // the bytes were pushed
     watched, // not pushed: the open's READs show whether the kernel kept it
+    kernel,  // passed through from its SSD entry (KernelFiles): nothing pushed
 };
 
 } // namespace clairfs::prefetch
