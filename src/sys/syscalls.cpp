@@ -1,9 +1,13 @@
 // SPDX-License-Identifier: MIT
 #include "clairfs/sys/syscalls.hpp"
 
+#include <atomic>
 #include <cstring>
 #include <linux/openat2.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
+#include <unistd.h>
+#include <vector>
 
 namespace clairfs::sys {
 
@@ -16,6 +20,52 @@ int open_beneath(int dirfd, const char* path, int flags) {
     // Kernels before 5.6 lack openat2; O_NOFOLLOW still guards the last
     // component, and the scan already rejected symlinks that escape.
     return openat(dirfd, path, flags | O_NOFOLLOW);
+}
+
+namespace {
+
+// linux/mman.h's, which Debian 12's kernel headers (6.1) predate.
+struct CachestatRange {
+    uint64_t off, len;
+};
+struct Cachestat {
+    uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted, nr_recently_evicted;
+};
+#ifdef __NR_cachestat
+constexpr long sys_cachestat = __NR_cachestat;
+#else
+constexpr long sys_cachestat = 451; // the generic table's and x86-64's
+#endif
+
+} // namespace
+
+int all_pages_cached_by_mincore(int fd, uint64_t size) {
+    if (size == 0) return 1;
+    void* map = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+    if (map == MAP_FAILED) return -errno;
+    const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+    std::vector<unsigned char> vec((size + page - 1) / page);
+    int rv = ::mincore(map, size, vec.data()) == 0 ? 1 : -errno;
+    ::munmap(map, size);
+    for (unsigned char v : vec)
+        if (rv == 1 && !(v & 1)) rv = 0;
+    return rv;
+}
+
+int all_pages_cached(int fd, uint64_t size) {
+    if (size == 0) return 1;
+    static std::atomic<bool> have_cachestat{true};
+    if (have_cachestat.load(std::memory_order_relaxed)) {
+        CachestatRange range{0, size};
+        Cachestat cs{};
+        if (::syscall(sys_cachestat, fd, &range, &cs, 0) == 0) {
+            const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+            return cs.nr_cache >= (size + page - 1) / page ? 1 : 0;
+        }
+        if (errno != ENOSYS) return -errno;
+        have_cachestat.store(false, std::memory_order_relaxed);
+    }
+    return all_pages_cached_by_mincore(fd, size);
 }
 
 int readlinkat(int dirfd, const char* path, std::string& out) {

@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstddef>
+#include <cstdint>
 #include <fcntl.h>
 #include <string>
 #include <sys/stat.h>
@@ -78,6 +79,14 @@ inline int fstatat(int dirfd, const char* path, struct stat* st, int flags) {
 inline int fstat(int fd, struct stat* st) {
     return neg_errno(::fstat(fd, st));
 }
+
+// Whether every page of the file's first `size` bytes is in the page
+// cache: 1 yes, 0 no, or -errno. cachestat(2) (Linux 6.5), else mincore
+// over a mapping.
+int all_pages_cached(int fd, uint64_t size);
+// The same by mincore(2) alone: what all_pages_cached() falls back to on
+// kernels before 6.5 (public so that a test reaches it here).
+int all_pages_cached_by_mincore(int fd, uint64_t size);
 
 // Reads a symlink target of any length into `out`.
 int readlinkat(int dirfd, const char* path, std::string& out);
