@@ -37,8 +37,11 @@ struct SsdEntry {
     uint64_t size = 0;
     uint64_t checksum = 0; // XXH3-64 of the file's bytes
     uint64_t seq = 0;      // of the put, in the journal; tells a re-put entry from this one
-    // Read back intact in this mount: only then is it handed to the kernel
-    // (open_for_kernel), which reads it without the checksum.
+    // Read back intact through the page cache, its pages not known to have
+    // left it since: only then is it handed to the kernel (open_for_kernel),
+    // which reads those pages without the checksum. A read from the device
+    // (O_DIRECT) checks the bytes it returns, not the pages the kernel would
+    // read, so it does not set this.
     bool verified = false;
 };
 
@@ -109,8 +112,12 @@ struct SsdTier::Core {
     // failure told.
     bool pin_entry(index::NodeId id, bool count, SsdEntry& e);
     int read_entry(const SsdEntry& e, std::shared_ptr<Blob>& blob, bool warm);
-    bool settle_read(index::NodeId id, const SsdEntry& e, bool count, bool intact, int rv,
-                     uint64_t& seq);
+    // The entry's pages left the page cache (dropped, or found gone at an
+    // open): the kernel's next read of it would come from the device
+    // unchecked, so it is not the kernel's until read and checked again.
+    void unverify(index::NodeId id, const SsdEntry& e);
+    bool settle_read(index::NodeId id, const SsdEntry& e, bool count, bool intact, bool paged,
+                     int rv, uint64_t& seq);
     void read_failed(index::NodeId id, const SsdEntry& e, int rv, bool dropped, uint64_t seq);
     bool write(index::NodeId id, const BlobRef& blob);
     int store_entry(const SsdEntry& e, const Blob& blob);

@@ -71,7 +71,7 @@ BlobRef SsdTier::Core::read(index::NodeId id, bool count, bool warm) {
     int rv = read_entry(e, blob, warm);
     bool intact = rv == 0 && XXH3_64bits(blob->bytes.get(), e.size) == e.checksum;
     uint64_t seq = 0;
-    bool dropped = settle_read(id, e, count, intact, rv, seq);
+    bool dropped = settle_read(id, e, count, intact, warm || !direct, rv, seq);
     if (intact) return blob;
     read_failed(id, e, rv, dropped, seq);
     if (dropped) retire(id, e);
@@ -113,10 +113,11 @@ int SsdTier::Core::read_entry(const SsdEntry& e, std::shared_ptr<Blob>& blob, bo
 }
 
 // A failed or corrupt read drops the entry, unless it was already evicted
-// and put again (another seq) while this read ran. An intact one marks it
-// verified: the kernel may read it itself from now on.
+// and put again (another seq) while this read ran. An intact one through
+// the page cache (`paged`) marks it verified: the kernel may read those
+// pages itself while they stay.
 bool SsdTier::Core::settle_read(index::NodeId id, const SsdEntry& e, bool count, bool intact,
-                                int rv, uint64_t& seq) {
+                                bool paged, int rv, uint64_t& seq) {
     SsdEntry dropped;
     bool drop = false;
     std::lock_guard lk(mu);
@@ -127,7 +128,7 @@ bool SsdTier::Core::settle_read(index::NodeId id, const SsdEntry& e, bool count,
     if (intact) {
         ++counters.reads;
         counters.bytes_read += e.size;
-        if (current && !it->second.verified) {
+        if (current && paged && !it->second.verified) {
             it->second.verified = true;
             ++verified_entries;
             set_resident(id, true, true);
@@ -160,6 +161,15 @@ void SsdTier::Core::read_failed(index::NodeId id, const SsdEntry& e, int rv, boo
                         where(e.size, e.offset) + "); entry dropped, not served");
 }
 
+void SsdTier::Core::unverify(index::NodeId id, const SsdEntry& e) {
+    std::lock_guard lk(mu);
+    auto it = files.find(id);
+    if (it == files.end() || it->second.seq != e.seq || !it->second.verified) return;
+    it->second.verified = false;
+    --verified_entries;
+    set_resident(id, true, false);
+}
+
 int SsdTier::Core::open_for_kernel(index::NodeId id) {
     SsdEntry e;
     {
@@ -178,10 +188,19 @@ int SsdTier::Core::open_for_kernel(index::NodeId id) {
         sys::close(fd);
         fd = -EBADMSG;
     }
+    // The checked pages must all still be there: one that left (reclaim,
+    // drop_caches) the kernel would read again from the device, and the
+    // device's bytes are checked only by the daemon's reads. Pages evicted
+    // during the open itself are beyond this check (see clairfs(8)).
+    if (fd >= 0 && sys::all_pages_cached(fd, e.size) != 1) {
+        sys::close(fd);
+        fd = -ENODATA;
+    }
     {
         std::lock_guard lk(mu);
         unpin(e);
     }
+    if (fd == -ENODATA) unverify(id, e);
     // A file changed behind the tier's back since it was verified: the
     // daemon's next read of it drops it.
     return fd == -EBADMSG ? -EAGAIN : fd;
@@ -195,8 +214,13 @@ BlobRef SsdTier::peek(index::NodeId id) const {
     return core_->read(id, false);
 }
 
-BlobRef SsdTier::warm(index::NodeId id) {
-    return core_->read(id, false, true);
+BlobRef SsdTier::warm(index::NodeId id, bool count) {
+    return core_->read(id, count, true);
+}
+
+void SsdTier::served_by_kernel() {
+    std::lock_guard lk(core_->mu);
+    ++core_->stats.hits;
 }
 
 bool SsdTier::verified(index::NodeId id) const {
@@ -227,8 +251,12 @@ int SsdTier::drop_pages(index::NodeId id) {
         rv = -::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
         sys::close(fd);
     }
-    std::lock_guard lk(core_->mu);
-    core_->unpin(e);
+    {
+        std::lock_guard lk(core_->mu);
+        core_->unpin(e);
+    }
+    // Its next use reads and checks it again (a prefetch's warm).
+    core_->unverify(id, e);
     return rv;
 }
 

@@ -97,10 +97,11 @@ void Passthrough::refused(int err) {
 
 int32_t Passthrough::open_tier(fuse_req_t req, Filesystem& fs, index::NodeId id) {
     close_queued(req);
+    int32_t kept = 0;
     {
         std::lock_guard lk(mu_);
         auto it = open_.find(id);
-        if (it != open_.end() && it->second.id) {
+        if (it != open_.end() && it->second.id && it->second.opens > 0) {
             ++it->second.opens;
             tier_opens_.fetch_add(1, std::memory_order_relaxed);
             return it->second.id;
@@ -111,10 +112,19 @@ int32_t Passthrough::open_tier(fuse_req_t req, Filesystem& fs, index::NodeId id)
             ++open_[id].cached;
             return 0;
         }
+        if (it != open_.end()) kept = it->second.id;
     }
 #if CLAIRFS_HAVE_PASSTHROUGH
+    // Asked at every first open, a kept id or not: the entry is the
+    // kernel's only while its checked pages are all in the page cache.
     int32_t backing = 0;
-    if (const int fd = fs.engine->kernel_file(id); fd >= 0) {
+    if (const int fd = fs.engine->kernel_file(id); fd >= 0 && kept) {
+        sys::close(fd);
+        if (int32_t b = share_kept(id, kept)) {
+            fs.engine->kernel_file_served(true);
+            return b;
+        }
+    } else if (fd >= 0) {
         errno = 0;
         backing = fuse_passthrough_open(req, fd);
         const int err = errno;
@@ -132,17 +142,29 @@ int32_t Passthrough::open_tier(fuse_req_t req, Filesystem& fs, index::NodeId id)
         return adopt(req, id, backing, true);
     }
 #else
-    (void)fs;
+    (void)fs, (void)kept;
 #endif
-    // Not (or not yet) the kernel's to read: the daemon serves this open.
+    // Not (or not now) the kernel's to read: the daemon serves this open.
     std::lock_guard lk(mu_);
     Backing& b = open_[id];
-    if (b.id) { // another open passed it through meanwhile
+    if (b.id && b.opens > 0) { // another open passed it through meanwhile
         ++b.opens;
         return b.id;
     }
     ++b.cached;
     return 0;
+}
+
+// The kept id, for an open whose entry was found ready; 0 where another
+// open went cached meanwhile or the entry left the tier (dropped()).
+int32_t Passthrough::share_kept(index::NodeId id, int32_t kept) {
+    std::lock_guard lk(mu_);
+    auto it = open_.find(id);
+    if (it == open_.end() || it->second.id != kept || it->second.cached) return 0;
+    ++it->second.opens;
+    tier_opens_.fetch_add(1, std::memory_order_relaxed);
+    opens_.fetch_add(1, std::memory_order_relaxed);
+    return kept;
 }
 
 void Passthrough::cached_release(index::NodeId id) {

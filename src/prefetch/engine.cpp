@@ -231,10 +231,12 @@ void Engine::note_io_timeout(const index::Node& n) {
 //
 // A prefetch of a file the kernel will read from its SSD entry itself
 // warms the entry instead: read through its page cache and checked, not
-// promoted into the RAM tier (KernelFiles).
+// promoted into the RAM tier (KernelFiles). So does an open the daemon
+// serves from the entry, so that the file's next open is the kernel's.
 FetchResult Engine::read_whole(index::NodeId id, bool demanded) {
-    if (!demanded && kernel_->warms(id)) {
-        if (cache::BlobRef b = kernel_->warm(id)) return {0, std::move(b), Source::ssd, false};
+    if (kernel_->warms(id)) {
+        if (cache::BlobRef b = kernel_->warm(id, demanded))
+            return {0, std::move(b), Source::ssd, false};
     }
     if (FetchResult r = read_ssd(id); r.blob) return r;
     // Its home's copy, when the home is another daemon that is alive and

@@ -6,8 +6,8 @@
 
 namespace clairfs::prefetch {
 
-cache::BlobRef KernelFiles::warm(index::NodeId id) {
-    cache::BlobRef b = ssd_->warm(id);
+cache::BlobRef KernelFiles::warm(index::NodeId id, bool demanded) {
+    cache::BlobRef b = ssd_->warm(id, demanded);
     if (b) warmed_.fetch_add(1, std::memory_order_relaxed);
     return b;
 }
@@ -16,7 +16,13 @@ int KernelFiles::open(index::NodeId id) {
     if (!on()) return -ENOTSUP;
     int fd = ssd_->open_for_kernel(id);
     if (fd == -EAGAIN) unverified_.fetch_add(1, std::memory_order_relaxed);
+    if (fd == -ENODATA) uncached_.fetch_add(1, std::memory_order_relaxed);
     return fd;
+}
+
+void KernelFiles::count(bool handed) {
+    (handed ? handed_ : refused_).fetch_add(1, std::memory_order_relaxed);
+    if (handed) ssd_->served_by_kernel();
 }
 
 void KernelFiles::closed(index::NodeId id, bool clairvoyant) {
@@ -30,6 +36,7 @@ void KernelFiles::status(nlohmann::json& ssd) const {
                      {"opens", handed_.load(std::memory_order_relaxed)},
                      {"refused", refused_.load(std::memory_order_relaxed)},
                      {"unverified_opens", unverified_.load(std::memory_order_relaxed)},
+                     {"uncached_opens", uncached_.load(std::memory_order_relaxed)},
                      {"warmed", warmed_.load(std::memory_order_relaxed)},
                      {"pages_dropped", dropped_.load(std::memory_order_relaxed)}};
 }

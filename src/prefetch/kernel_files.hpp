@@ -7,7 +7,9 @@
 // tier is attached. The scheduler counts such a file as held (no promotion
 // into the RAM tier), and a prefetch of one not yet verified reads it
 // through the page cache (warm): that read is the check, and its pages
-// are the ones the kernel then serves.
+// are the ones the kernel then serves. So an entry is handed over only
+// while those pages are all still in the page cache: one gone would be
+// read again from the device, unchecked (SsdTier::open_for_kernel).
 #pragma once
 
 #include "clairfs/cache/ssd_tier.hpp"
@@ -30,13 +32,15 @@ public:
     // Whether a prefetch of it should warm (verify) its entry rather than
     // promote it into the RAM tier.
     bool warms(index::NodeId id) const { return on() && ssd_->contains(id); }
-    cache::BlobRef warm(index::NodeId id);
+    // `demanded`: for an open the daemon serves (its pages then let the
+    // next open be the kernel's), counted as the tier's hit or miss.
+    cache::BlobRef warm(index::NodeId id, bool demanded = false);
     // At an OPEN: the entry's descriptor for the kernel, or -errno
     // (SsdTier::open_for_kernel; -ENOTSUP while off).
     int open(index::NodeId id);
-    // The OPEN's outcome: handed over, or refused by the kernel (the
-    // daemon serves it then).
-    void count(bool handed) { (handed ? handed_ : refused_).fetch_add(1, std::memory_order_relaxed); }
+    // The OPEN's outcome: handed over (the tier's hit), or refused by the
+    // kernel (the daemon serves it then).
+    void count(bool handed);
     // The last close of an open it served, while a clairvoyant job's
     // prefetch reads each file anew ahead of its next use: the entry's
     // pages leave the page cache (drop-behind), so that within a memory
@@ -49,7 +53,8 @@ public:
 private:
     cache::SsdTier* ssd_ = nullptr;
     std::atomic<bool> on_{false};
-    std::atomic<uint64_t> handed_{0}, refused_{0}, warmed_{0}, unverified_{0}, dropped_{0};
+    std::atomic<uint64_t> handed_{0}, refused_{0}, warmed_{0}, unverified_{0}, uncached_{0},
+        dropped_{0};
 };
 
 } // namespace clairfs::prefetch

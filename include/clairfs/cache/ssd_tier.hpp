@@ -67,7 +67,7 @@ struct SsdState {
     std::string error;      // the last error, one line ("" if none)
     std::string cache_file; // the reserve's path, for messages
     std::string entries_dir; // the entries' directory
-    uint64_t verified = 0;   // entries read back intact in this mount
+    uint64_t verified = 0;   // entries the kernel may read now (SsdTier::verified)
     uint64_t errors = 0;    // failed reads and writes, checksum mismatches, journal failures
     uint64_t io_errors = 0; // ... of which device errors, the ones that turn the tier off
     uint64_t reads = 0;     // device reads that returned intact bytes
@@ -116,22 +116,29 @@ public:
     SsdState state() const;
 
     // Reads the file through the page cache, checking its checksum as
-    // get() does and counting nothing: its pages are then the kernel's for
-    // the reads open_for_kernel() lets it make itself.
-    BlobRef warm(index::NodeId id);
-    // Whether the entry was read back intact in this mount (by get, peek
-    // or warm): only such an entry is handed to the kernel.
+    // get() does (counting a hit or miss where `count`, as get() does): its
+    // pages are then the kernel's for the reads open_for_kernel() lets it
+    // make itself.
+    BlobRef warm(index::NodeId id, bool count = false);
+    // An open the kernel serves from the entry itself: a hit.
+    void served_by_kernel();
+    // Whether the entry was read back intact through the page cache in
+    // this mount (warm, or any read where the directory takes no O_DIRECT)
+    // and its pages are not known to have gone since: only such an entry is
+    // handed to the kernel.
     bool verified(index::NodeId id) const;
     // A read-only descriptor of a verified entry's file, for the kernel to
     // read itself (FUSE passthrough); the caller closes it. -ENOENT: not
     // held (or evicted meanwhile), or an empty file, which has no file;
-    // -EAGAIN: held but not verified yet. The descriptor stays the
-    // entry's bytes after an eviction: an evicted file is unlinked, never
-    // overwritten.
+    // -EAGAIN: held but not verified yet; -ENODATA: verified, but some of
+    // its pages have left the page cache (the entry is no longer verified
+    // then). The descriptor stays the entry's bytes after an eviction: an
+    // evicted file is unlinked, never overwritten.
     int open_for_kernel(index::NodeId id);
     // Drops the entry's file's pages from the page cache (the kernel read
     // it for a job that will not need it again before a prefetch reads it
-    // anew); 0 or -errno, -ENOENT for an entry not held.
+    // anew), and with them its verified mark; 0 or -errno, -ENOENT for an
+    // entry not held.
     int drop_pages(index::NodeId id);
     // Told of every entry that leaves the tier (evicted, dropped after a
     // failed read, or the tier turned off), with no lock held, on the

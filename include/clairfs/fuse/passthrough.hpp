@@ -69,6 +69,7 @@ public:
 
 private:
     int32_t adopt(fuse_req_t req, index::NodeId id, int32_t backing, bool keep = false);
+    int32_t share_kept(index::NodeId id, int32_t kept);
     // Closes the ids queued by dropped() and last releases that had no
     // request; `req` may be null (nothing is closed then).
     void close_queued(fuse_req_t req);

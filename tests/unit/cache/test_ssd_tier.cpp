@@ -602,17 +602,58 @@ TEST_CASE("each entry is a file of exactly its size, handed to the kernel only o
     CHECK(ssd->open_for_kernel(2) == -ENOENT); // empty
     CHECK(ssd->open_for_kernel(9) == -ENOENT); // not held
     CHECK(test::view(ssd->warm(0)) == t.bytes(0));
+    // A read from the device (O_DIRECT) checks the bytes it returned, not
+    // the pages the kernel would read: it verifies nothing.
     CHECK(test::view(ssd->get(3)) == t.bytes(3));
     CHECK(ssd->verified(0));
-    CHECK(ssd->verified(3));
+    CHECK_FALSE(ssd->verified(3));
+    CHECK(ssd->open_for_kernel(3) == -EAGAIN);
+    CHECK(ssd->state().verified == 1);
+    CHECK(ssd->stats().hits == 1); // warm() counts nothing unless asked
+    CHECK(test::view(ssd->warm(3, true)) == t.bytes(3));
+    CHECK(ssd->stats().hits == 2);
     CHECK(ssd->state().verified == 2);
-    CHECK(ssd->stats().hits == 1); // warm() counts nothing
     for (index::NodeId id : {0u, 3u}) {
         int fd = ssd->open_for_kernel(id);
         REQUIRE(fd >= 0);
         CHECK(read_fd(fd) == t.bytes(id)); // to its end and no further
         ::close(fd);
     }
+}
+
+TEST_CASE("an entry whose checked pages left the page cache is the daemon's until checked again") {
+    CacheDir d;
+    Table t({110 * 1000, 70 * 1000});
+    auto ssd = cache::SsdTier::open(options(d.path, MiB, t));
+    for (index::NodeId id = 0; id < 2; ++id) REQUIRE(ssd->put(id, t.blob(id)));
+    REQUIRE(ssd->warm(0) != nullptr);
+    REQUIRE(ssd->warm(1) != nullptr);
+    // Entry 0's file, found by its size; one page of it dropped, as reclaim
+    // would.
+    std::string path;
+    for (const auto& e : fs::directory_iterator(ssd->state().entries_dir))
+        if (fs::file_size(e.path()) == 110 * 1000) path = e.path();
+    REQUIRE(!path.empty());
+    int raw = ::open(path.c_str(), O_RDONLY);
+    REQUIRE(raw >= 0);
+    REQUIRE(::posix_fadvise(raw, 40960, 4096, POSIX_FADV_DONTNEED) == 0);
+    ::close(raw);
+    CHECK(ssd->open_for_kernel(0) == -ENODATA);
+    CHECK_FALSE(ssd->verified(0));
+    CHECK(ssd->open_for_kernel(0) == -EAGAIN); // no longer verified
+    CHECK(ssd->state().verified == 1);
+    int fd = ssd->open_for_kernel(1); // untouched
+    REQUIRE(fd >= 0);
+    ::close(fd);
+    REQUIRE(ssd->warm(0) != nullptr); // read and checked again
+    fd = ssd->open_for_kernel(0);
+    REQUIRE(fd >= 0);
+    CHECK(read_fd(fd) == t.bytes(0));
+    ::close(fd);
+    // drop_pages() (drop-behind) clears the mark itself.
+    CHECK(ssd->drop_pages(1) == 0);
+    CHECK_FALSE(ssd->verified(1));
+    CHECK(ssd->open_for_kernel(1) == -EAGAIN);
 }
 
 TEST_CASE("an evicted entry is unlinked, never overwritten: a kernel's descriptor keeps its bytes") {
@@ -622,7 +663,7 @@ TEST_CASE("an evicted entry is unlinked, never overwritten: a kernel's descripto
     std::vector<index::NodeId> dropped;
     ssd->set_drop_listener([&](index::NodeId id) { dropped.push_back(id); });
     REQUIRE(ssd->put(0, t.blob(0)));
-    REQUIRE(ssd->peek(0) != nullptr);
+    REQUIRE(ssd->warm(0) != nullptr);
     int fd = ssd->open_for_kernel(0);
     REQUIRE(fd >= 0);
     CHECK(ssd->evict(0) == 100 * 1000);
