@@ -49,6 +49,7 @@ Engine::Engine(const index::Index& idx, int backing_fd, EngineOptions opt)
                                                backing_, idx, c);
     }
     page_->set_chunks(chunks_.get());
+    page_->set_kernel_files(kernel_.get());
     ranges_ = std::make_unique<RangeJobs>(idx, *table_, chunks_.get(), page_->slots(),
                                           [this] { sched_->matched_range_read(); });
     stager_->set_tiers(stage_tiers());
@@ -152,6 +153,8 @@ void Engine::start() {
         queue_depth(opt_.fetch_threads),
         [this](index::NodeId id, const FetchResult& r, bool demanded) { admit(id, r, demanded); },
         opt_.io_timeout);
+    // Automatic: off until the room is weighed (PageRoom).
+    kernel_->set_drop_behind(opt_.drop_behind == EngineOptions::When::always);
     if (chunks_) {
         if (ranges_->dropper() && opt_.drop_behind != EngineOptions::When::never) {
             chunks_->set_dropper(ranges_->dropper());

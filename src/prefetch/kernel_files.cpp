@@ -26,7 +26,7 @@ void KernelFiles::count(bool handed) {
 }
 
 void KernelFiles::closed(index::NodeId id, bool clairvoyant) {
-    if (!clairvoyant || !ssd_) return;
+    if (!clairvoyant || !ssd_ || !drop_behind()) return;
     if (ssd_->drop_pages(id) == 0) dropped_.fetch_add(1, std::memory_order_relaxed);
 }
 
@@ -38,6 +38,7 @@ void KernelFiles::status(nlohmann::json& ssd) const {
                      {"unverified_opens", unverified_.load(std::memory_order_relaxed)},
                      {"uncached_opens", uncached_.load(std::memory_order_relaxed)},
                      {"warmed", warmed_.load(std::memory_order_relaxed)},
+                     {"drop_behind", drop_behind()},
                      {"pages_dropped", dropped_.load(std::memory_order_relaxed)}};
 }
 

@@ -42,17 +42,24 @@ public:
     // kernel (the daemon serves it then).
     void count(bool handed);
     // The last close of an open it served, while a clairvoyant job's
-    // prefetch reads each file anew ahead of its next use: the entry's
-    // pages leave the page cache (drop-behind), so that within a memory
-    // budget they do not crowd out the files due next and the job's own
-    // memory, which the job would pay for in reclaim.
+    // prefetch reads each file anew ahead of its next use and drop-behind
+    // is on: the entry's pages leave the page cache, so that within a
+    // memory budget they do not crowd out the files due next and the job's
+    // own memory, which the job would pay for in reclaim. Where the entries
+    // fit in the page cache's room it is off, and their pages stay: the
+    // next epoch's opens are then the kernel's with no read at all.
     void closed(index::NodeId id, bool clairvoyant);
+    // Set from --drop-behind: always, never, or weighed (PageRoom).
+    void set_drop_behind(bool on) { drop_behind_.store(on, std::memory_order_relaxed); }
+    bool drop_behind() const { return drop_behind_.load(std::memory_order_relaxed); }
+    // The bytes the entries take (what drop-behind is weighed on).
+    uint64_t bytes() const { return ssd_ ? ssd_->stats().bytes : 0; }
     // Keys "kernel" and "verified" of status's "ssd".
     void status(nlohmann::json& ssd) const;
 
 private:
     cache::SsdTier* ssd_ = nullptr;
-    std::atomic<bool> on_{false};
+    std::atomic<bool> on_{false}, drop_behind_{false};
     std::atomic<uint64_t> handed_{0}, refused_{0}, warmed_{0}, unverified_{0}, uncached_{0},
         dropped_{0};
 };

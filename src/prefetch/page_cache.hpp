@@ -52,6 +52,7 @@ public:
     void set_room_probe(RoomProbe probe) { room_.set_probe(std::move(probe)); }
     // The files held by chunk, whose drop-behind weigh_room() decides; null if none.
     void set_chunks(ChunkStore* chunks) { room_.set_chunks(chunks); }
+    void set_kernel_files(KernelFiles* kernel) { room_.set_kernel_files(kernel); }
     // With peers, the tier serves them its copies: nothing is handed over.
     void stop_handover() { handover_.turn_off(); }
     PushSlots& slots() { return slots_; }

@@ -4,6 +4,7 @@
 #include "clairfs/config/memory_budget.hpp"
 #include "clairfs/log.hpp"
 #include "clairfs/prefetch/chunk_store.hpp"
+#include "kernel_files.hpp"
 
 namespace clairfs::prefetch {
 
@@ -11,7 +12,8 @@ void PageRoom::weigh(OneCopy& one_copy, const cache::RamTier& ram) {
     const bool copies = one_copy.automatic();
     const bool chunked =
         chunks_ && chunks_->can_drop_behind() && drop_behind_ == config::When::automatic;
-    if (!copies && !chunked) return;
+    const bool entries = kernel_ && kernel_->on() && drop_behind_ == config::When::automatic;
+    if (!copies && !chunked && !entries) return;
     auto now = std::chrono::steady_clock::now();
     if (now - at_ < std::chrono::seconds(1)) return;
     at_ = now;
@@ -19,6 +21,7 @@ void PageRoom::weigh(OneCopy& one_copy, const cache::RamTier& ram) {
     room_.store(room, std::memory_order_relaxed);
     if (room == UINT64_MAX) return; // unknown: as it was
     if (chunked) weigh_chunks(room);
+    if (entries) weigh_entries(room);
     if (copies) one_copy.weigh(ram.stats().bytes, room);
 }
 
@@ -41,6 +44,23 @@ void PageRoom::weigh_chunks(uint64_t room) {
              "%.0f MiB%s",
              now_on ? "on" : "off", bytes / 1048576.0, room / 1048576.0,
              now_on ? "; a sequential reader's pages leave it once passed" : "");
+}
+
+// The same for the SSD entries the kernel reads (KernelFiles::closed): where
+// they all fit, their pages stay and a later epoch opens them with no read
+// at all; where they do not, the pages of an entry just read only push out
+// the ones the prefetch brought in for the files due next, so they go at
+// the last close. Same thresholds as above.
+void PageRoom::weigh_entries(uint64_t room) {
+    const uint64_t bytes = kernel_->bytes();
+    const bool was = kernel_->drop_behind();
+    const bool now_on = was ? bytes > room / 3 : bytes > room / 2;
+    if (now_on == was) return;
+    kernel_->set_drop_behind(now_on);
+    LOG_INFO("ssd drop-behind %s: the SSD entries the kernel reads take %.0f MiB, the page cache "
+             "has room for %.0f MiB%s",
+             now_on ? "on" : "off", bytes / 1048576.0, room / 1048576.0,
+             now_on ? "; an entry's pages leave it at the last close" : "");
 }
 
 } // namespace clairfs::prefetch

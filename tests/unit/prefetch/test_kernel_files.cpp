@@ -3,7 +3,10 @@
 // a tier), an entry is the kernel's to read only once verified, a warm
 // verifies it and counts, and an entry that leaves the tier is no longer
 // handed out.
+#include "clairfs/cache/ram_tier.hpp"
 #include "prefetch/kernel_files.hpp"
+#include "prefetch/one_copy.hpp"
+#include "prefetch/page_room.hpp"
 #include "ssd_fixtures.hpp"
 
 #include <doctest/doctest.h>
@@ -54,4 +57,61 @@ TEST_CASE("the kernel reads an SSD entry only while on, and only once verified")
     CHECK(k.open(0) == -ENOENT);
     k.turn_on(false);
     CHECK_FALSE(k.reads(1));
+}
+
+// Drop-behind of the entries the kernel reads, weighed against the page
+// cache's room: an entry's pages go at the last close of a clairvoyant
+// job's open only while drop-behind is on, and under --drop-behind auto it
+// is on while the entries take more than half the room, off once they fit
+// in a third.
+TEST_CASE("the kernel's entries are dropped behind only where they do not fit the room") {
+    CacheDir d;
+    Table t({50 * 1000, 70 * 1000});
+    auto ssd = cache::SsdTier::open(options(d.path, MiB, t));
+    REQUIRE(ssd->put(0, t.blob(0)));
+    REQUIRE(ssd->put(1, t.blob(1)));
+    prefetch::KernelFiles k;
+    k.attach(ssd.get());
+    k.turn_on(true);
+    REQUIRE(k.warm(0) != nullptr);
+    REQUIRE(k.warm(1) != nullptr);
+
+    CHECK_FALSE(k.drop_behind());
+    k.closed(0, true); // off: its pages stay, still the kernel's
+    CHECK(k.reads(0));
+    k.set_drop_behind(true);
+    k.closed(0, false); // not clairvoyant: nothing prefetches it anew
+    CHECK(k.reads(0));
+    k.closed(0, true);
+    CHECK_FALSE(k.reads(0));
+    nlohmann::json st;
+    k.status(st);
+    CHECK(st["kernel"]["pages_dropped"] == 1);
+    CHECK(st["kernel"]["drop_behind"] == true);
+
+    const uint64_t bytes = 120 * 1000;
+    CHECK(k.bytes() == bytes);
+    cache::RamTier ram(MiB);
+    prefetch::OneCopy never(config::When::never, 2);
+    uint64_t room = 10 * bytes;
+    auto weighed = [&](uint64_t r) {
+        prefetch::PageRoom pr(config::When::automatic);
+        pr.set_probe([&] { return room; });
+        pr.set_kernel_files(&k);
+        room = r;
+        pr.weigh(never, ram);
+        return k.drop_behind();
+    };
+    CHECK_FALSE(weighed(10 * bytes)); // fits: off
+    CHECK_FALSE(weighed(bytes * 5 / 2)); // above a third but not half: stays off
+    CHECK(weighed(bytes * 3 / 2));       // more than half: on
+    CHECK(weighed(bytes * 5 / 2));       // stays on until a third
+    CHECK_FALSE(weighed(bytes * 4));
+    // --drop-behind always or never: not weighed.
+    k.set_drop_behind(true);
+    prefetch::PageRoom fixed(config::When::always);
+    fixed.set_probe([] { return uint64_t{1} << 40; });
+    fixed.set_kernel_files(&k);
+    fixed.weigh(never, ram);
+    CHECK(k.drop_behind());
 }
