@@ -197,6 +197,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import cgroup_memory  # noqa: E402
 import gen_dataset  # noqa: E402
 import slowfs  # noqa: E402
 import uring_switch  # noqa: E402
@@ -1007,6 +1008,7 @@ class Bench:
         cg_write(self.st, "memory", "memory.max_usage_in_bytes", 0)
         fail0 = cg_read(self.st, "memory", "memory.failcnt")
         reqs0, bytes0 = loop_stat(self.st)
+        memory = cgroup_memory.Sampler(self.st["cgroups"]["memory"]).start()
         t0 = time.perf_counter()
         fn = {"local-warm": self.sc_local_warm, "local-budget": self.sc_local_budget,
               "direct": self.sc_direct,
@@ -1047,8 +1049,17 @@ class Bench:
               "clairfs-ssd-registered-no-passthrough":
                   lambda r: self.sc_clairfs(r, "job", ssd=True, passthrough=False),
               }[sc]
-        r.update(fn(r))
+        try:
+            r.update(fn(r))
+        finally:
+            held = memory.stop()
         r["run_s"] = round(time.perf_counter() - t0, 3)
+        if held:
+            # The split at the cgroup's fullest: the dataset held once or twice.
+            r["mem_held"] = held
+            log(f"    memory cgroup at its fullest ({held['peak_at_s']:.0f} s): "
+                f"{held['peak_file'] >> 20} MiB page cache (shmem {held['peak_shmem'] >> 20}) "
+                f"+ {held['peak_anon'] >> 20} MiB anonymous")
         # The whole run's reads of the shared FS: mount, scans, copy, every
         # job, and whatever the daemon fetched until it was unmounted.
         reqs1, bytes1 = loop_stat(self.st)
@@ -1374,7 +1385,11 @@ def summarize(scenarios, runs, unavailable, files, dataset_bytes=None, floor=Non
             "copy_s": med([r.get("copy_s") for r in rs]),
             "total_s": med([r["total_s"] for r in rs]),
             "mem_max_usage": max(r["mem_max_usage"] for r in rs),
+            "mem_held_max": max((r["mem_held"]["peak_file_anon"] for r in rs
+                                 if r.get("mem_held")), default=None),
             "run_shared_fs_bytes": med([r.get("run_shared_fs_bytes") for r in rs])})
+        if dataset_bytes and e["mem_held_max"]:
+            e["mem_held_x_dataset"] = e["mem_held_max"] / dataset_bytes
         if dataset_bytes and e["run_shared_fs_bytes"] is not None:
             e["run_shared_fs_x_dataset"] = e["run_shared_fs_bytes"] / dataset_bytes
             e["run_shared_fs_x_dataset_max"] = max(r["run_shared_fs_bytes"] / dataset_bytes
