@@ -1416,6 +1416,14 @@ def summarize(scenarios, runs, unavailable, files, dataset_bytes=None, floor=Non
         if "total_s" in e:
             e["x_local_warm"] = e["total_s"] / ref if ref else None
             e["x_direct"] = e["total_s"] / dref if dref else None
+    # local-warm's copy is read into the page cache outside the cgroup, so
+    # what its cgroup holds is the job's own (libraries, workers' shared
+    # memory, heap): what another scenario holds beyond that is its copy of
+    # the data, against the dataset's bytes.
+    job_held = s.get("local-warm", {}).get("mem_held_max")
+    for sc, e in s.items():
+        if dataset_bytes and job_held and e.get("mem_held_max"):
+            e["mem_held_beyond_job_x_dataset"] = (e["mem_held_max"] - job_held) / dataset_bytes
     # The done-when of issue 24: every epoch, its validation pass included,
     # against the warm local copy's same epoch.
     lw = s.get("local-warm", {}).get("epoch_with_val_s")
