@@ -16,6 +16,7 @@
 #include "one_copy.hpp"
 
 #include "clairfs/log.hpp"
+#include "crowds_room.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -46,11 +47,11 @@ bool OneCopy::last_close(index::NodeId id) {
 // The room is the memory this process may use less what reclaim cannot
 // free (config/memory_budget.hpp); the RAM tier's bytes are what the page
 // cache would hold a second time. They count in the anonymous memory, so
-// the room does not move with the choice, and the gap between a half and
-// a third keeps a budget near the line from switching at every look.
+// the room does not move with the choice (crowds_room: on above half of
+// it, off below a third).
 void OneCopy::weigh(uint64_t held, uint64_t room) {
     const bool was = dropping_.load(std::memory_order_relaxed);
-    const bool now_dropping = was ? held > room / 3 : held > room / 2;
+    const bool now_dropping = crowds_room(was, held, room);
     if (now_dropping == was) return;
     dropping_.store(now_dropping, std::memory_order_relaxed);
     switches_.fetch_add(1, std::memory_order_relaxed);

@@ -4,6 +4,7 @@
 #include "clairfs/config/memory_budget.hpp"
 #include "clairfs/log.hpp"
 #include "clairfs/prefetch/chunk_store.hpp"
+#include "crowds_room.hpp"
 #include "kernel_files.hpp"
 
 namespace clairfs::prefetch {
@@ -32,12 +33,12 @@ void PageRoom::weigh(OneCopy& one_copy, const cache::RamTier& ram) {
 // The kernel reclaims them then by the reader's own allocations, at a CPU
 // cost the job pays, which dropping them once passed saves
 // (bench/RESULTS.md, 20261127-1204-tfrecord-drop-behind). Where they fit,
-// they stay: the next epoch then reads them from the page cache. On above
-// half the room, off below a third, as for one copy.
+// they stay: the next epoch then reads them from the page cache
+// (crowds_room, as for one copy).
 void PageRoom::weigh_chunks(uint64_t room) {
     const uint64_t bytes = chunks_->map().bytes();
     const bool was = chunks_->drop_behind();
-    const bool now_on = was ? bytes > room / 3 : bytes > room / 2;
+    const bool now_on = crowds_room(was, bytes, room);
     if (now_on == was) return;
     chunks_->set_drop_behind(now_on);
     LOG_INFO("drop-behind %s: files held by chunk take %.0f MiB, the page cache has room for "
@@ -54,7 +55,7 @@ void PageRoom::weigh_chunks(uint64_t room) {
 void PageRoom::weigh_entries(uint64_t room) {
     const uint64_t bytes = kernel_->bytes();
     const bool was = kernel_->drop_behind();
-    const bool now_on = was ? bytes > room / 3 : bytes > room / 2;
+    const bool now_on = crowds_room(was, bytes, room);
     if (now_on == was) return;
     kernel_->set_drop_behind(now_on);
     LOG_INFO("ssd drop-behind %s: the SSD entries the kernel reads take %.0f MiB, the page cache "
