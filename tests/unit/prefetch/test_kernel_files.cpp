@@ -16,12 +16,25 @@
 using namespace clairfs;
 using test::CacheDir, test::Table, test::options, test::MiB;
 
-TEST_CASE("the kernel reads an SSD entry only while on, and only once verified") {
+namespace {
+
+// A tier holding two entries of 50 and 70 kB, neither verified yet.
+struct TwoEntries {
     CacheDir d;
-    Table t({50 * 1000, 70 * 1000});
-    auto ssd = cache::SsdTier::open(options(d.path, MiB, t));
-    REQUIRE(ssd->put(0, t.blob(0)));
-    REQUIRE(ssd->put(1, t.blob(1)));
+    Table t{{50 * 1000, 70 * 1000}};
+    std::unique_ptr<cache::SsdTier> ssd = cache::SsdTier::open(options(d.path, MiB, t));
+    TwoEntries() {
+        REQUIRE(ssd->put(0, t.blob(0)));
+        REQUIRE(ssd->put(1, t.blob(1)));
+    }
+};
+
+} // namespace
+
+TEST_CASE("the kernel reads an SSD entry only while on, and only once verified") {
+    TwoEntries e;
+    const Table& t = e.t;
+    auto& ssd = e.ssd;
 
     prefetch::KernelFiles none;
     none.turn_on(true); // no tier: stays off
@@ -65,11 +78,8 @@ TEST_CASE("the kernel reads an SSD entry only while on, and only once verified")
 // is on while the entries take more than half the room, off once they fit
 // in a third.
 TEST_CASE("the kernel's entries are dropped behind only where they do not fit the room") {
-    CacheDir d;
-    Table t({50 * 1000, 70 * 1000});
-    auto ssd = cache::SsdTier::open(options(d.path, MiB, t));
-    REQUIRE(ssd->put(0, t.blob(0)));
-    REQUIRE(ssd->put(1, t.blob(1)));
+    TwoEntries e;
+    auto& ssd = e.ssd;
     prefetch::KernelFiles k;
     k.attach(ssd.get());
     k.turn_on(true);
