@@ -13,12 +13,12 @@
 namespace clairfs::cli {
 namespace {
 
-int usage_error(const std::string& why) {
+int order_usage_error(const std::string& why) {
     fprintf(stderr, "clairfs: %s (see clairfs order --help)\n", why.c_str());
     return exit_usage;
 }
 
-void print_help() {
+void print_order_help() {
     printf("usage: clairfs order [KEYS] (--n N | --root DIR [--layout L] [--manifest FILE])\n"
            "                     [--paths | --binary] [--config FILE]\n\n"
            "Prints, one line per epoch, the JSON array of sample indices (or, with --paths,\n"
@@ -56,9 +56,9 @@ void print_help() {
 
 int order_command(const std::vector<std::string>& args) {
     OrderArgs a;
-    if (auto why = parse_order_args(args, a); !why.empty()) return usage_error(why);
+    if (auto why = parse_order_args(args, a); !why.empty()) return order_usage_error(why);
     if (a.help) {
-        print_help();
+        print_order_help();
         return exit_ok;
     }
     OrderDataset ds;
@@ -66,7 +66,7 @@ int order_command(const std::vector<std::string>& args) {
         fprintf(stderr, "clairfs: %s\n", failure.message.c_str());
         return failure.usage ? exit_usage : exit_failure;
     }
-    if (auto why = order::validate(a.spec, ds.size()); !why.empty()) return usage_error(why);
+    if (auto why = order::validate(a.spec, ds.size()); !why.empty()) return order_usage_error(why);
 
     order::EpochOrders orders(a.spec, static_cast<uint32_t>(ds.size()));
     orders.follow_tf_iterator(0, a.iterator_step);

@@ -24,7 +24,7 @@ struct RangesArgs {
     bool help = false;
 };
 
-struct Kind {
+struct RangesKind {
     std::string_view name, usage, about, options;
 };
 
@@ -32,7 +32,7 @@ constexpr std::string_view common_options =
     "  --out FILE           write the manifest to FILE, whole (by rename), not to stdout\n"
     "  --root ROOT          the dataset root, which manifest paths are relative to\n";
 
-constexpr Kind kinds[] = {
+constexpr RangesKind kinds[] = {
     {"lmdb", "clairfs ranges lmdb DIR [--out FILE] [--root ROOT]",
      "Sample i is the value of the i-th key of the main database of the LMDB environment\n"
      "DIR, in LMDB's key order (bytewise, a shorter key before the keys it begins: the\n"
@@ -60,13 +60,13 @@ constexpr Kind kinds[] = {
      "  --offsets INDEX.npy  where each record lies\n"},
 };
 
-const Kind* find_kind(std::string_view name) {
-    for (const Kind& k : kinds)
+const RangesKind* find_kind(std::string_view name) {
+    for (const RangesKind& k : kinds)
         if (k.name == name) return &k;
     return nullptr;
 }
 
-void print_help(const Kind* kind) {
+void print_ranges_help(const RangesKind* kind) {
     if (kind) {
         printf("usage: %.*s\n\n%.*s\noptions:\n%.*s%.*s", static_cast<int>(kind->usage.size()),
                kind->usage.data(),
@@ -75,7 +75,7 @@ void print_help(const Kind* kind) {
                static_cast<int>(common_options.size()), common_options.data());
         return;
     }
-    for (const Kind& k : kinds)
+    for (const RangesKind& k : kinds)
         printf("%s %.*s\n", &k == kinds ? "usage:" : "      ", static_cast<int>(k.usage.size()),
                k.usage.data());
     printf("\nWrites a ranges manifest: sample i of a dataset held in one file is bytes\n"
@@ -91,13 +91,13 @@ void print_help(const Kind* kind) {
            static_cast<int>(common_options.size()), common_options.data());
 }
 
-int usage_error(const std::string& kind, const std::string& why) {
+int ranges_usage_error(const std::string& kind, const std::string& why) {
     fprintf(stderr, "clairfs ranges: %s (see clairfs ranges%s%s --help)\n", why.c_str(),
             kind.empty() ? "" : " ", kind.c_str());
     return exit_usage;
 }
 
-int failed(const ranges::Failure& f) {
+int ranges_failed(const ranges::Failure& f) {
     fprintf(stderr, "clairfs ranges: %s\n", f.message.c_str());
     return f.usage ? exit_usage : exit_failure;
 }
@@ -116,7 +116,7 @@ constexpr Option options[] = {
     {"--offsets", "packed", &RangesArgs::offsets},
 };
 
-std::string parse_args(const std::vector<std::string>& args, RangesArgs& a) {
+std::string parse_ranges_args(const std::vector<std::string>& args, RangesArgs& a) {
     for (size_t i = 0; i < args.size(); ++i) {
         const std::string& s = args[i];
         if (s == "--help" || s == "-h") {
@@ -147,7 +147,7 @@ std::string parse_args(const std::vector<std::string>& args, RangesArgs& a) {
     return "";
 }
 
-// What the kind needs beyond parse_args' checks.
+// What the kind needs beyond parse_ranges_args' checks.
 std::string complete(const RangesArgs& a) {
     if (a.kind.empty()) return "expected a kind: lmdb, hdf5 or packed";
     if (a.source.empty()) return a.kind == "lmdb" ? "expected DIR" : "expected FILE";
@@ -203,13 +203,13 @@ int output(const RangesArgs& a, const layout::Ranges& manifest, const std::strin
         auto f = ranges::write_manifest(a.out, [&](const ranges::WritePiece& write) {
             return layout::format_ranges(manifest, comment, write);
         });
-        return f.message.empty() ? exit_ok : failed(f);
+        return f.message.empty() ? exit_ok : ranges_failed(f);
     }
     bool ok = layout::format_ranges(manifest, comment, [](std::string_view piece) {
         return fwrite(piece.data(), 1, piece.size(), stdout) == piece.size();
     });
     if (!ok || fflush(stdout) != 0)
-        return failed(
+        return ranges_failed(
             ranges::failure(std::string("cannot write standard output: ") + strerror(errno)));
     return exit_ok;
 }
@@ -237,15 +237,15 @@ int run(const RangesArgs& a) {
     std::string file = a.kind == "lmdb" ? a.source + "/data.mdb" : a.source;
     std::string root = a.root.empty() ? default_root(a) : a.root;
     std::string path;
-    if (auto f = ranges::manifest_path(file, root, path); !f.message.empty()) return failed(f);
+    if (auto f = ranges::manifest_path(file, root, path); !f.message.empty()) return ranges_failed(f);
 
     ranges::Progress progress(isatty(STDERR_FILENO));
     std::vector<ranges::Extent> extents;
-    if (auto f = collect(a, file, progress, extents); !f.message.empty()) return failed(f);
+    if (auto f = collect(a, file, progress, extents); !f.message.empty()) return ranges_failed(f);
     ranges::DataFile data;
-    if (auto f = data.open(file); !f.message.empty()) return failed(f);
+    if (auto f = data.open(file); !f.message.empty()) return ranges_failed(f);
     if (auto f = ranges::check_extents(file, extents, data.size); !f.message.empty())
-        return failed(f);
+        return ranges_failed(f);
 
     uint64_t bytes = 0;
     layout::Ranges manifest = manifest_of(extents, path, bytes);
@@ -260,15 +260,15 @@ int run(const RangesArgs& a) {
 
 int ranges_command(const std::vector<std::string>& args) {
     RangesArgs a;
-    if (auto why = parse_args(args, a); !why.empty()) return usage_error(a.kind, why);
+    if (auto why = parse_ranges_args(args, a); !why.empty()) return ranges_usage_error(a.kind, why);
     if (a.help) {
-        print_help(find_kind(a.kind));
+        print_ranges_help(find_kind(a.kind));
         return exit_ok;
     }
     for (const auto& why :
          {complete(a), parse_size("--record-size", a.record_size, false, a.record_bytes),
           parse_size("--header", a.header, true, a.header_bytes)})
-        if (!why.empty()) return usage_error(a.kind, why);
+        if (!why.empty()) return ranges_usage_error(a.kind, why);
     return run(a);
 }
 

@@ -217,7 +217,7 @@ std::string resolve_auto_ranks(ojson& reg, const ojson* outer, const EnvLookup& 
     return "";
 }
 
-bool is_flag(const std::string& s) {
+bool looks_like_flag(const std::string& s) {
     return s.size() > 2 && s.starts_with("--");
 }
 
@@ -244,7 +244,7 @@ std::string take_flag(const std::vector<std::string>& args, size_t& i, RegisterA
     if (size_t eq = key.find('='); eq != std::string::npos) {
         value = key.substr(eq + 1);
         key.resize(eq);
-    } else if (i + 1 < args.size() && !is_flag(args[i + 1])) {
+    } else if (i + 1 < args.size() && !looks_like_flag(args[i + 1])) {
         value = args[++i]; // "-5" is a value: a negative seed
     } else {
         bare = true;
@@ -267,7 +267,7 @@ std::string parse_register_args(const std::vector<std::string>& args, RegisterAr
             out.help = true;
             continue;
         }
-        if (!is_flag(a)) {
+        if (!looks_like_flag(a)) {
             if (!out.mount.empty()) return "unexpected argument '" + a + "'";
             out.mount = a;
             continue;

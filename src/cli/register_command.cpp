@@ -10,7 +10,7 @@
 namespace clairfs::cli {
 namespace {
 
-int usage_error(const std::string& why, const char* command) {
+int register_usage_error(const std::string& why, const char* command) {
     fprintf(stderr, "clairfs: %s (see clairfs %s --help)\n", why.c_str(), command);
     return exit_usage;
 }
@@ -32,7 +32,7 @@ void make_relative(nlohmann::ordered_json& body, const std::string& abs_mount) {
 
 int register_command(const std::vector<std::string>& args) {
     RegisterArgs a;
-    if (auto why = parse_register_args(args, a); !why.empty()) return usage_error(why, "register");
+    if (auto why = parse_register_args(args, a); !why.empty()) return register_usage_error(why, "register");
     if (a.help) {
         print_register_help();
         return exit_ok;
@@ -68,11 +68,11 @@ int unregister_command(const std::vector<std::string>& args) {
             job = a.substr(6);
             continue;
         }
-        if (a.starts_with("-")) return usage_error("unknown option '" + a + "'", "unregister");
-        if (!mount.empty()) return usage_error("unexpected argument '" + a + "'", "unregister");
+        if (a.starts_with("-")) return register_usage_error("unknown option '" + a + "'", "unregister");
+        if (!mount.empty()) return register_usage_error("unexpected argument '" + a + "'", "unregister");
         mount = a;
     }
-    if (mount.empty()) return usage_error("expected MOUNT", "unregister");
+    if (mount.empty()) return register_usage_error("expected MOUNT", "unregister");
     std::string abs;
     if (int rv = locate_mount(mount, abs); rv != exit_ok) return rv;
     nlohmann::ordered_json body = {{"unregister", true}};

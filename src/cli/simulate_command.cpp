@@ -21,7 +21,7 @@
 namespace clairfs::cli {
 namespace {
 
-void print_help() {
+void print_simulate_help() {
     printf("usage: clairfs simulate --config FILE [--json FILE] [--plot FILE.svg]\n"
            "                        [--scenarios LIST] [--quiet]\n\n"
            "Predicts, per epoch and scenario (local-warm, direct, clairfs, clairfs-peers),\n"
@@ -38,7 +38,7 @@ void print_help() {
            "  --quiet            no progress on standard error\n");
 }
 
-int usage_error(const std::string& why) {
+int simulate_usage_error(const std::string& why) {
     fprintf(stderr, "clairfs: %s (see clairfs simulate --help)\n", why.c_str());
     return exit_usage;
 }
@@ -89,11 +89,11 @@ struct SimulateArgs {
 
 // The command line into `out`; an exit code when the command ends here
 // (--help, or a usage error).
-std::optional<int> parse_args(const std::vector<std::string>& args, SimulateArgs& out) {
+std::optional<int> parse_simulate_args(const std::vector<std::string>& args, SimulateArgs& out) {
     for (size_t i = 0; i < args.size(); ++i) {
         const std::string& a = args[i];
         if (a == "--help" || a == "-h") {
-            print_help();
+            print_simulate_help();
             return exit_ok;
         } else if (a == "--quiet") {
             out.quiet = true;
@@ -102,13 +102,13 @@ std::optional<int> parse_args(const std::vector<std::string>& args, SimulateArgs
                                  : a == "--json" ? out.json_out
                                  : a == "--plot" ? out.plot
                                                  : out.scenarios;
-            if (i + 1 >= args.size()) return usage_error(a + " needs a value");
+            if (i + 1 >= args.size()) return simulate_usage_error(a + " needs a value");
             value = args[++i];
         } else {
-            return usage_error("unknown argument '" + a + "'");
+            return simulate_usage_error("unknown argument '" + a + "'");
         }
     }
-    if (out.config_path.empty()) return usage_error("--config FILE is required");
+    if (out.config_path.empty()) return simulate_usage_error("--config FILE is required");
     return std::nullopt;
 }
 
@@ -134,7 +134,7 @@ int load_config(const SimulateArgs& a, sim::SimConfig& cfg, std::vector<uint32_t
     }
     if (!a.scenarios.empty())
         if (auto why = override_scenarios(a.scenarios, cfg); !why.empty())
-            return usage_error(why);
+            return simulate_usage_error(why);
     if (!cfg.dataset.root.empty()) {
         if (int rc = root_sizes(cfg, sizes); rc != exit_ok) return rc;
     } else if (auto why = sim::dataset_sizes(cfg, sizes); !why.empty()) {
@@ -196,7 +196,7 @@ int write_report(const sim::Report& report, const SimulateArgs& a) {
 
 int simulate_command(const std::vector<std::string>& args) {
     SimulateArgs a;
-    if (std::optional<int> rc = parse_args(args, a)) return *rc;
+    if (std::optional<int> rc = parse_simulate_args(args, a)) return *rc;
     sim::SimConfig cfg;
     std::vector<uint32_t> sizes;
     if (int rc = load_config(a, cfg, sizes); rc != exit_ok) return rc;

@@ -15,7 +15,7 @@
 namespace clairfs::cli {
 namespace {
 
-int usage_error(const std::string& why) {
+int stage_usage_error(const std::string& why) {
     fprintf(stderr, "clairfs: %s (see clairfs stage --help)\n", why.c_str());
     return exit_usage;
 }
@@ -33,7 +33,7 @@ std::string read_stage(const std::string& abs, nlohmann::json& out) {
     return "";
 }
 
-void print_help() {
+void print_stage_help() {
     printf("usage: clairfs stage MOUNT [--wait]\n\n"
            "Copies every file of the mounted dataset into the mount's tiers (the SSD tier\n"
            "of --cache-dir, else RAM until it is full) in the background, in the registered\n"
@@ -46,22 +46,22 @@ void print_help() {
 
 // The mount and --wait; an exit code when the command ends here (--help,
 // or a usage error).
-std::optional<int> parse_args(const std::vector<std::string>& args, std::string& mount,
+std::optional<int> parse_stage_args(const std::vector<std::string>& args, std::string& mount,
                               bool& wait) {
     for (const auto& a : args) {
         if (a == "--help" || a == "-h") {
-            print_help();
+            print_stage_help();
             return exit_ok;
         }
         if (a == "--wait") {
             wait = true;
             continue;
         }
-        if (a.starts_with("-")) return usage_error("unknown option '" + a + "'");
-        if (!mount.empty()) return usage_error("unexpected argument '" + a + "'");
+        if (a.starts_with("-")) return stage_usage_error("unknown option '" + a + "'");
+        if (!mount.empty()) return stage_usage_error("unexpected argument '" + a + "'");
         mount = a;
     }
-    if (mount.empty()) return usage_error("expected MOUNT");
+    if (mount.empty()) return stage_usage_error("expected MOUNT");
     return std::nullopt;
 }
 
@@ -94,7 +94,7 @@ int follow_stage(const std::string& abs) {
 int stage_command(const std::vector<std::string>& args) {
     std::string mount;
     bool wait = false;
-    if (std::optional<int> rc = parse_args(args, mount, wait)) return *rc;
+    if (std::optional<int> rc = parse_stage_args(args, mount, wait)) return *rc;
     std::string abs;
     if (int rv = locate_mount(mount, abs); rv != exit_ok) return rv;
     if (int rv = send_control(abs, "{\"stage\": true}\n"); rv != exit_ok || !wait) return rv;

@@ -132,7 +132,7 @@ std::string cluster_table(const nlohmann::json& st, bool json) {
     return out;
 }
 
-void print_help() {
+void print_status_help() {
     printf("usage: clairfs status MOUNT [--json | --prometheus] [--cluster]\n"
            "                      [--watch [SECONDS]]\n\n"
            "Shows what a mount is doing: mode, the registered job's progress per rank,\n"
@@ -187,7 +187,7 @@ int status_command(const std::vector<std::string>& args) {
         return exit_usage;
     }
     if (help) {
-        print_help();
+        print_status_help();
         return exit_ok;
     }
     std::string abs;

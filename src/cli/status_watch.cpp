@@ -12,18 +12,18 @@ namespace {
 
 using nlohmann::json;
 
-double number(const json& v) {
+double as_number(const json& v) {
     return v.is_number() ? v.get<double>() : 0.0;
 }
 
 // A value as text; null (an epoch not begun) as "-".
-std::string text_of(const json& v) {
+std::string text_or_dash(const json& v) {
     return v.is_string() ? v.get<std::string>() : v.is_null() ? "-" : v.dump();
 }
 
 // "1,234,567": counts a person compares at a glance.
 std::string grouped(double v) {
-    if (!std::isfinite(v) || v < 0 || v >= 1e18) return text_of(json(v));
+    if (!std::isfinite(v) || v < 0 || v >= 1e18) return text_or_dash(json(v));
     std::string digits = std::to_string(static_cast<unsigned long long>(v + 0.5));
     std::string out;
     for (size_t i = 0; i < digits.size(); ++i) {
@@ -59,29 +59,29 @@ std::optional<double> rate(const WatchSample& now, const WatchSample* prev, cons
     double dt = now.seconds - prev->seconds;
     const json& a = status_at(prev->status, path);
     const json& b = status_at(now.status, path);
-    if (dt <= 0 || !a.is_number() || !b.is_number() || number(b) < number(a)) return std::nullopt;
-    return (number(b) - number(a)) / dt;
+    if (dt <= 0 || !a.is_number() || !b.is_number() || as_number(b) < as_number(a)) return std::nullopt;
+    return (as_number(b) - as_number(a)) / dt;
 }
 
 // The sum of an object's numbers: every kind of FUSE request.
 double total(const json& counts) {
     double sum = 0;
     if (counts.is_object())
-        for (const auto& [_, v] : counts.items()) sum += number(v);
+        for (const auto& [_, v] : counts.items()) sum += as_number(v);
     return sum;
 }
 
 // "[###.......]  1.2 GiB / 4.0 GiB (30%)  1,234 files  hit 97.1%"
 std::string tier(const json& t, int cells) {
-    double bytes = number(status_at(t, "bytes")), capacity = number(status_at(t, "capacity"));
+    double bytes = as_number(status_at(t, "bytes")), capacity = as_number(status_at(t, "capacity"));
     if (capacity <= 0) return "none (a capacity of 0)";
-    double hits = number(status_at(t, "hits")), misses = number(status_at(t, "misses"));
+    double hits = as_number(status_at(t, "hits")), misses = as_number(status_at(t, "misses"));
     char pct[16];
     snprintf(pct, sizeof pct, " (%.0f%%)", 100 * std::min(1.0, bytes / capacity));
     std::string out = watch_bar(bytes / capacity, cells) + "  " + bytes_text(bytes) + " / " +
                       bytes_text(capacity) + pct;
     if (const json& files = status_at(t, "files"); files.is_number())
-        out += "  " + grouped(number(files)) + " files";
+        out += "  " + grouped(as_number(files)) + " files";
     out += "  hit " + (hits + misses > 0 ? percent(hits / (hits + misses)) : std::string("-"));
     return out;
 }
@@ -92,30 +92,30 @@ void tier_lines(const json& s, int cells, std::vector<std::string>& out) {
     if (const json& on = status_at(s, "ssd/enabled"); on.is_boolean()) {
         if (on.get<bool>()) {
             std::string t = tier(status_at(s, "ssd"), cells);
-            if (double errors = number(status_at(s, "ssd/errors")); errors > 0)
+            if (double errors = as_number(status_at(s, "ssd/errors")); errors > 0)
                 t += "  " + grouped(errors) + " errors";
             out.push_back(row("SSD", t));
         } else if (const json& why = status_at(s, "ssd/error"); why.is_string()) {
             out.push_back(row("SSD", "off: " + why.get<std::string>()));
         }
     }
-    if (std::string st = text_of(status_at(s, "stage/state")); st != "idle" && st != "-")
+    if (std::string st = text_or_dash(status_at(s, "stage/state")); st != "idle" && st != "-")
         out.push_back(row("stage", stage_line(status_at(s, "stage"))));
 }
 
-void prefetch_line(const WatchSample& now, const WatchSample* prev, std::vector<std::string>& out) {
+void prefetch_row(const WatchSample& now, const WatchSample* prev, std::vector<std::string>& out) {
     const json& s = now.status;
     const json& lead = status_at(s, "prefetch/lead");
     if (!lead.is_number()) return;
-    std::string t = "lead " + grouped(number(lead)) + " samples";
+    std::string t = "lead " + grouped(as_number(lead)) + " samples";
     if (const json& q = status_at(s, "prefetch/queued"); q.is_number())
-        t += ", " + grouped(number(q)) + " queued";
+        t += ", " + grouped(as_number(q)) + " queued";
     if (const json& r = status_at(s, "prefetch/running"); r.is_number())
-        t += ", " + grouped(number(r)) + " running";
+        t += ", " + grouped(as_number(r)) + " running";
     if (auto r = rate(now, prev, "prefetch/prefetched")) t += ", " + per_second(*r) + " fetched/s";
     if (const json& stall = status_at(s, "stall_seconds"); stall.is_number()) {
         char buf[48];
-        snprintf(buf, sizeof buf, ", readers waited %.2f s", number(stall));
+        snprintf(buf, sizeof buf, ", readers waited %.2f s", as_number(stall));
         t += buf;
     }
     out.push_back(row("prefetch", t));
@@ -130,11 +130,11 @@ void loader_lines(const json& jobs, std::vector<std::string>& out) {
             if (const json& loaders = status_at(j, "loaders"); loaders.is_array())
                 for (const auto& l : loaders) {
                     const json& match = status_at(l, "match_rate");
-                    lines.push_back("  " + text_of(status_at(j, "id")) + "/" +
-                                    text_of(status_at(l, "root")) + ": " +
-                                    text_of(status_at(l, "mode")) + ", epoch " +
-                                    text_of(status_at(l, "epoch")) + ", match rate " +
-                                    (match.is_number() ? percent(number(match)) : "-"));
+                    lines.push_back("  " + text_or_dash(status_at(j, "id")) + "/" +
+                                    text_or_dash(status_at(l, "root")) + ": " +
+                                    text_or_dash(status_at(l, "mode")) + ", epoch " +
+                                    text_or_dash(status_at(l, "epoch")) + ", match rate " +
+                                    (match.is_number() ? percent(as_number(match)) : "-"));
                 }
     if (lines.size() > 1) out.insert(out.end(), lines.begin(), lines.end());
 }
@@ -143,12 +143,12 @@ void loader_lines(const json& jobs, std::vector<std::string>& out) {
 void rank_lines(const json& ranks, int cells, std::vector<std::string>& out) {
     if (!ranks.is_array()) return;
     for (const auto& r : ranks) {
-        double pos = number(status_at(r, "position")), n = number(status_at(r, "samples"));
-        std::string label = "  rank " + text_of(status_at(r, "rank"));
-        std::string t = "epoch " + text_of(status_at(r, "epoch")) + "  " +
+        double pos = as_number(status_at(r, "position")), n = as_number(status_at(r, "samples"));
+        std::string label = "  rank " + text_or_dash(status_at(r, "rank"));
+        std::string t = "epoch " + text_or_dash(status_at(r, "epoch")) + "  " +
                         watch_bar(n > 0 ? pos / n : 0, cells) + "  " + grouped(pos) + " / " +
                         grouped(n);
-        if (double sps = number(status_at(r, "samples_per_second")); sps > 0)
+        if (double sps = as_number(status_at(r, "samples_per_second")); sps > 0)
             t += "  " + per_second(sps) + " samples/s";
         out.push_back(row(label, t));
     }
@@ -159,18 +159,18 @@ void job_lines(const json& s, int cells, std::vector<std::string>& out) {
     if (registered.is_null()) return;
     if (!registered.is_string() && !(registered.is_boolean() && registered.get<bool>())) {
         std::string t = "none registered";
-        if (std::string d = text_of(status_at(s, "detection/state")); d != "-" && d != "off")
+        if (std::string d = text_or_dash(status_at(s, "detection/state")); d != "-" && d != "off")
             t += ", detection " + d;
         out.push_back(row("job", t));
         return;
     }
     std::string t = registered.is_string() ? registered.get<std::string>() + ", " : "";
-    t += "epoch " + text_of(status_at(s, "epoch"));
+    t += "epoch " + text_or_dash(status_at(s, "epoch"));
     if (const json& m = status_at(s, "match_rate"); m.is_number()) {
-        t += ", match rate " + percent(number(m));
+        t += ", match rate " + percent(as_number(m));
         if (status_at(s, "opens").is_number())
-            t += " (" + grouped(number(status_at(s, "matched"))) + " of " +
-                 grouped(number(status_at(s, "opens"))) + " opens)";
+            t += " (" + grouped(as_number(status_at(s, "matched"))) + " of " +
+                 grouped(as_number(status_at(s, "opens"))) + " opens)";
     }
     out.push_back(row("job", t));
     loader_lines(status_at(s, "jobs"), out);
@@ -182,9 +182,9 @@ void shared_fs_row(const WatchSample& now, const WatchSample* prev,
     const json& s = now.status;
     const json& b = status_at(s, "backing/bytes");
     if (!b.is_number()) return;
-    std::string t = bytes_text(number(b)) + " read, " +
-                    grouped(number(status_at(s, "backing/files"))) + " files, " +
-                    grouped(number(status_at(s, "backing/reads"))) + " reads";
+    std::string t = bytes_text(as_number(b)) + " read, " +
+                    grouped(as_number(status_at(s, "backing/files"))) + " files, " +
+                    grouped(as_number(status_at(s, "backing/reads"))) + " reads";
     if (auto r = rate(now, prev, "backing/bytes")) {
         t += "; now " + bytes_text(*r) + "/s";
         if (auto f = rate(now, prev, "backing/files")) t += ", " + per_second(*f) + " files/s";
@@ -198,9 +198,9 @@ void saved_row(const WatchSample& now, const WatchSample* prev, std::vector<std:
     if (!reads.is_number()) return;
     const json& bytes = status_at(s, "backing/saved_bytes");
     std::string t = bytes.is_number()
-                        ? bytes_text(number(bytes)) + " not read from the shared FS (" +
-                              grouped(number(reads)) + " file reads)"
-                        : grouped(number(reads)) + " file reads not made on the shared FS";
+                        ? bytes_text(as_number(bytes)) + " not read from the shared FS (" +
+                              grouped(as_number(reads)) + " file reads)"
+                        : grouped(as_number(reads)) + " file reads not made on the shared FS";
     if (auto r = rate(now, prev, "backing/saved_bytes")) t += "; now " + bytes_text(*r) + "/s";
     out.push_back(row("saved", t));
 }
@@ -222,10 +222,10 @@ void fuse_row(const WatchSample& now, const WatchSample* prev, std::vector<std::
 void peers_row(const WatchSample& now, const WatchSample* prev, std::vector<std::string>& out) {
     const json& p = status_at(now.status, "peers");
     if (!p.is_object()) return;
-    std::string t = grouped(number(status_at(p, "alive"))) + " of " +
-                    grouped(number(status_at(p, "count"))) + " alive, in " +
-                    bytes_text(number(status_at(p, "bytes_in"))) + ", out " +
-                    bytes_text(number(status_at(p, "bytes_out")));
+    std::string t = grouped(as_number(status_at(p, "alive"))) + " of " +
+                    grouped(as_number(status_at(p, "count"))) + " alive, in " +
+                    bytes_text(as_number(status_at(p, "bytes_in"))) + ", out " +
+                    bytes_text(as_number(status_at(p, "bytes_out")));
     auto in = rate(now, prev, "peers/bytes_in"), outr = rate(now, prev, "peers/bytes_out");
     if (in && outr) t += "; now in " + bytes_text(*in) + "/s, out " + bytes_text(*outr) + "/s";
     out.push_back(row("peers", t));
@@ -295,7 +295,7 @@ std::vector<std::string> watch_lines(const WatchSample& now, const WatchSample* 
         if (const json& v = status_at(s, key); v.is_string())
             lines.push_back(row(key, v.get<std::string>()));
     tier_lines(s, cells, lines);
-    prefetch_line(now, previous, lines);
+    prefetch_row(now, previous, lines);
     job_lines(s, cells, lines);
     traffic_lines(now, previous, lines);
     lines.emplace_back();

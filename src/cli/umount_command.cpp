@@ -58,7 +58,7 @@ int wait_for_daemon(const std::string& target, const std::vector<pid_t>& pids) {
     return exit_failure;
 }
 
-void print_help() {
+void print_umount_help() {
     printf("usage: clairfs umount MOUNTPOINT [--lazy]\n\n"
            "Unmounts a clairfs mount and returns once its daemon has exited (so a new\n"
            "mount finds the cache directory free).\n"
@@ -68,13 +68,13 @@ void print_help() {
 
 // The mount point and --lazy; an exit code when the command ends here
 // (--help, or a usage error).
-std::optional<int> parse_args(const std::vector<std::string>& args, std::string& target,
+std::optional<int> parse_umount_args(const std::vector<std::string>& args, std::string& target,
                               bool& lazy) {
     for (const auto& a : args) {
         if (a == "--lazy" || a == "-z") {
             lazy = true;
         } else if (a == "--help" || a == "-h") {
-            print_help();
+            print_umount_help();
             return exit_ok;
         } else if (!a.empty() && a[0] == '-') {
             fprintf(stderr, "clairfs: unknown option '%s' (see clairfs umount --help)\n",
@@ -99,7 +99,7 @@ std::optional<int> parse_args(const std::vector<std::string>& args, std::string&
 int umount_command(const std::vector<std::string>& args) {
     bool lazy = false;
     std::string target;
-    if (std::optional<int> rc = parse_args(args, target, lazy)) return *rc;
+    if (std::optional<int> rc = parse_umount_args(args, target, lazy)) return *rc;
     std::string abs = resolved_path(target), backing;
     if (!clairfs_mount_backing(abs, backing)) {
         LOG_ERROR("'%s' is not a clairfs mount point", target.c_str());

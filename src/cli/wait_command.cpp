@@ -17,7 +17,7 @@
 namespace clairfs::cli {
 namespace {
 
-int usage_error(const std::string& why) {
+int wait_usage_error(const std::string& why) {
     fprintf(stderr, "clairfs: %s (see clairfs wait --help)\n", why.c_str());
     return exit_usage;
 }
@@ -41,7 +41,7 @@ std::string not_ready(const std::string& mount, nlohmann::json& peers) {
     return "";
 }
 
-void print_help() {
+void print_wait_help() {
     printf("usage: clairfs wait MOUNT [--timeout SECONDS]\n\n"
            "Waits until MOUNT is a clairfs mount that answers and, for a mount with\n"
            "--peers, until its peer group has formed (every other daemon connected or\n"
@@ -51,27 +51,27 @@ void print_help() {
 
 // The mount and --timeout; an exit code when the command ends here
 // (--help, or a usage error).
-std::optional<int> parse_args(const std::vector<std::string>& args, std::string& mount,
+std::optional<int> parse_wait_args(const std::vector<std::string>& args, std::string& mount,
                               double& timeout) {
     for (size_t i = 0; i < args.size(); ++i) {
         const std::string& a = args[i];
         if (a == "--help" || a == "-h") {
-            print_help();
+            print_wait_help();
             return exit_ok;
         }
         if (a == "--timeout") {
-            if (i + 1 >= args.size()) return usage_error("--timeout needs a number of seconds");
+            if (i + 1 >= args.size()) return wait_usage_error("--timeout needs a number of seconds");
             if (!config::parse_seconds(args[++i], timeout))
-                return usage_error("--timeout expects a non-negative number of seconds");
+                return wait_usage_error("--timeout expects a non-negative number of seconds");
         } else if (a.starts_with("-")) {
-            return usage_error("unknown option '" + a + "'");
+            return wait_usage_error("unknown option '" + a + "'");
         } else if (mount.empty()) {
             mount = a;
         } else {
-            return usage_error("one mount point only");
+            return wait_usage_error("one mount point only");
         }
     }
-    if (mount.empty()) return usage_error("which mount? clairfs wait MOUNT");
+    if (mount.empty()) return wait_usage_error("which mount? clairfs wait MOUNT");
     return std::nullopt;
 }
 
@@ -80,7 +80,7 @@ std::optional<int> parse_args(const std::vector<std::string>& args, std::string&
 int wait_command(const std::vector<std::string>& args) {
     std::string mount;
     double timeout = 60;
-    if (std::optional<int> rc = parse_args(args, mount, timeout)) return *rc;
+    if (std::optional<int> rc = parse_wait_args(args, mount, timeout)) return *rc;
     using Clock = std::chrono::steady_clock;
     auto deadline = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(timeout * 1000));
     for (;;) {

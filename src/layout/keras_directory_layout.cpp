@@ -18,15 +18,15 @@
 namespace clairfs::layout {
 namespace {
 
-struct WalkedDir {
+struct KerasWalkedDir {
     const index::Node* node;
     std::string path; // relative to the dataset root
 };
 
 // Every directory os.walk(top) yields, sorted by path. Only real
 // directories are descended into.
-void walk_class(const index::Index& idx, const index::Node& top, std::string_view name,
-                std::vector<WalkedDir>& walked) {
+void walk_keras_class(const index::Index& idx, const index::Node& top, std::string_view name,
+                std::vector<KerasWalkedDir>& walked) {
     walked.clear();
     walked.push_back({&top, std::string(name)});
     for (size_t at = 0; at < walked.size(); ++at)
@@ -34,12 +34,12 @@ void walk_class(const index::Index& idx, const index::Node& top, std::string_vie
             if (S_ISDIR(child.mode))
                 walked.push_back({&child, join_path(walked[at].path, idx.name(child))});
     std::sort(walked.begin(), walked.end(),
-              [](const WalkedDir& a, const WalkedDir& b) { return a.path < b.path; });
+              [](const KerasWalkedDir& a, const KerasWalkedDir& b) { return a.path < b.path; });
 }
 
 // os.walk's filenames: every entry is_dir() rejects (files, links to files,
 // links that dangle or loop).
-void add_files(const index::Index& idx, const index::Node& dir, uint32_t dir_index, Dataset& out) {
+void add_keras_files(const index::Index& idx, const index::Node& dir, uint32_t dir_index, Dataset& out) {
     for (const index::Node& child : listing(idx, dir))
         if (has_keras_image_extension(idx.name(child)) && !dir_behind(idx, child))
             out.samples.push_back({dir_index, idx.id_of(child)});
@@ -48,17 +48,17 @@ void add_files(const index::Index& idx, const index::Node& dir, uint32_t dir_ind
 } // namespace
 
 std::string build_keras_directory(const index::Index& idx, const index::Node& root, Dataset& out) {
-    std::vector<WalkedDir> walked;
+    std::vector<KerasWalkedDir> walked;
     for (const index::Node& entry : idx.children(root)) {
         std::string_view name = idx.name(entry);
         const index::Node* top = dir_behind(idx, entry);
         if (!top || name.starts_with('.')) continue;
         out.classes.emplace_back(name);
         out.class_begin.push_back(static_cast<uint32_t>(out.samples.size()));
-        walk_class(idx, *top, name, walked);
-        for (WalkedDir& w : walked) {
+        walk_keras_class(idx, *top, name, walked);
+        for (KerasWalkedDir& w : walked) {
             out.dirs.push_back(std::move(w.path));
-            add_files(idx, *w.node, static_cast<uint32_t>(out.dirs.size() - 1), out);
+            add_keras_files(idx, *w.node, static_cast<uint32_t>(out.dirs.size() - 1), out);
         }
         if (out.samples.size() > max_samples) return too_many_samples();
     }

@@ -69,45 +69,41 @@ mt19937_first_draws(const uint32_t* seeds, size_t count, uint32_t* out0, uint32_
     }
 }
 
-namespace {
-
-// Whether each opener's samples come in the order it opened them within a
-// candidate's first positions (a DataLoader worker opens its samples one
-// after the other). Only samples the candidate shows are placed; all_in
-// has already checked that every one is there.
-class OrderCheck {
-public:
-    explicit OrderCheck(const EpochEvidence& ev) : samples_(ev.samples), streams_(ev.streams) {
-        if (streams_.size() != samples_.size()) streams_.clear();
-        for (size_t i = 0; i < samples_.size(); ++i) where_.emplace(samples_[i], 0);
-    }
-
-    bool holds(const std::vector<Sample>& order) {
-        if (streams_.empty()) return true;
-        for (auto& [s, p] : where_) p = UINT64_MAX;
-        for (size_t i = 0; i < order.size(); ++i)
-            if (auto it = where_.find(order[i]); it != where_.end() && it->second == UINT64_MAX)
-                it->second = i;
-        last_.clear();
-        for (size_t i = 0; i < samples_.size(); ++i) {
-            uint64_t p = where_[samples_[i]];
-            auto [it, fresh] = last_.emplace(streams_[i], p);
-            if (!fresh && p <= it->second) return false;
-            it->second = p;
-        }
-        return true;
-    }
-
-private:
-    std::vector<Sample> samples_;
-    std::vector<uint32_t> streams_;
-    std::unordered_map<Sample, uint64_t> where_; // sample -> its first position
-    std::unordered_map<uint32_t, uint64_t> last_; // opener -> its last sample's position
-};
-
-} // namespace
-
 struct ChainScan::State {
+    // Whether each opener's samples come in the order it opened them within a
+    // candidate's first positions (a DataLoader worker opens its samples one
+    // after the other). Only samples the candidate shows are placed; all_in
+    // has already checked that every one is there.
+    class OrderCheck {
+    public:
+        explicit OrderCheck(const EpochEvidence& ev) : samples_(ev.samples), streams_(ev.streams) {
+            if (streams_.size() != samples_.size()) streams_.clear();
+            for (size_t i = 0; i < samples_.size(); ++i) where_.emplace(samples_[i], 0);
+        }
+
+        bool holds(const std::vector<Sample>& order) {
+            if (streams_.empty()) return true;
+            for (auto& [s, p] : where_) p = UINT64_MAX;
+            for (size_t i = 0; i < order.size(); ++i)
+                if (auto it = where_.find(order[i]); it != where_.end() && it->second == UINT64_MAX)
+                    it->second = i;
+            last_.clear();
+            for (size_t i = 0; i < samples_.size(); ++i) {
+                uint64_t p = where_[samples_[i]];
+                auto [it, fresh] = last_.emplace(streams_[i], p);
+                if (!fresh && p <= it->second) return false;
+                it->second = p;
+            }
+            return true;
+        }
+
+    private:
+        std::vector<Sample> samples_;
+        std::vector<uint32_t> streams_;
+        std::unordered_map<Sample, uint64_t> where_; // sample -> its first position
+        std::unordered_map<uint32_t, uint64_t> last_; // opener -> its last sample's position
+    };
+
     State(uint32_t n, bool replacement, TorchVersion v, const EpochEvidence& ev)
         : n(n), replacement(replacement), draws64(replacement && randint_draws64(n, v)),
           window(replacement ? ev.window : std::min(ev.window, n)), mod(n), check(ev),

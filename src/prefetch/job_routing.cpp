@@ -15,7 +15,7 @@
 namespace clairfs::prefetch {
 namespace {
 
-constexpr size_t max_remembered = 65536; // pids; cleared past this (pids are reused)
+constexpr size_t max_routed = 65536; // pids; cleared past this (pids are reused)
 // Opens in a row that fit one job and no other before a process is that
 // job's. One open of another job's process lands in a job's window now and
 // then (one in n / (batch_size * workers)); three in a row practically never.
@@ -39,7 +39,7 @@ JobTable::Process JobTable::process_of(uint32_t tid) {
     p.ppid = ids.ppid;
     if (p.pid == 0) p.pid = tid;
     std::lock_guard lk(bind_mu_);
-    if (processes_.size() >= max_remembered) processes_.clear();
+    if (processes_.size() >= max_routed) processes_.clear();
     processes_[tid] = p;
     return p;
 }
@@ -76,7 +76,7 @@ bool JobTable::bind_loader(const std::string& id, uint32_t tid) {
             }
             // A loader process per rank and registration: this bound is
             // never reached by a real node, only by a writer in a loop.
-            if (loaders_.size() >= max_remembered) loaders_.clear();
+            if (loaders_.size() >= max_routed) loaders_.clear();
             loaders_[p.pid] = j;
         }
         j->bind(p.pid); // its pids (status, retiring), never under bind_mu_
@@ -92,7 +92,7 @@ void JobTable::bind(const std::shared_ptr<ActiveJob>& job, uint32_t pid, uint32_
     if (workers && ppid > 1) fresh |= job->bind(ppid);
     if (!fresh) return;
     std::lock_guard lk(bind_mu_);
-    if (bound_.size() >= max_remembered) bound_.clear();
+    if (bound_.size() >= max_routed) bound_.clear();
     bound_[pid] = job;
     if (workers && ppid > 1) bound_[ppid] = job;
 }
@@ -130,7 +130,7 @@ void JobTable::replay(const std::shared_ptr<ActiveJob>& prepared,
 // Another open of `pid` that fit `job` alone: whether it is now the job's.
 bool JobTable::claim(const ActiveJob& job, uint32_t pid) {
     std::lock_guard lk(bind_mu_);
-    if (streak_.size() >= max_remembered) streak_.clear();
+    if (streak_.size() >= max_routed) streak_.clear();
     auto& [who, run] = streak_[pid];
     if (who != &job) {
         who = &job;

@@ -25,7 +25,7 @@ constexpr uint64_t lead_batches = 8;
 // fall within the tracker's slack of eight batches (prefetch/active_job.cpp),
 // with room for samples the kernel's readahead brought in besides.
 constexpr uint64_t push_batches = 3;
-constexpr uint64_t page = 4096;
+constexpr uint64_t kernel_page = 4096;
 // How far behind each worker's cursor its samples' pages are dropped from
 // the page cache, in batches: past the tracker's slack of eight, so that a
 // sample still being read is not taken from under its reader.
@@ -202,9 +202,9 @@ void RangeJobs::push_rest(RangeFollow& rf, uint32_t sample, uint64_t from, uint3
     } release{slots};
     const layout::ByteRange& br = rf.range(sample);
     if (!chunks_->covers(br.node)) return;
-    from = (from + page - 1) / page * page;
+    from = (from + kernel_page - 1) / kernel_page * kernel_page;
     uint64_t to = std::min(index_.node(br.node).size,
-                           (br.offset + br.length + page - 1) / page * page);
+                           (br.offset + br.length + kernel_page - 1) / kernel_page * kernel_page);
     if (from < to) {
         char* buf = push_buffer.get(to - from);
         // Chunks not in RAM are fetched here, as the READs of the sample's
