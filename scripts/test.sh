@@ -11,13 +11,14 @@
 #
 # The whole run (no arguments) runs in two phases. First the pure
 # computations (suite `computation`: the order tests against real torch and
-# TensorFlow, the fuzz smoke test, the dataset generator's checks) and then
-# the unit tests, one at a time, beside the real-mount tests of the areas
-# whose tests wait on a slow file system and on framework jobs (suites
-# prefetch, mount, python, ranges, docs), also one at a time: those leave
-# about 40% of two cores idle, which the other side takes. Then the rest
-# alone, as before: faults, stress and the benchmark checks, which load the
-# machine or measure. Every test keeps to the rules of tests/README.md
+# TensorFlow, the fuzz smoke test, the dataset generator's checks), then
+# the unit tests and the fault tests (which mostly wait for the faults they
+# inject), one at a time, beside the real-mount tests of the areas whose
+# tests wait on a slow file system and on framework jobs (suites prefetch,
+# mount, python, ranges, docs), also one at a time: those leave about 40%
+# of two cores idle, which the other side takes. Then the rest alone, as
+# before: stress and the benchmark checks, which load the machine or
+# measure. Every test keeps to the rules of tests/README.md
 # under two busy loops (scripts/flake-hunt.sh), a heavier load than a
 # neighbour. About five minutes less on two cores (tests/README.md).
 set -euo pipefail
@@ -91,17 +92,18 @@ else
   beside=(--suite prefetch --suite mount --suite python --suite ranges --suite docs)
   computed="$build/meson-logs/computation.txt"
   meson test -C "$build" --no-rebuild --print-errorlogs --num-processes 1 \
-    --suite computation --suite unit --logbase testlog-computation >"$computed" 2>&1 &
+    --suite computation --suite unit --suite faults --logbase testlog-computation \
+    >"$computed" 2>&1 &
   computing=$!
   meson test -C "$build" --no-rebuild --print-errorlogs --num-processes 1 \
     "${beside[@]}" --logbase testlog-mounts || rc=$?
   crc=0
   wait "$computing" || crc=$?
   computing=
-  echo "test: the computations and unit tests, run beside the tests above (exit $crc):"
+  echo "test: the computations, unit and fault tests, run beside the tests above (exit $crc):"
   cat "$computed"
   [ "$crc" -eq 0 ] || rc=$crc
-  rest=(--no-suite computation --no-suite unit)
+  rest=(--no-suite computation --no-suite unit --no-suite faults)
   for s in "${beside[@]}"; do [ "$s" = --suite ] || rest+=(--no-suite "$s"); done
   meson test -C "$build" --no-rebuild --print-errorlogs --num-processes 1 \
     "${rest[@]}" --logbase testlog-rest || rc=$?
