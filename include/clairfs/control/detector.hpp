@@ -59,6 +59,9 @@ struct DetectorOptions {
     uint64_t chain_words = uint64_t{1} << 30;
     uint64_t chain_slice = uint64_t{1} << 18;
     double chain_burst_window_s = 1000;
+    // Monotonic seconds for the CPU budget; null: the steady clock. A unit
+    // test sets its own to move the budget's time by hand.
+    std::function<double()> clock;
 };
 
 class Detector {
@@ -224,6 +227,11 @@ private:
         double burst_spent_s = 0;   // CPU the bursts took, since the mount
     } chain_;
     SearchBudget budget_;
+    double now_s() const; // opt_.clock's, else the steady clock's
+    // Seconds until the search the budget deferred may run (0: now); a day
+    // if none waits. The thread wakes for it: the job may open nothing more
+    // until then (a tf.data job between epochs, a loader at a barrier).
+    double deferred_wait_s() const;
     bool deferring_ = false; // the last search due was deferred, none ran since
     bool registered_ = false; // a detected job is registered
     bool broken_ = false;     // an internal error stopped detection for this mount
