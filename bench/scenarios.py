@@ -656,7 +656,15 @@ class Bench:
     def sc_local_warm(self, r):
         n = read_tree(self.local)  # outside the memory cgroup: stays cached
         r["warmed_files"] = n
-        return self.run_job(self.local)
+        out = self.run_job(self.local)
+        # What the job leaves charged to the cgroup once it exited (its
+        # libraries' page cache): the floor of every scenario's figure.
+        alone = self.daemon_alone(None)
+        if alone:
+            r["mem_daemon_alone"] = alone
+            log(f"    the cgroup after the job: {alone['file'] >> 20} MiB page cache + "
+                f"{alone['anon'] >> 20} MiB anonymous")
+        return out
 
     def sc_local_budget(self, r):
         # run_one dropped the caches: every page the job reads is charged
@@ -772,6 +780,13 @@ class Bench:
             r["daemon_pid"] = pid
             r["daemon_in_cgroup"] = bool(pid) and in_cgroup(pid, self.st["name"])
             out = self.run_job(mnt, daemon_pid=pid)
+            if r["daemon_in_cgroup"]:
+                alone = self.daemon_alone(pid)
+                if alone:
+                    r["mem_daemon_alone"] = alone
+                    log(f"    daemon alone in the memory cgroup: {alone['file'] >> 20} MiB page "
+                        f"cache + {alone['anon'] >> 20} MiB anonymous (the daemon's own "
+                        f"{alone['daemon_rss_anon'] >> 20} MiB)")
             try:
                 with open(os.path.join(mnt, ".clairfs", "status")) as f:
                     r["clairfs_status"] = json.load(f)
@@ -807,6 +822,36 @@ class Bench:
             MOUNTS.remove(mnt)
             shutil.rmtree(cache, ignore_errors=True)
             r["daemon_stderr"] = tail(errpath, 4000)
+
+    def daemon_alone(self, pid, timeout=15):
+        """What the memory cgroup holds once every process of the job has
+        exited and the daemon alone is left in it: page cache and anonymous
+        memory, and the daemon's own resident anonymous memory (/proc; pid
+        None: no daemon, the cgroup empty). The
+        run's last sample is not that: it may fall while the job's last
+        processes still exit (130 MiB of anonymous memory more in some
+        repetitions of 20261207-0248-ram-whole, none in others). None if
+        other processes stay."""
+        procs_path = os.path.join(self.st["cgroups"]["memory"], "cgroup.procs")
+        deadline = time.monotonic() + timeout
+        while True:
+            with open(procs_path) as f:
+                procs = {int(x) for x in f.read().split()}
+            if procs <= ({pid} if pid else set()):
+                break
+            if time.monotonic() > deadline:
+                log(f"    processes other than the daemon stay in the cgroup: {sorted(procs)}")
+                return None
+            time.sleep(0.1)
+        time.sleep(1)  # the exited processes' pages uncharged
+        f, a, sh = cgroup_memory.split(cgroup_memory.read_stat(self.st["cgroups"]["memory"]))
+        rss_anon = 0
+        if pid:
+            with open(f"/proc/{pid}/status") as st:
+                for line in st:
+                    if line.startswith("RssAnon:"):
+                        rss_anon = int(line.split()[1]) << 10
+        return {"file": f, "anon": a, "shmem": sh, "daemon_rss_anon": rss_anon}
 
     def control_write(self, mnt, reg):
         """Writes one registration to MNT/.clairfs/control; a refusal (EINVAL)
@@ -1388,6 +1433,12 @@ def summarize(scenarios, runs, unavailable, files, dataset_bytes=None, floor=Non
             "mem_held_max": max((r["mem_held"]["peak_file_anon"] for r in rs
                                  if r.get("mem_held")), default=None),
             "run_shared_fs_bytes": med([r.get("run_shared_fs_bytes") for r in rs])})
+        alone = [r["mem_daemon_alone"] for r in rs if r.get("mem_daemon_alone")]
+        if alone:
+            e["daemon_alone_max"] = max(x["file"] + x["anon"] for x in alone)
+            if dataset_bytes:
+                e["daemon_alone_x_dataset"] = [(x["file"] + x["anon"]) / dataset_bytes
+                                               for x in alone]
         if dataset_bytes and e["mem_held_max"]:
             e["mem_held_x_dataset"] = e["mem_held_max"] / dataset_bytes
         if dataset_bytes and e["run_shared_fs_bytes"] is not None:
