@@ -832,7 +832,8 @@ class Bench:
         processes still exit (130 MiB of anonymous memory more in some
         repetitions of 20261207-0248-ram-whole, none in others). None if
         other processes stay."""
-        procs_path = os.path.join(self.st["cgroups"]["memory"], "cgroup.procs")
+        cg = self.st["cgroups"]["memory"]
+        procs_path = os.path.join(cg, "cgroup.procs")
         deadline = time.monotonic() + timeout
         while True:
             with open(procs_path) as f:
@@ -844,7 +845,7 @@ class Bench:
                 return None
             time.sleep(0.1)
         time.sleep(1)  # the exited processes' pages uncharged
-        f, a, sh = cgroup_memory.split(cgroup_memory.read_stat(self.st["cgroups"]["memory"]))
+        f, a, sh = cgroup_memory.split(cgroup_memory.read_stat(cg))
         rss_anon = 0
         if pid:
             with open(f"/proc/{pid}/status") as st:
@@ -1434,11 +1435,8 @@ def summarize(scenarios, runs, unavailable, files, dataset_bytes=None, floor=Non
                                  if r.get("mem_held")), default=None),
             "run_shared_fs_bytes": med([r.get("run_shared_fs_bytes") for r in rs])})
         alone = [r["mem_daemon_alone"] for r in rs if r.get("mem_daemon_alone")]
-        if alone:
-            e["daemon_alone_max"] = max(x["file"] + x["anon"] for x in alone)
-            if dataset_bytes:
-                e["daemon_alone_x_dataset"] = [(x["file"] + x["anon"]) / dataset_bytes
-                                               for x in alone]
+        if alone and dataset_bytes:
+            e["daemon_alone_x_dataset"] = [(x["file"] + x["anon"]) / dataset_bytes for x in alone]
         if dataset_bytes and e["mem_held_max"]:
             e["mem_held_x_dataset"] = e["mem_held_max"] / dataset_bytes
         if dataset_bytes and e["run_shared_fs_bytes"] is not None:

@@ -20,6 +20,9 @@
 namespace clairfs::control {
 namespace {
 
+// The wait, in seconds, for work that is not due at all: a day.
+constexpr double never_due_s = 86400;
+
 // Far more than a node's loader processes at once (the least recent one
 // makes room), and far more opens than a search or a confirmation needs
 // of one: at most 2 MiB, however long a job nobody recognises runs (and
@@ -175,9 +178,7 @@ void Detector::run() {
         // whether or not more opens came: a tf.data job gated at its
         // epoch's end opens nothing until it is detected (prefetch_keras
         // failed in CI on a search deferred 4 s and then never run).
-        if (opens_ < judged_at + (pending_ ? 8 : 1) && chain_wait_s() > 0 &&
-            deferred_wait_s() > 0)
-            continue;
+        if (opens_ < judged_at + (pending_ ? 8 : 1) && work_due_in_s() > 0) continue;
         judged_at = opens_;
         judge();
     }
@@ -190,8 +191,7 @@ bool Detector::next_batch(std::deque<std::pair<index::NodeId, uint32_t>>& batch,
     // Woken by opens; once a second regardless, to notice a detected job
     // that fell back; at once while a chain search has a slice due, or
     // when a deferred search may run.
-    cv_.wait_for(lk,
-                 std::chrono::duration<double>(std::min({1.0, chain_wait_s(), deferred_wait_s()})),
+    cv_.wait_for(lk, std::chrono::duration<double>(std::min(1.0, work_due_in_s())),
                  [&] { return stop_ || reset_ || !queue_.empty(); });
     // Let the batch gather: the opens that follow within a few
     // milliseconds come with this one.
@@ -219,9 +219,8 @@ void Detector::start_over() {
     {
         std::lock_guard lk(mu_);
         st_.chain_state.clear();
-        deferring_ = false; // what was due is forgotten with its processes
-        st_.deferred_until = 0;
     }
+    end_deferral(); // what was due is forgotten with its processes
     registered_ = false;
     opens_ = opens_at_search_ = epoch_worth_ = 0;
     tf_evidence_ = tf_evidence_opens;
@@ -461,19 +460,28 @@ void Detector::round() {
     // Due, and paid for by the budget, or deferred until it is (the same
     // evidence and more is searched then). Short of a search that ran and
     // found its job, the chain search takes its slice: its burst is its own.
-    if (search_due() && !deferred() && search()) return;
+    if (search_due()) {
+        if (!deferred() && search()) return;
+    } else {
+        // Nothing is due any more (its processes were forgotten for newer
+        // ones): no deferred search to wake for.
+        end_deferral();
+    }
     if (chain_wait_s() == 0) chain_slice();
+}
+
+void Detector::end_deferral() {
+    if (!deferring_) return;
+    std::lock_guard lk(mu_);
+    deferring_ = false;
+    st_.deferred_until = 0;
 }
 
 // Whether the search due waits for the budget; said once per deferral.
 bool Detector::deferred() {
     const double now = now_s();
     if (budget_.allows(now)) {
-        if (deferring_) {
-            std::lock_guard lk(mu_);
-            deferring_ = false;
-            st_.deferred_until = 0;
-        }
+        end_deferral();
         return false;
     }
     const double wait = budget_.wait_s(now);
@@ -512,8 +520,7 @@ bool Detector::search_due() const {
 
 // Seconds until a chain slice may run: 0 now; a day if none is running.
 double Detector::chain_wait_s() const {
-    constexpr double never = 86400;
-    if (!chain_.search || pending_ || broken_) return never;
+    if (!chain_.search || pending_ || broken_) return never_due_s;
     if (chain_.burst_left_s > 0) return 0;
     // Paid from the searches' share once the burst is spent, and only from
     // the top half of the account: a search due (new processes, a new
@@ -525,10 +532,13 @@ double Detector::chain_wait_s() const {
 }
 
 double Detector::deferred_wait_s() const {
-    constexpr double never = 86400;
-    if (!deferring_ || pending_ || broken_) return never;
+    if (!deferring_ || pending_ || broken_) return never_due_s;
     SearchBudget b = budget_; // refilling is the search's to do; a copy is read
     return b.wait_s(now_s());
+}
+
+double Detector::work_due_in_s() const {
+    return std::min(chain_wait_s(), deferred_wait_s());
 }
 
 void Detector::chain_slice() {

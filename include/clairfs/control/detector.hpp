@@ -232,6 +232,11 @@ private:
     // if none waits. The thread wakes for it: the job may open nothing more
     // until then (a tf.data job between epochs, a loader at a barrier).
     double deferred_wait_s() const;
+    // The sooner of that and chain_wait_s(): when the thread has work
+    // without new opens.
+    double work_due_in_s() const;
+    // The deferral is over: the search ran, or nothing is due any more.
+    void end_deferral();
     bool deferring_ = false; // the last search due was deferred, none ran since
     bool registered_ = false; // a detected job is registered
     bool broken_ = false;     // an internal error stopped detection for this mount
