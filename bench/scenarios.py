@@ -83,6 +83,12 @@ Scenarios:
                         SSD tier's files read through the daemon, promoted
                         into the RAM tier ahead of the job (the path before
                         issue 44), to set beside the kernel reading them.
+  clairfs-ssd-registered-ra-128k
+                        clairfs-ssd-registered with the mount's kernel
+                        readahead put back to the kernel's 128 KiB right
+                        after the mount (the daemon raises it to
+                        --max-read): a shard read in order then takes a
+                        READ per 128 KiB, as before issue 44's readahead.
   clairfs-registered-wrong-seed
                         registered with the job's seed + 1: a prediction
                         that fails (with job.generator "global", only after
@@ -215,7 +221,8 @@ ALL = ["local-warm", "local-budget", "direct", "copy-first", "rclone",
        "clairfs-ssd-registered-no-drop-behind", "clairfs-registered-blksize-1m",
        "clairfs-registered-wrong-seed",
        "clairfs-ssd-registered-blksize-1m", "clairfs-registered-dev-fuse",
-       "clairfs-ssd-registered-dev-fuse", "clairfs-ssd-registered-no-passthrough"]
+       "clairfs-ssd-registered-dev-fuse", "clairfs-ssd-registered-no-passthrough",
+       "clairfs-ssd-registered-ra-128k"]
 NEEDS_VAL = ("clairfs-registered-train", "clairfs-registered-trainval")
 FRAMEWORKS = ("torch", "keras", "tfrecord", "lmdb")
 # The jobs run by the frameworks interpreter, and the modules each needs.
@@ -289,6 +296,28 @@ def daemon_pid_of(mnt):
     """The process with MNT as an exact argument (like pgrep -f, no prefix)."""
     pids = pids_with_arg(mnt)
     return pids[0] if pids else None
+
+
+def set_mount_readahead(mnt, kb):
+    """Writes KB to the mount's /sys/class/bdi/MAJOR:MINOR/read_ahead_kb
+    (found in mountinfo: a stat of the mount would ask its daemon) and
+    returns what the kernel then reports."""
+    real = os.path.realpath(mnt)
+    dev = None
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            fields = line.split()
+            if fields[4].replace("\\040", " ") == real:
+                dev = fields[2]
+    if dev is None:
+        raise RuntimeError(f"{mnt} is not in /proc/self/mountinfo")
+    path = f"/sys/class/bdi/{dev}/read_ahead_kb"
+    with open(path, "w") as f:
+        f.write(f"{kb}\n")
+    with open(path) as f:
+        got = int(f.read())
+    log(f"    mount readahead set to {got} KiB ({path})")
+    return got
 
 
 def frameworks_python():
@@ -715,7 +744,7 @@ class Bench:
 
     def sc_clairfs(self, r, register=None, ssd=False, stage=False, push=False, detect=False,
                    handover=False, open_push=True, one_copy=True, opens=None, drop_behind=True,
-                   blksize=None, io_uring=None, passthrough=True):
+                   blksize=None, io_uring=None, passthrough=True, readahead_kb=None):
         """register: None (no registration), "job" (the job as configured:
         its train loader on a train/val dataset), "wrong" (the same with
         another seed), "trainval" (a loaders
@@ -772,6 +801,8 @@ class Bench:
                                    + tail(errpath)) from None
             if rc != 0:
                 raise RuntimeError(f"clairfs mount failed (exit {rc}):\n{tail(errpath)}")
+            if readahead_kb is not None:
+                r["readahead_kb"] = set_mount_readahead(mnt, readahead_kb)
             # More jobs than the one --register took: written as the control
             # file takes them, one job id each, before any job starts.
             for more in regs[1:]:
@@ -1094,6 +1125,8 @@ class Bench:
                   lambda r: self.sc_clairfs(r, "job", ssd=True, io_uring="off"),
               "clairfs-ssd-registered-no-passthrough":
                   lambda r: self.sc_clairfs(r, "job", ssd=True, passthrough=False),
+              "clairfs-ssd-registered-ra-128k":
+                  lambda r: self.sc_clairfs(r, "job", ssd=True, readahead_kb=128),
               }[sc]
         try:
             r.update(fn(r))

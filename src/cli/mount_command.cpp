@@ -155,6 +155,7 @@ control::Controller::StatusPart session_status(const fuse::Filesystem& fs, const
             r[std::string(fuse::request_kinds[k])] = fs.counters.requests.of(k);
         fs.passthrough.status(j["passthrough"]);
         fs.transport.status(j["transport"]);
+        fs.readahead.status(j["readahead"]);
         if (fs.open_watch) {
             fs.open_watch->status(j["opens"]);
         } else {

@@ -2,32 +2,14 @@
 #include "mount_table.hpp"
 
 #include "clairfs/index/symlink_policy.hpp"
+#include "clairfs/sys/mount_info.hpp"
 
 #include <climits>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 #include <unistd.h>
 #include <vector>
 
 namespace clairfs::cli {
-namespace {
-
-// mountinfo escapes space, tab, newline and backslash as \ooo.
-std::string unescape(const std::string& s) {
-    std::string out;
-    for (size_t i = 0; i < s.size(); ++i) {
-        if (s[i] == '\\' && i + 3 < s.size()) {
-            out += static_cast<char>(std::stoi(s.substr(i + 1, 3), nullptr, 8));
-            i += 3;
-        } else {
-            out += s[i];
-        }
-    }
-    return out;
-}
-
-} // namespace
 
 std::string absolute_path(const std::string& path) {
     if (!path.empty() && path[0] == '/') return index::lexically_normal(path);
@@ -53,25 +35,12 @@ bool is_clairfs_mount(const std::string& abs_path) {
 }
 
 bool clairfs_mount_backing(const std::string& abs_path, std::string& backing) {
-    std::ifstream in("/proc/self/mountinfo");
-    std::string line;
-    while (std::getline(in, line)) {
-        // id parent maj:min root mountpoint options [optional...] - fstype source super
-        std::istringstream fields(line);
-        std::string id, parent, dev, root, mountpoint, word;
-        fields >> id >> parent >> dev >> root >> mountpoint;
-        while (fields >> word && word != "-") {
-        }
-        std::string fstype, source;
-        fields >> fstype >> source;
-        if (fstype != "fuse.clairfs" || unescape(mountpoint) != abs_path) continue;
-        // The daemon names itself "clairfs:BACKING" (session.cpp).
-        source = unescape(source);
-        const std::string tag = "clairfs:";
-        backing = source.starts_with(tag) ? source.substr(tag.size()) : "";
-        return true;
-    }
-    return false;
+    auto mount = sys::find_mount(abs_path, "fuse.clairfs");
+    if (!mount) return false;
+    // The daemon names itself "clairfs:BACKING" (session.cpp).
+    const std::string tag = "clairfs:";
+    backing = mount->source.starts_with(tag) ? mount->source.substr(tag.size()) : "";
+    return true;
 }
 
 } // namespace clairfs::cli

@@ -375,6 +375,19 @@ std::string transport_line(const json& s) {
     return line("transport:", in_use);
 }
 
+// The kernel's readahead on the mount: "1024 KiB", or "128 KiB (asked
+// 1024: raising it needs root)".
+std::string readahead_line(const json& s) {
+    const json& kb = status_at(s, "readahead/kb");
+    const json& why = status_at(s, "readahead/reason");
+    if (!kb.is_number() && !why.is_string()) return "";
+    std::string text = kb.is_number() ? kb.dump() + " KiB" : "unknown";
+    if (why.is_string())
+        text += " (asked " + status_at(s, "readahead/asked_kb").dump() + " KiB: " +
+                why.get<std::string>() + ")";
+    return line("readahead:", text);
+}
+
 // Where the daemon sees opens: fanotify, OPEN round trips, or first READs.
 std::string opens_line(const json& s) {
     std::string source = text_of(status_at(s, "opens/source"));
@@ -418,6 +431,7 @@ std::string status_summary(const json& s) {
         out += line("stage:", stage_line(status_at(s, "stage")));
     out += passthrough_line(s);
     out += transport_line(s);
+    out += readahead_line(s);
     out += opens_line(s);
     out += prefetch_line(s);
     return out;

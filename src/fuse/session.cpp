@@ -114,6 +114,9 @@ std::string mount_session(Filesystem& fs, std::unique_ptr<fuse_session, SessionD
         return "mount on '" + o.mountpoint + "' failed (see the libfuse message above)";
     }
     LOG_INFO("mounted %s on %s", o.backing.c_str(), o.mountpoint.c_str());
+    // Before the first request is served: the reads of a job already
+    // waiting for the mount are then read ahead in --max-read requests.
+    fs.readahead.set(o.mountpoint, o.max_read);
     return "";
 }
 

@@ -5,6 +5,7 @@
 
 #include "clairfs/config/mount_options.hpp"
 #include "clairfs/control/controller.hpp"
+#include "clairfs/fuse/kernel_readahead.hpp"
 #include "clairfs/fuse/notifier.hpp"
 #include "clairfs/fuse/open_counts.hpp"
 #include "clairfs/fuse/open_watch.hpp"
@@ -56,6 +57,7 @@ struct Filesystem {
     UnopenedDocs unopened{};                // --kernel-opens: see UnopenedDocs
     Passthrough passthrough{};              // --passthrough: files the tiers do not take
     Transport transport{};                  // --io-uring: io_uring rings or /dev/fuse
+    KernelReadahead readahead{};            // the mount's readahead, raised to --max-read
     Notifier notifier{};                    // page-cache drops asked for on a ring thread
     // Over io_uring: OPENs not yet RELEASEd, by node. A push at an OPEN
     // answered on a ring thread is made only for a file with no other open

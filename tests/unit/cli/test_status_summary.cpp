@@ -70,3 +70,17 @@ TEST_CASE("detection's chain search and each detected registration get a line") 
     CHECK(out.find("\"root\":\"val\"") != std::string::npos);
     CHECK(out.find("\"pre_draws\":22337928") != std::string::npos);
 }
+
+TEST_CASE("the readahead line: what the kernel uses, and why it is not what was asked") {
+    json s = {{"mode", "unregistered"},
+              {"readahead", {{"kb", 1024}, {"asked_kb", 1024}, {"bdi", "0:40"},
+                             {"reason", nullptr}}}};
+    CHECK(cli::status_summary(s).find("readahead:   1024 KiB\n") != std::string::npos);
+    s["readahead"] = {{"kb", 128}, {"asked_kb", 1024}, {"bdi", "0:40"},
+                      {"reason", "raising it needs root"}};
+    CHECK(cli::status_summary(s).find(
+              "readahead:   128 KiB (asked 1024 KiB: raising it needs root)\n") !=
+          std::string::npos);
+    s.erase("readahead"); // a daemon before the field: no line
+    CHECK(cli::status_summary(s).find("readahead:") == std::string::npos);
+}
