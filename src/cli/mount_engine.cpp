@@ -142,6 +142,7 @@ prefetch::EngineOptions engine_options(const config::MountOptions& o) {
                      : f.one_copy;
     e.drop_behind = f.drop_behind;
     e.passthrough_above = o.max_read;
+    e.readahead = o.max_read;
     return e;
 }
 

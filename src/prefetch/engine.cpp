@@ -45,6 +45,7 @@ Engine::Engine(const index::Index& idx, int backing_fd, EngineOptions opt)
         ChunkOptions c;
         c.ram = opt_.chunk_mem;
         c.io_timeout = opt_.io_timeout;
+        c.readahead = opt_.readahead;
         chunks_ = std::make_unique<ChunkStore>(ChunkMap(idx, opt_.max_file, opt_.chunk_size),
                                                backing_, idx, c);
     }

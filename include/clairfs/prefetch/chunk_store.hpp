@@ -23,6 +23,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <sys/uio.h>
+#include <vector>
 #include <functional>
 #include <list>
 #include <memory>
@@ -42,6 +44,14 @@ struct ChunkOptions {
     // whole chunks, at least 2, and at most a quarter of `ram`).
     uint64_t window = 16 << 20;
     std::chrono::milliseconds io_timeout{60000}; // as EngineOptions::io_timeout
+    uint64_t readahead = 128 << 10;              // as EngineOptions::readahead
+};
+
+// A READ's bytes where they lie: `parts` point into the chunks `held`
+// keeps alive (ChunkStore::read_pieces).
+struct ChunkPieces {
+    std::vector<cache::BlobRef> held;
+    std::vector<iovec> parts;
 };
 
 class ChunkStore {
@@ -77,12 +87,12 @@ public:
     // The same, fetching what RAM lacks, but not a READ: not counted as one
     // and no sign of a sequential reader (RangeJobs::push_rest).
     ssize_t copy(index::NodeId node, uint64_t off, size_t size, char* out);
-    // The same for a READ within one chunk, without the copy: the chunk
-    // (bytes [at, at + size) of it are the READ's), held by the caller
-    // while it replies. Null with `error` -errno on failure, or with
-    // `error` 0 when the range spans chunks (then read()).
-    cache::BlobRef read_one(index::NodeId node, uint64_t off, size_t size, uint64_t& at,
-                            int& error);
+    // The same for a READ, without the copy: where its bytes lie, in order,
+    // as parts of the chunks they are in, which `out` holds while the
+    // caller replies with them (fuse_reply_iov). A readahead READ of
+    // --max-read bytes seldom starts at a chunk's start, so most of them
+    // span two chunks. 0, else -errno as read().
+    int read_pieces(index::NodeId node, uint64_t off, size_t size, ChunkPieces& out);
     // Fetches chunk `id` into RAM ahead of a READ the scheduler predicts (a
     // ranges job's next samples). Not marked unread as read-ahead is: a
     // predicted sample may be served from the page cache with no READ,
@@ -146,8 +156,10 @@ private:
     std::unique_ptr<DropBehind> behind_; // null without a dropper
     // The smallest READ that tells a stream: a page fault is one page.
     static constexpr size_t stream_read = 64 << 10;
-    // How far behind a stream's READs its pages are dropped, at least.
+    // How far behind a stream's READs its pages are dropped, at least;
+    // more where the readahead is larger (drop_back()).
     static constexpr uint64_t drop_slack = 1 << 20;
+    uint64_t drop_back() const;
     std::atomic<bool> drop_on_{false};
 
     // Held while a fetched chunk is admitted into RAM (admit): making room

@@ -65,6 +65,9 @@ struct EngineOptions {
     // round trip, or none while the mount's page cache keeps it
     // (bench/RESULTS.md, "Passthrough").
     uint64_t passthrough_above = UINT64_MAX;
+    // The kernel's readahead on the mount (--max-read, which the daemon
+    // sets it to): how far a stream's READs run ahead of its reader.
+    uint64_t readahead = 128 << 10;
 };
 
 // Whether the tiers take a file of `size` bytes whole (Engine::tiered):

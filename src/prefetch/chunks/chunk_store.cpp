@@ -174,36 +174,43 @@ cache::BlobRef ChunkStore::chunk(ChunkId id, int& error) {
     return std::move(r.blob);
 }
 
-cache::BlobRef ChunkStore::read_one(index::NodeId node, uint64_t off, size_t size, uint64_t& at,
-                                    int& error) {
-    error = 0;
-    ChunkId id = map_.chunk_at(node, off);
-    if (!pool_) {
-        error = -EIO;
-        return nullptr;
+ssize_t ChunkStore::read(index::NodeId node, uint64_t off, size_t size, char* out) {
+    ChunkPieces pieces;
+    if (int rc = read_pieces(node, off, size, pieces); rc < 0) return rc;
+    for (const iovec& part : pieces.parts) {
+        std::memcpy(out, part.iov_base, part.iov_len);
+        out += part.iov_len;
     }
-    if (map_.chunk_at(node, off + size - 1) != id) return nullptr;
-    reads_.fetch_add(1, std::memory_order_relaxed);
-    cache::BlobRef b = chunk(id, error);
-    if (!b) return nullptr;
-    at = off % map_.chunk_size();
-    // A tier hands back what it was given, the chunk's length; a shorter
-    // blob would be a bug, answered as one rather than served.
-    if (b->size < at + size) {
-        error = -EIO;
-        return nullptr;
-    }
-    read_done(id, id, off, size);
-    return b;
+    return static_cast<ssize_t>(size);
 }
 
-ssize_t ChunkStore::read(index::NodeId node, uint64_t off, size_t size, char* out) {
+int ChunkStore::read_pieces(index::NodeId node, uint64_t off, size_t size, ChunkPieces& out) {
+    out.held.clear();
+    out.parts.clear();
     if (!pool_) return -EIO;
     reads_.fetch_add(1, std::memory_order_relaxed);
-    ssize_t got = copy(node, off, size, out);
-    if (got < 0) return got;
-    read_done(map_.chunk_at(node, off), map_.chunk_at(node, off + size - 1), off, size);
-    return got;
+    const uint64_t cs = map_.chunk_size();
+    const ChunkId first = map_.chunk_at(node, off), last = map_.chunk_at(node, off + size - 1);
+    // The chunks after the first are fetched at once, not one after another.
+    for (ChunkId c = first + 1; c <= last; ++c)
+        if (!ram_.contains(c)) pool_->prefetch(c, [this, c] { return ram_.contains(c); });
+    size_t done = 0;
+    while (done < size) {
+        uint64_t at = off + done;
+        int error = 0;
+        cache::BlobRef b = chunk(map_.chunk_at(node, at), error);
+        if (!b) return error < 0 ? error : -EIO;
+        uint64_t in_chunk = at % cs;
+        // A tier hands back what it was given, the chunk's length; a shorter
+        // blob would be a bug, answered as one rather than served.
+        if (b->size <= in_chunk) return -EIO;
+        size_t n = static_cast<size_t>(std::min<uint64_t>(size - done, b->size - in_chunk));
+        out.parts.push_back({b->bytes.get() + in_chunk, n});
+        out.held.push_back(std::move(b));
+        done += n;
+    }
+    read_done(first, last, off, size);
+    return 0;
 }
 
 template <class Get>
@@ -235,30 +242,48 @@ ssize_t ChunkStore::copy(index::NodeId node, uint64_t off, size_t size, char* ou
     return gather(node, off, size, out, [this](ChunkId id, int& error) { return chunk(id, error); });
 }
 
-// A READ that starts where the file's last one ended, or within a chunk
-// of it (the kernel's readahead sends READs of one stream on several FUSE
-// threads, not always in order), continues a sequential reader; so does a
-// first READ at 0.
+// A READ that starts where the file's last one ended, or near it (the
+// kernel's readahead sends READs of one stream on several FUSE threads,
+// not always in order), continues a sequential reader; so does a first
+// READ at 0.
 void ChunkStore::read_done(ChunkId first, ChunkId last, uint64_t off, size_t size) {
     const uint64_t cs = map_.chunk_size();
     std::atomic<uint64_t>& end = next_off_[map_.file_index(first)];
     uint64_t prev = end.exchange(off + size, std::memory_order_relaxed);
-    bool sequential = prev == UINT64_MAX ? off == 0 : off + cs >= prev && off <= prev + cs;
+    // Out of order by up to two readahead windows: the kernel sends a
+    // stream's READs of --max-read on several threads.
+    const uint64_t near = std::max<uint64_t>(cs, 2 * opt_.readahead);
+    bool sequential = prev == UINT64_MAX ? off == 0 : off + near >= prev && off <= prev + near;
     if (!sequential) return;
     read_ahead(last);
     // A stream (READs of the kernel's read-ahead size, not an mmap
     // reader's page faults) that enters a chunk has passed the chunks some
     // way behind: without room in the page cache those pages would be
     // reclaimed anyway, by the reader's own allocations (bench/RESULTS.md,
-    // 20261127-1204-tfrecord-drop-behind). At least one chunk and 1 MiB
-    // of slack: the kernel's READs run ahead of the reader, on several
-    // FUSE threads, not always in order.
+    // 20261127-1204-tfrecord-drop-behind). A chunk goes once the READs
+    // reach drop_back() chunks past it; every such chunk since the stream's
+    // last READ, since a READ of a 1 MiB readahead spans several.
     if (size >= stream_read && behind_ && drop_on_.load(std::memory_order_relaxed) &&
         prev != UINT64_MAX && prev > 0) {
-        const uint64_t c = off / cs, back = std::max<uint64_t>(2, (drop_slack + cs - 1) / cs);
-        if (c >= back && (prev - 1) / cs < c)
-            behind_->queue(map_.range(first).node, (c - back) * cs, cs);
+        const uint64_t reached = (off + size - 1) / cs, before = (prev - 1) / cs;
+        const uint64_t back = drop_back();
+        if (reached >= back && before < reached) {
+            const index::NodeId node = map_.range(first).node;
+            for (uint64_t k = before + 1 >= back ? before + 1 - back : 0; k <= reached - back; ++k)
+                behind_->queue(node, k * cs, cs);
+        }
     }
+}
+
+// In chunks: at least two, and drop_slack. The kernel's READs run ahead
+// of the reader by up to two readahead windows (the one it waits for and
+// the one read asynchronously beside it), on several FUSE threads, not
+// always in order: a page dropped nearer than that may not have been read
+// yet, and its read would come back as a READ.
+uint64_t ChunkStore::drop_back() const {
+    const uint64_t cs = map_.chunk_size();
+    const uint64_t slack = std::max<uint64_t>(drop_slack, 2 * opt_.readahead + cs);
+    return std::max<uint64_t>(2, (slack + cs - 1) / cs);
 }
 
 void ChunkStore::read_ahead(ChunkId from) {

@@ -144,18 +144,27 @@ TEST_CASE("chunk store: every byte equals the file's, at any offset and across c
     CHECK(s.read("a", 65535, 2) == d.bytes["a"].substr(65535, 2));
     CHECK(s.read("a", 1'000'002, 1) == d.bytes["a"].substr(1'000'002, 1));
     CHECK(s.read("b", 0, 300'000) == d.bytes["b"]);
-    // Within one chunk: the chunk itself, and where the range starts in it.
-    uint64_t at = 0;
-    int error = 1;
+    // Without a copy: within one chunk, one part of it; across boundaries,
+    // a part of each chunk, in order, that together are the range.
     index::NodeId a = id_of(s.idx, "a");
-    cache::BlobRef one = s.store.read_one(a, 3 * 65536 + 10, 5000, at, error);
-    REQUIRE(one);
-    CHECK(error == 0);
-    CHECK(at == 10);
-    CHECK(std::string(one->bytes.get() + at, 5000) == d.bytes["a"].substr(3 * 65536 + 10, 5000));
-    // Across a boundary: none, and no error (read() copies it).
-    CHECK_FALSE(s.store.read_one(a, 65536 - 1, 2, at, error));
-    CHECK(error == 0);
+    auto joined = [](const ChunkPieces& p) {
+        std::string out;
+        for (const iovec& v : p.parts) out.append(static_cast<const char*>(v.iov_base), v.iov_len);
+        return out;
+    };
+    ChunkPieces one;
+    REQUIRE(s.store.read_pieces(a, 3 * 65536 + 10, 5000, one) == 0);
+    CHECK(one.parts.size() == 1);
+    CHECK(one.held.size() == 1);
+    CHECK(joined(one) == d.bytes["a"].substr(3 * 65536 + 10, 5000));
+    ChunkPieces two;
+    REQUIRE(s.store.read_pieces(a, 65536 - 1, 2, two) == 0);
+    CHECK(two.parts.size() == 2);
+    CHECK(joined(two) == d.bytes["a"].substr(65535, 2));
+    ChunkPieces many; // from within chunk 0 to the file's end in chunk 15
+    REQUIRE(s.store.read_pieces(a, 51'427, 1'000'003 - 51'427, many) == 0);
+    CHECK(many.parts.size() == 16);
+    CHECK(joined(many) == d.bytes["a"].substr(51'427));
     nlohmann::json st = s.status();
     CHECK(st["fetch_errors"] == 0);
     // Each chunk came from the backing store once: RAM holds both files.
