@@ -191,15 +191,19 @@ int ChunkStore::read_pieces(index::NodeId node, uint64_t off, size_t size, Chunk
     reads_.fetch_add(1, std::memory_order_relaxed);
     const uint64_t cs = map_.chunk_size();
     const ChunkId first = map_.chunk_at(node, off), last = map_.chunk_at(node, off + size - 1);
-    // The chunks after the first are fetched at once, not one after another.
-    for (ChunkId c = first + 1; c <= last; ++c)
-        if (!ram_.contains(c)) pool_->prefetch(c, [this, c] { return ram_.contains(c); });
     size_t done = 0;
     while (done < size) {
         uint64_t at = off + done;
         int error = 0;
         cache::BlobRef b = chunk(map_.chunk_at(node, at), error);
         if (!b) return error < 0 ? error : -EIO;
+        // Once the first chunk came, the others are fetched at once, not one
+        // after another. Not before: the fetch threads are few, and a file
+        // whose reads hang would take one per chunk of every READ in flight
+        // and starve the other files (test_chunk_faults' hang case).
+        if (done == 0)
+            for (ChunkId c = first + 1; c <= last; ++c)
+                if (!ram_.contains(c)) pool_->prefetch(c, [this, c] { return ram_.contains(c); });
         uint64_t in_chunk = at % cs;
         // A tier hands back what it was given, the chunk's length; a shorter
         // blob would be a bug, answered as one rather than served.
