@@ -10,7 +10,8 @@
 - hang: reads of one large file never return, under --io-timeout 2: its
   read fails with EIO after about the timeout, the other large files are
   read meanwhile with the right bytes, and `clairfs umount` completes
-  with the read still hung;
+  with the read still hung; hang-two: the same with two files hung at
+  once (their READs in flight outnumber the chunk fetch threads);
 - corrupt: under --mem 4M (chunks above 256 KiB, RAM for 4 MiB of the
   9 MiB of them), the chunks' SSD cache file (faultfs as --cache-dir) returns
   flipped bytes: every read still returns the backing file's bytes (the
@@ -63,38 +64,52 @@ def case_eio(tmp, ff, expected):
         ff.rule()
 
 
-def case_hang(tmp, ff, expected):
-    mp = ml.make_dirs(tmp, "mnt-hang")[0]
-    ff.rule(f"hang /{BAD}")
+def case_hang(tmp, ff, expected, bad=(BAD,), name="hang"):
+    mp = ml.make_dirs(tmp, f"mnt-{name}")[0]
+    ff.rule(*(f"hang /{rel}" for rel in bad))
     try:
-        with ml.mounted(ff.mp, mp, *CHUNKED, "--io-timeout", "2"):
-            result = {}
+        with ml.mounted(ff.mp, mp, *CHUNKED, "--io-timeout", "2") as m:
+            results = {rel: {} for rel in bad}
 
-            def read_bad():
+            def read_bad(rel):
+                result = results[rel]
                 t = time.monotonic()
                 try:
-                    fl.sha1_of(os.path.join(mp, BAD))
+                    fl.sha1_of(os.path.join(mp, rel))
                     result["err"] = None
                 except OSError as e:
                     result["err"] = e.errno
                 result["s"] = time.monotonic() - t
 
-            th = threading.Thread(target=read_bad, daemon=True)
-            th.start()
+            threads = [threading.Thread(target=read_bad, args=(rel,), daemon=True)
+                       for rel in bad]
+            for th in threads:
+                th.start()
             time.sleep(0.3)
-            others = [rel for rel in expected if rel != BAD]
+            others = [rel for rel in expected if rel not in bad]
             failed, wrong = fl.read_and_compare(mp, expected, others)
-            ml.check(not failed and not wrong, f"hang: others failed {failed}, wrong {wrong}")
-            th.join(30)
-            ml.check("err" in result, "hang: the read of the hung file has not returned")
-            ml.check(result["err"] in (errno.EIO, errno.EAGAIN) and 1.5 <= result["s"] < 30,
-                     f"hang: the hung read ended with {result}")
-            ml.log(f"hang: hung read {result}, {len(others)} other files read meanwhile")
+            ml.check(not failed and not wrong, f"{name}: others failed {failed}, wrong {wrong}")
+            for th in threads:
+                th.join(30)
+            for rel, result in results.items():
+                ml.check("err" in result, f"{name}: the read of hung {rel} has not returned")
+                ml.check(result["err"] in (errno.EIO, errno.EAGAIN) and 1.5 <= result["s"] < 30,
+                         f"{name}: the hung read of {rel} ended with {result}")
+            ml.log(f"{name}: hung reads {results}, {len(others)} other files read meanwhile")
             r = ml.clairfs("umount", mp, timeout=60)
             ml.check(r.returncode == 0 and not ml.is_mounted(mp),
-                     f"hang: clairfs umount rc {r.returncode}: {r.stderr}")
+                     f"{name}: clairfs umount rc {r.returncode}: {r.stderr}")
+            # The daemon's threads in the hung read(2)s hold the process until
+            # they return (as in test_backing_hang): released, it ends.
+            ff.rule("clear")
+            ml.check(ml.wait_exit(m.pids, 30),
+                     f"{name}: daemon {m.pids} still running 30 s after its hung reads were released")
     finally:
         ff.rule()
+
+
+def case_hang_two(tmp, ff, expected):
+    case_hang(tmp, ff, expected, ("big/shard-1.bin", "big/shard-2.bin"), "hang-two")
 
 
 def case_corrupt(tmp, src, expected):
@@ -135,6 +150,7 @@ def test():
             return name, run
 
         ml.run_cases(backing_fault(case_eio, "eio"), backing_fault(case_hang, "hang"),
+                     backing_fault(case_hang_two, "hang-two"),
                      ("corrupt", lambda: case_corrupt(tmp, src, expected)))
 
 
