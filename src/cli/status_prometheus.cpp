@@ -165,6 +165,11 @@ std::string prometheus_text(const json& st, const std::string& mountpoint) {
                  "1 while the kernel's requests come over FUSE's io_uring rings, 0 over /dev/fuse.");
         w.series("clairfs_io_uring", "", t.get<std::string>() == "io_uring" ? 1 : 0);
     }
+    if (const json& kb = status_at(st, "readahead/kb"); kb.is_number()) {
+        w.family("clairfs_kernel_readahead_bytes", "gauge",
+                 "The kernel's readahead on the mount (--max-read where root could set it).");
+        w.series("clairfs_kernel_readahead_bytes", "", kb.get<double>() * 1024);
+    }
     if (const json& r = status_at(st, "requests"); r.is_object() && !r.empty()) {
         w.family("clairfs_fuse_requests_total", "counter", "FUSE requests served, by kind.");
         for (const auto& [kind, n] : r.items())

@@ -7,7 +7,8 @@ handshake can only lower; the daemon raises the mount's
 /sys/class/bdi/MAJOR:MINOR/read_ahead_kb to --max-read after mounting
 (kernel_readahead.hpp). Checked:
 - status `readahead` says what the kernel uses, the bdi file agrees, and
-  the human status has one `readahead:` line;
+  the human status has one `readahead:` line, Prometheus
+  clairfs_kernel_readahead_bytes;
 - a large file read in order arrives in READs that are larger than 128
   KiB: fewer READs than 128 KiB requests would take, never fewer than
   --max-read allows; every byte equals the backing file's;
@@ -50,6 +51,10 @@ def case_default(data, mp, files):
         human = [l for l in ml.clairfs("status", mp).stdout.splitlines()
                  if l.startswith("readahead:")]
         ml.check(human == ["readahead:   1024 KiB"], f"human status: {human}")
+        prom = [l for l in ml.clairfs("status", mp, "--prometheus").stdout.splitlines()
+                if l.startswith("clairfs_kernel_readahead_bytes")]
+        ml.check(len(prom) == 1 and float(prom[0].split()[-1]) == 1 << 20,
+                 f"Prometheus: {prom}")
         n = reads_for(mp, "a.bin", files["a.bin"], "1M")
         ml.log(f"--max-read 1M: {n} READs for {SIZE} bytes")
         ml.check(n >= SIZE // ml.MIB, f"{n} READs: fewer than 1 MiB requests allow")
