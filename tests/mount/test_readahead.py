@@ -14,7 +14,12 @@ handshake can only lower; the daemon raises the mount's
   --max-read allows; every byte equals the backing file's;
 - --max-read 256K sets 256 KiB, and the same read then takes at least a
   READ per 256 KiB.
-Runs as root (writing read_ahead_kb needs it); exit 77 only without FUSE."""
+- a mount made by a user (nobody) keeps 128 KiB, and status says that
+  raising it needs root; the bytes are the same.
+Runs as root (writing read_ahead_kb needs it; nobody's mount through
+setpriv); exit 77 only without FUSE."""
+import hashlib
+import json
 import os
 import random
 
@@ -71,8 +76,58 @@ def case_smaller(data, mp, files):
         ml.check(n >= SIZE // (256 * 1024), f"{n} READs: larger than --max-read 256K")
 
 
+READ_ALL = """
+import hashlib, os, sys
+h = hashlib.sha256()
+for rel in sys.argv[2:]:
+    with open(os.path.join(sys.argv[1], rel), "rb") as f:
+        h.update(f.read())
+print(h.hexdigest())
+"""
+
+
+def case_not_root(data, mp, files):
+    """A user's own mount keeps the kernel's 128 KiB and says why. A user
+    may mount where /dev/fuse is 0666, as Debian's udev rule makes it; this
+    machine's may be 0600: opened up for the case, then put back."""
+    mp = mp + "-nobody"
+    os.makedirs(mp)
+    os.chown(mp, 65534, 65534)
+    mode = os.stat("/dev/fuse").st_mode & 0o777
+    os.chmod("/dev/fuse", 0o666)
+    try:
+        not_root(data, mp, files)
+    finally:
+        os.chmod("/dev/fuse", mode)
+
+
+def not_root(data, mp, files):
+    r = ml.clairfs("mount", data, mp, "--mem", "64M", "--no-detect", prefix=ml.AS_NOBODY)
+    ml.check(r.returncode == 0, f"mount as nobody: exit {r.returncode}, {r.stderr!r}")
+    try:
+        r = ml.clairfs("status", mp, "--json", prefix=ml.AS_NOBODY)
+        ml.check(r.returncode == 0, f"status as nobody: {r.stderr!r}")
+        ra = json.loads(r.stdout)["readahead"]
+        ml.check(ra["kb"] == 128 and ra["asked_kb"] == 1024 and ra["reason"] ==
+                 "raising it needs root", f"as nobody: readahead {ra}")
+        human = [l for l in ml.clairfs("status", mp, prefix=ml.AS_NOBODY).stdout.splitlines()
+                 if l.startswith("readahead:")]
+        ml.check(human == ["readahead:   128 KiB (asked 1024 KiB: raising it needs root)"],
+                 f"as nobody, human status: {human}")
+        rels = sorted(files)
+        r = ml.run([*ml.AS_NOBODY, "/usr/bin/python3", "-c", READ_ALL, mp, *rels])
+        want = hashlib.sha256(b"".join(files[k] for k in rels)).hexdigest()
+        ml.check(r.returncode == 0 and r.stdout.strip() == want,
+                 f"as nobody: the bytes differ ({r.stderr.strip()})")
+        ml.log(f"as nobody: readahead {ra['kb']} KiB ({ra['reason']}), bytes equal")
+    finally:
+        ml.run([*ml.AS_NOBODY, "fusermount3", "-u", mp])
+        ml.wait_until(lambda: not ml.is_mounted(mp), 10)
+
+
 def run():
     with ml.temp_dir() as tmp:
+        os.chmod(tmp, 0o755)  # nobody must reach the data and the mount point
         data, mp = os.path.join(tmp, "data"), os.path.join(tmp, "mnt")
         os.makedirs(data)
         os.makedirs(mp)
@@ -83,7 +138,8 @@ def run():
             with open(os.path.join(data, name), "wb") as f:
                 f.write(files[name])
         ml.run_cases(("default", lambda: case_default(data, mp, files)),
-                     ("smaller", lambda: case_smaller(data, mp, files)))
+                     ("smaller", lambda: case_smaller(data, mp, files)),
+                     ("not_root", lambda: case_not_root(data, mp, files)))
 
 
 if __name__ == "__main__":
