@@ -227,7 +227,7 @@ ssize_t ChunkStore::gather(index::NodeId node, uint64_t off, size_t size, char* 
         cache::BlobRef b = get(map_.chunk_at(node, at), error);
         if (!b) return error;
         uint64_t in_chunk = at % cs;
-        if (b->size <= in_chunk) return -EIO; // as in read_one()
+        if (b->size <= in_chunk) return -EIO; // as in read_pieces()
         size_t n = static_cast<size_t>(std::min<uint64_t>(size - done, b->size - in_chunk));
         std::memcpy(out + done, b->bytes.get() + in_chunk, n);
         done += n;
