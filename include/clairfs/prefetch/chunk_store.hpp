@@ -133,10 +133,18 @@ private:
     FetchResult read_backing(ChunkId id);
     void admit(ChunkId id, const FetchResult& r);
     cache::BlobRef chunk(ChunkId id, int& error); // RAM, else a demand fetch; null and -errno
-    // Copies [off, off + size) of `node` out of the chunks get(id, error)
-    // hands out, in order: size, or the error of the first it does not.
+    // Walks [off, off + size) of `node` over the chunks get(id, error)
+    // hands out, in order, calling part(chunk, offset in it, length) for
+    // each: 0, or the error of the first it does not hand out (-EIO if it
+    // gave none).
+    template <class Get, class Part>
+    int walk(index::NodeId node, uint64_t off, size_t size, Get&& get, Part&& part);
+    // The same, copied into `out`: size, or that error.
     template <class Get>
     ssize_t gather(index::NodeId node, uint64_t off, size_t size, char* out, Get&& get);
+    // Queues the chunks from..to that RAM lacks, fetched at once rather than
+    // one after another.
+    void fetch_at_once(ChunkId from, ChunkId to);
     void touch(ChunkId id);           // most recently used now
     void read_done(ChunkId first, ChunkId last, uint64_t off, size_t size); // read-ahead, drop-behind
     void read_ahead(ChunkId from); // the window after `from`, as far as the budget allows

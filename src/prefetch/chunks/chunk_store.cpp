@@ -189,60 +189,66 @@ int ChunkStore::read_pieces(index::NodeId node, uint64_t off, size_t size, Chunk
     out.parts.clear();
     if (!pool_) return -EIO;
     reads_.fetch_add(1, std::memory_order_relaxed);
-    const uint64_t cs = map_.chunk_size();
     const ChunkId first = map_.chunk_at(node, off), last = map_.chunk_at(node, off + size - 1);
-    size_t done = 0;
-    while (done < size) {
-        uint64_t at = off + done;
-        int error = 0;
-        cache::BlobRef b = chunk(map_.chunk_at(node, at), error);
-        if (!b) return error < 0 ? error : -EIO;
-        // Once the first chunk came, the others are fetched at once, not one
-        // after another. Not before: the fetch threads are few, and a file
-        // whose reads hang would take one per chunk of every READ in flight
-        // and starve the other files (test_chunk_faults' hang case).
-        if (done == 0)
-            for (ChunkId c = first + 1; c <= last; ++c)
-                if (!ram_.contains(c)) pool_->prefetch(c, [this, c] { return ram_.contains(c); });
-        uint64_t in_chunk = at % cs;
-        // A tier hands back what it was given, the chunk's length; a shorter
-        // blob would be a bug, answered as one rather than served.
-        if (b->size <= in_chunk) return -EIO;
-        size_t n = static_cast<size_t>(std::min<uint64_t>(size - done, b->size - in_chunk));
-        out.parts.push_back({b->bytes.get() + in_chunk, n});
+    auto get = [&](ChunkId id, int& error) {
+        cache::BlobRef b = chunk(id, error);
+        // Once the first chunk came, the others are fetched at once. Not
+        // before: the fetch threads are few, and a file whose reads hang
+        // would take one per chunk of every READ in flight and starve the
+        // other files (test_chunk_faults' hang case).
+        if (b && id == first) fetch_at_once(first + 1, last);
+        return b;
+    };
+    auto part = [&](cache::BlobRef b, uint64_t at, size_t n) {
+        out.parts.push_back({b->bytes.get() + at, n});
         out.held.push_back(std::move(b));
-        done += n;
-    }
+    };
+    if (int rc = walk(node, off, size, get, part); rc < 0) return rc;
     read_done(first, last, off, size);
     return 0;
 }
 
-template <class Get>
-ssize_t ChunkStore::gather(index::NodeId node, uint64_t off, size_t size, char* out, Get&& get) {
+template <class Get, class Part>
+int ChunkStore::walk(index::NodeId node, uint64_t off, size_t size, Get&& get, Part&& part) {
     const uint64_t cs = map_.chunk_size();
     size_t done = 0;
     while (done < size) {
         uint64_t at = off + done;
         int error = 0;
         cache::BlobRef b = get(map_.chunk_at(node, at), error);
-        if (!b) return error;
+        if (!b) return error < 0 ? error : -EIO; // no chunk is never a short success
         uint64_t in_chunk = at % cs;
-        if (b->size <= in_chunk) return -EIO; // as in read_pieces()
+        // A tier hands back what it was given, the chunk's length; a shorter
+        // blob would be a bug, answered as one rather than served.
+        if (b->size <= in_chunk) return -EIO;
         size_t n = static_cast<size_t>(std::min<uint64_t>(size - done, b->size - in_chunk));
-        std::memcpy(out + done, b->bytes.get() + in_chunk, n);
+        part(std::move(b), in_chunk, n);
         done += n;
     }
+    return 0;
+}
+
+template <class Get>
+ssize_t ChunkStore::gather(index::NodeId node, uint64_t off, size_t size, char* out, Get&& get) {
+    auto copy_part = [&out](cache::BlobRef b, uint64_t at, size_t n) {
+        std::memcpy(out, b->bytes.get() + at, n);
+        out += n;
+    };
+    if (int rc = walk(node, off, size, get, copy_part); rc < 0) return rc;
     return static_cast<ssize_t>(size);
+}
+
+void ChunkStore::fetch_at_once(ChunkId from, ChunkId to) {
+    for (ChunkId c = from; c <= to; ++c)
+        if (!ram_.contains(c)) pool_->prefetch(c, [this, c] { return ram_.contains(c); });
 }
 
 ssize_t ChunkStore::copy(index::NodeId node, uint64_t off, size_t size, char* out) {
     if (!pool_) return -EIO;
     const ChunkId first = map_.chunk_at(node, off), last = map_.chunk_at(node, off + size - 1);
     // A range spanning several chunks (a chunk size below --max-read, a
-    // sample pushed whole) has them all fetched at once, not one after
-    // another.
-    for (ChunkId c = first + 1; c <= last; ++c)
-        if (!ram_.contains(c)) pool_->prefetch(c, [this, c] { return ram_.contains(c); });
+    // sample pushed whole) has them all fetched at once.
+    fetch_at_once(first + 1, last);
     return gather(node, off, size, out, [this](ChunkId id, int& error) { return chunk(id, error); });
 }
 
