@@ -40,11 +40,12 @@ int write_number(const std::string& path, uint64_t v) {
     return n == static_cast<ssize_t>(text.size()) ? 0 : -EIO;
 }
 
-} // namespace
-
-std::string readahead_path(const std::string& device, const std::string& sysfs) {
-    return sysfs + "/class/bdi/" + device + "/read_ahead_kb";
+// The bdi file of a mount's device: "0:40" -> /sys/class/bdi/0:40/read_ahead_kb.
+std::string readahead_path(const std::string& device) {
+    return "/sys/class/bdi/" + device + "/read_ahead_kb";
 }
+
+} // namespace
 
 void KernelReadahead::set(const std::string& abs_mountpoint, uint64_t bytes) {
     uint64_t asked = bytes / 1024;

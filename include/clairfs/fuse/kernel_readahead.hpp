@@ -35,8 +35,4 @@ private:
     std::string why_not_;
 };
 
-// The bdi file's path for a mount's device, e.g. "0:40" ->
-// "/sys/class/bdi/0:40/read_ahead_kb" (a parameter for tests).
-std::string readahead_path(const std::string& device, const std::string& sysfs = "/sys");
-
 } // namespace clairfs::fuse
