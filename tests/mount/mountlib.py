@@ -596,6 +596,47 @@ def read_all(mp, backing):
     return n
 
 
+# ---------------------------------------------------------------- as a user
+
+
+@contextlib.contextmanager
+def fuse_open_to_users():
+    """/dev/fuse at 0666 for a user's mount, as Debian's udev rule makes it
+    (this machine's may be 0600); put back as it was after."""
+    mode = os.stat("/dev/fuse").st_mode & 0o777
+    os.chmod("/dev/fuse", 0o666)
+    try:
+        yield
+    finally:
+        os.chmod("/dev/fuse", mode)
+
+
+_DIGEST_FILES = """
+import hashlib, os, sys
+h = hashlib.sha256()
+for rel in sys.argv[2:]:
+    with open(os.path.join(sys.argv[1], rel), "rb") as f:
+        h.update(f.read())
+print(h.hexdigest())
+"""
+
+
+def check_read_as(prefix, mp, expected, what):
+    """Reads every file of `expected` ({relative path: bytes}) through the
+    mount in a python3 run under `prefix` (AS_NOBODY), checking the bytes."""
+    rels = sorted(expected)
+    r = run([*prefix, "/usr/bin/python3", "-c", _DIGEST_FILES, mp, *rels])
+    want = hashlib.sha256(b"".join(expected[k] for k in rels)).hexdigest()
+    check(r.returncode == 0 and r.stdout.strip() == want,
+          f"{what}: the bytes differ ({r.stderr.strip()})")
+
+
+def unmount_as(prefix, mp):
+    """fusermount3 -u under `prefix`, and waits for the mount to go."""
+    run([*prefix, "fusermount3", "-u", mp])
+    wait_until(lambda: not is_mounted(mp), 10)
+
+
 def drop_caches(what):
     """echo WHAT > /proc/sys/vm/drop_caches (root): 1 the page cache, 2
     dentries and inodes, 3 both."""

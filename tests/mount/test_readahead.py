@@ -18,7 +18,6 @@ handshake can only lower; the daemon raises the mount's
   raising it needs root; the bytes are the same.
 Runs as root (writing read_ahead_kb needs it; nobody's mount through
 setpriv); exit 77 only without FUSE."""
-import hashlib
 import json
 import os
 import random
@@ -76,16 +75,6 @@ def case_smaller(data, mp, files):
         ml.check(n >= SIZE // (256 * 1024), f"{n} READs: larger than --max-read 256K")
 
 
-READ_ALL = """
-import hashlib, os, sys
-h = hashlib.sha256()
-for rel in sys.argv[2:]:
-    with open(os.path.join(sys.argv[1], rel), "rb") as f:
-        h.update(f.read())
-print(h.hexdigest())
-"""
-
-
 def case_not_root(data, mp, files):
     """A user's own mount keeps the kernel's 128 KiB and says why. A user
     may mount where /dev/fuse is 0666, as Debian's udev rule makes it; this
@@ -93,12 +82,8 @@ def case_not_root(data, mp, files):
     mp = mp + "-nobody"
     os.makedirs(mp)
     os.chown(mp, 65534, 65534)
-    mode = os.stat("/dev/fuse").st_mode & 0o777
-    os.chmod("/dev/fuse", 0o666)
-    try:
+    with ml.fuse_open_to_users():
         not_root(data, mp, files)
-    finally:
-        os.chmod("/dev/fuse", mode)
 
 
 def not_root(data, mp, files):
@@ -114,15 +99,10 @@ def not_root(data, mp, files):
                  if l.startswith("readahead:")]
         ml.check(human == ["readahead:   128 KiB (asked 1024 KiB: raising it needs root)"],
                  f"as nobody, human status: {human}")
-        rels = sorted(files)
-        r = ml.run([*ml.AS_NOBODY, "/usr/bin/python3", "-c", READ_ALL, mp, *rels])
-        want = hashlib.sha256(b"".join(files[k] for k in rels)).hexdigest()
-        ml.check(r.returncode == 0 and r.stdout.strip() == want,
-                 f"as nobody: the bytes differ ({r.stderr.strip()})")
+        ml.check_read_as(ml.AS_NOBODY, mp, files, "as nobody")
         ml.log(f"as nobody: readahead {ra['kb']} KiB ({ra['reason']}), bytes equal")
     finally:
-        ml.run([*ml.AS_NOBODY, "fusermount3", "-u", mp])
-        ml.wait_until(lambda: not ml.is_mounted(mp), 10)
+        ml.unmount_as(ml.AS_NOBODY, mp)
 
 
 def run():
