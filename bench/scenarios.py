@@ -251,9 +251,20 @@ def drop_caches():
         f.write("3")
 
 
-def mounted(path):
+def mount_fields(path):
+    """The fields of mountinfo's newest line for a mount at PATH, or None
+    (read without touching the mount, which may not answer yet)."""
+    found = None
     with open("/proc/self/mountinfo") as f:
-        return any(line.split()[4] == path for line in f)
+        for line in f:
+            fields = line.split()
+            if fields[4].replace("\\040", " ") == path:
+                found = fields
+    return found
+
+
+def mounted(path):
+    return mount_fields(path) is not None
 
 
 def wait_mounted(path, proc=None, timeout=60):
@@ -302,16 +313,10 @@ def set_mount_readahead(mnt, kb):
     """Writes KB to the mount's /sys/class/bdi/MAJOR:MINOR/read_ahead_kb
     (found in mountinfo: a stat of the mount would ask its daemon) and
     returns what the kernel then reports."""
-    real = os.path.realpath(mnt)
-    dev = None
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            fields = line.split()
-            if fields[4].replace("\\040", " ") == real:
-                dev = fields[2]
-    if dev is None:
+    fields = mount_fields(os.path.realpath(mnt))
+    if fields is None:
         raise RuntimeError(f"{mnt} is not in /proc/self/mountinfo")
-    path = f"/sys/class/bdi/{dev}/read_ahead_kb"
+    path = f"/sys/class/bdi/{fields[2]}/read_ahead_kb"
     with open(path, "w") as f:
         f.write(f"{kb}\n")
     with open(path) as f:
