@@ -23,14 +23,14 @@
 
 #include <atomic>
 #include <chrono>
-#include <sys/uio.h>
-#include <vector>
 #include <functional>
 #include <list>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json_fwd.hpp>
 #include <unordered_map>
+#include <sys/uio.h>
+#include <vector>
 
 namespace clairfs::prefetch {
 
@@ -80,19 +80,18 @@ public:
 
     const ChunkMap& map() const { return map_; }
     bool covers(index::NodeId node) const { return map_.covers(node); }
-    // Copies bytes [off, off + size) of a covered file, all within it, into
-    // `out`: size on success, else -errno (-EIO after --io-timeout, -ESTALE
-    // for a file changed since the scan). On a FUSE thread.
-    ssize_t read(index::NodeId node, uint64_t off, size_t size, char* out);
-    // The same, fetching what RAM lacks, but not a READ: not counted as one
-    // and no sign of a sequential reader (RangeJobs::push_rest).
-    ssize_t copy(index::NodeId node, uint64_t off, size_t size, char* out);
-    // The same for a READ, without the copy: where its bytes lie, in order,
-    // as parts of the chunks they are in, which `out` holds while the
-    // caller replies with them (fuse_reply_iov). A readahead READ of
-    // --max-read bytes seldom starts at a chunk's start, so most of them
-    // span two chunks. 0, else -errno as read().
+    // A READ of bytes [off, off + size) of a covered file, all within it,
+    // without a copy: where its bytes lie, in order, as parts of the chunks
+    // they are in, which `out` holds while the caller replies with them
+    // (fuse_reply_iov). A readahead READ of --max-read bytes seldom starts
+    // at a chunk's start, so most of them span two chunks. 0, else -errno
+    // (-EIO after --io-timeout, -ESTALE for a file changed since the scan).
+    // On a FUSE thread.
     int read_pieces(index::NodeId node, uint64_t off, size_t size, ChunkPieces& out);
+    // The same bytes copied into `out`, fetching what RAM lacks, but not a
+    // READ: not counted as one and no sign of a sequential reader
+    // (RangeJobs::push_rest). size, else -errno.
+    ssize_t copy(index::NodeId node, uint64_t off, size_t size, char* out);
     // Fetches chunk `id` into RAM ahead of a READ the scheduler predicts (a
     // ranges job's next samples). Not marked unread as read-ahead is: a
     // predicted sample may be served from the page cache with no READ,

@@ -174,16 +174,6 @@ cache::BlobRef ChunkStore::chunk(ChunkId id, int& error) {
     return std::move(r.blob);
 }
 
-ssize_t ChunkStore::read(index::NodeId node, uint64_t off, size_t size, char* out) {
-    ChunkPieces pieces;
-    if (int rc = read_pieces(node, off, size, pieces); rc < 0) return rc;
-    for (const iovec& part : pieces.parts) {
-        std::memcpy(out, part.iov_base, part.iov_len);
-        out += part.iov_len;
-    }
-    return static_cast<ssize_t>(size);
-}
-
 int ChunkStore::read_pieces(index::NodeId node, uint64_t off, size_t size, ChunkPieces& out) {
     out.held.clear();
     out.parts.clear();

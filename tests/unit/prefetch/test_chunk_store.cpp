@@ -7,6 +7,7 @@
 // another's chunks unread (nor refused by fetch threads admitting at once),
 // and ESTALE (nothing served) for a file changed since the scan.
 #include "clairfs/prefetch/chunk_store.hpp"
+#include "chunk_reads.hpp"
 #include "disk_tree.hpp"
 
 #include <atomic>
@@ -81,7 +82,7 @@ struct Store {
     }
     std::string read(const std::string& rel, uint64_t off, size_t size) {
         std::string out(size, '\0');
-        ssize_t got = store.read(id_of(idx, rel), off, size, out.data());
+        ssize_t got = test::read_chunks(store, id_of(idx, rel), off, size, out.data());
         REQUIRE(got == static_cast<ssize_t>(size));
         return out;
     }
@@ -208,7 +209,7 @@ TEST_CASE("chunk store: a file changed since the scan is refused with ESTALE") {
     Store s(d, 100'000, 64 << 10, 8 << 20);
     d.put("f", (1 << 20) + 10, 10); // another size, another mtime
     std::string out(4096, '\0');
-    CHECK(s.store.read(id_of(s.idx, "f"), 0, 4096, out.data()) == -ESTALE);
+    CHECK(test::read_chunks(s.store, id_of(s.idx, "f"), 0, 4096, out.data()) == -ESTALE);
     CHECK(s.status()["fetch_errors"].get<uint64_t>() >= 1);
     CHECK(s.backing.stats().stale >= 1);
 }
@@ -251,7 +252,7 @@ TEST_CASE("chunk store: fetch threads admitting at once never refuse a chunk rea
                 index::NodeId id = id_of(s.idx, rel);
                 std::string out(32 << 10, '\0');
                 for (uint64_t off = 0; off < (1 << 20); off += 32 << 10)
-                    if (s.store.read(id, off, out.size(), out.data()) !=
+                    if (test::read_chunks(s.store, id, off, out.size(), out.data()) !=
                             static_cast<ssize_t>(out.size()) ||
                         out != d.bytes[rel].substr(off, out.size()))
                         ++wrong;

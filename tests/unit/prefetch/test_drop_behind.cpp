@@ -7,6 +7,7 @@
 // drop thread's stop, bounded when a drop hangs.
 #include "clairfs/prefetch/chunk_store.hpp"
 #include "clairfs/prefetch/engine.hpp"
+#include "chunk_reads.hpp"
 #include "dataset.hpp"
 #include "prefetch/chunks/drop_behind.hpp"
 
@@ -65,7 +66,7 @@ struct DropBehindMount {
     void stream() {
         std::string out(64 << 10, '\0');
         for (uint64_t off = 0; off < (2 << 20); off += out.size())
-            REQUIRE(engine->chunks()->read(shard, off, out.size(), out.data()) ==
+            REQUIRE(test::read_chunks(*engine->chunks(), shard, off, out.size(), out.data()) ==
                     static_cast<ssize_t>(out.size()));
     }
     // The drops made once the drop thread has had its turn: `want` of them
