@@ -83,6 +83,12 @@ Scenarios:
                         SSD tier's files read through the daemon, promoted
                         into the RAM tier ahead of the job (the path before
                         issue 44), to set beside the kernel reading them.
+  clairfs-ssd-registered-check-once
+                        clairfs-ssd-registered with --ssd-check once: an
+                        SSD entry checked once in the mount (its write) is
+                        the kernel's at every open, read ahead into the page
+                        cache before it, instead of checked again each
+                        epoch where its pages did not stay.
   clairfs-ssd-registered-ra-128k
                         clairfs-ssd-registered with the mount's kernel
                         readahead put back to the kernel's 128 KiB right
@@ -222,7 +228,7 @@ ALL = ["local-warm", "local-budget", "direct", "copy-first", "rclone",
        "clairfs-registered-wrong-seed",
        "clairfs-ssd-registered-blksize-1m", "clairfs-registered-dev-fuse",
        "clairfs-ssd-registered-dev-fuse", "clairfs-ssd-registered-no-passthrough",
-       "clairfs-ssd-registered-ra-128k"]
+       "clairfs-ssd-registered-ra-128k", "clairfs-ssd-registered-check-once"]
 NEEDS_VAL = ("clairfs-registered-train", "clairfs-registered-trainval")
 FRAMEWORKS = ("torch", "keras", "tfrecord", "lmdb")
 # The jobs run by the frameworks interpreter, and the modules each needs.
@@ -749,7 +755,8 @@ class Bench:
 
     def sc_clairfs(self, r, register=None, ssd=False, stage=False, push=False, detect=False,
                    handover=False, open_push=True, one_copy=True, opens=None, drop_behind=True,
-                   blksize=None, io_uring=None, passthrough=True, readahead_kb=None):
+                   blksize=None, io_uring=None, passthrough=True, readahead_kb=None,
+                   ssd_check=None):
         """register: None (no registration), "job" (the job as configured:
         its train loader on a train/val dataset), "wrong" (the same with
         another seed), "trainval" (a loaders
@@ -783,6 +790,8 @@ class Bench:
             cmd += ["--io-uring", io_uring]
         if not passthrough:
             cmd += ["--no-passthrough"]
+        if ssd_check:
+            cmd += ["--ssd-check", ssd_check]
         if not register and not detect and self.has_option("--no-detect"):
             cmd += ["--no-detect"]
         regs = self.registrations(register) if register else []
@@ -1132,6 +1141,8 @@ class Bench:
                   lambda r: self.sc_clairfs(r, "job", ssd=True, passthrough=False),
               "clairfs-ssd-registered-ra-128k":
                   lambda r: self.sc_clairfs(r, "job", ssd=True, readahead_kb=128),
+              "clairfs-ssd-registered-check-once":
+                  lambda r: self.sc_clairfs(r, "job", ssd=True, ssd_check="once"),
               }[sc]
         try:
             r.update(fn(r))

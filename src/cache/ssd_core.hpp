@@ -26,11 +26,21 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <sys/stat.h>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
 namespace clairfs::cache {
+
+// What tells a changed entry file from the one checked: any write to it
+// moves its change time, a replacement has another inode.
+struct FileStamp {
+    uint64_t ino = 0;
+    int64_t ctime_ns = 0;
+    bool operator==(const FileStamp&) const = default;
+};
+FileStamp stamp_of(const struct stat& st);
 
 struct SsdEntry {
     uint64_t offset = 0; // in the cache file; the extent is aligned(size) long
@@ -41,8 +51,14 @@ struct SsdEntry {
     // left it since: only then is it handed to the kernel (open_for_kernel),
     // which reads those pages without the checksum. A read from the device
     // (O_DIRECT) checks the bytes it returns, not the pages the kernel would
-    // read, so it does not set this.
+    // read, so it does not set this. With check_once any intact read sets
+    // it, and so does the write: the device is trusted as a local copy is,
+    // once it has had the bytes.
     bool verified = false;
+    // The entry file as it was when verified was set (check_once): one
+    // changed since (written, replaced) is not handed to the kernel again
+    // before the daemon has read and checked it anew.
+    FileStamp stamp;
 };
 
 // The entry file's name in <stem>.cache.d: its extent's block number in hex.
@@ -67,6 +83,7 @@ struct SsdTier::Core {
     int lock_fd = -1; // the reserve's descriptor; holds the flock
     bool reserve_existed = false; // before this mount
     bool direct = false;
+    bool check_once = false; // SsdOptions::check_once
     // Whether the reserve shrinks and grows with the entries (holes are
     // punched); false where the file system cannot punch holes: then no
     // space is held beyond the entries themselves.
@@ -106,21 +123,30 @@ struct SsdTier::Core {
     // ssd_read.cpp / ssd_write.cpp. `warm`: read through the page cache.
     BlobRef read(index::NodeId id, bool count, bool warm = false);
     int open_for_kernel(index::NodeId id);
+    // The entry's file opened (buffered, read-only) while the entry is
+    // pinned, `use` called with it and the entry, and the file closed:
+    // use's result, -ENOENT where the entry is not held (or is empty),
+    // -EAGAIN where `verified_only` and it is not verified.
+    int with_entry_file(index::NodeId id, bool verified_only,
+                        const std::function<int(int fd, const SsdEntry& e)>& use);
     // read()'s steps: the entry pinned under mu (false: a miss), its bytes
     // read without mu (0 or -errno), the read counted and the entry unpinned
     // (and dropped if the read failed: true and the drop's seq), and the
     // failure told.
     bool pin_entry(index::NodeId id, bool count, SsdEntry& e);
-    int read_entry(const SsdEntry& e, std::shared_ptr<Blob>& blob, bool warm);
+    int read_entry(const SsdEntry& e, std::shared_ptr<Blob>& blob, bool warm, FileStamp& stamp);
     // The entry's pages left the page cache (dropped, or found gone at an
     // open): the kernel's next read of it would come from the device
     // unchecked, so it is not the kernel's until read and checked again.
     void unverify(index::NodeId id, const SsdEntry& e);
     bool settle_read(index::NodeId id, const SsdEntry& e, bool count, bool intact, bool paged,
-                     int rv, uint64_t& seq);
+                     const FileStamp& stamp, int rv, uint64_t& seq);
+    // Under mu: the entry `it` verified, as its file is now.
+    void mark_verified(index::NodeId id, SsdEntry& e, const FileStamp& stamp);
     void read_failed(index::NodeId id, const SsdEntry& e, int rv, bool dropped, uint64_t seq);
     bool write(index::NodeId id, const BlobRef& blob);
-    int store_entry(const SsdEntry& e, const Blob& blob);
+    // Sets e.stamp: the file as written.
+    int store_entry(SsdEntry& e, const Blob& blob);
     // write()'s steps under mu: an extent reserved for `id` (or it is held
     // or being written already, or there is no room), and after the write
     // the entry published (true) or its extent given back.

@@ -68,10 +68,11 @@ BlobRef SsdTier::Core::read(index::NodeId id, bool count, bool warm) {
     SsdEntry e;
     if (!pin_entry(id, count, e)) return nullptr;
     std::shared_ptr<Blob> blob;
-    int rv = read_entry(e, blob, warm);
+    FileStamp stamp;
+    int rv = read_entry(e, blob, warm, stamp);
     bool intact = rv == 0 && XXH3_64bits(blob->bytes.get(), e.size) == e.checksum;
     uint64_t seq = 0;
-    bool dropped = settle_read(id, e, count, intact, warm || !direct, rv, seq);
+    bool dropped = settle_read(id, e, count, intact, warm || !direct, stamp, rv, seq);
     if (intact) return blob;
     read_failed(id, e, rv, dropped, seq);
     if (dropped) retire(id, e);
@@ -92,7 +93,8 @@ bool SsdTier::Core::pin_entry(index::NodeId id, bool count, SsdEntry& e) {
 
 // 0, or -errno: -ENOENT where the file is gone (evicted meanwhile, or
 // removed by hand), -EBADMSG where it is not the entry's size.
-int SsdTier::Core::read_entry(const SsdEntry& e, std::shared_ptr<Blob>& blob, bool warm) {
+int SsdTier::Core::read_entry(const SsdEntry& e, std::shared_ptr<Blob>& blob, bool warm,
+                              FileStamp& stamp) {
     try {
         blob = Blob::make(e.size);
     } catch (const std::bad_alloc&) {
@@ -109,15 +111,30 @@ int SsdTier::Core::read_entry(const SsdEntry& e, std::shared_ptr<Blob>& blob, bo
         sys::close(fd);
         return -EBADMSG;
     }
+    stamp = stamp_of(st);
     return device_for(fd, warm)->read(blob->bytes.get(), ExtentAllocator::aligned(e.size), 0);
+}
+
+FileStamp stamp_of(const struct stat& st) {
+    return {static_cast<uint64_t>(st.st_ino),
+            static_cast<int64_t>(st.st_ctim.tv_sec) * 1'000'000'000 + st.st_ctim.tv_nsec};
+}
+
+void SsdTier::Core::mark_verified(index::NodeId id, SsdEntry& e, const FileStamp& stamp) {
+    e.stamp = stamp;
+    if (e.verified) return;
+    e.verified = true;
+    ++verified_entries;
+    set_resident(id, true, true);
 }
 
 // A failed or corrupt read drops the entry, unless it was already evicted
 // and put again (another seq) while this read ran. An intact one through
 // the page cache (`paged`) marks it verified: the kernel may read those
-// pages itself while they stay.
+// pages itself while they stay. With check_once any intact read does: the
+// device's bytes were checked, and are trusted from then on.
 bool SsdTier::Core::settle_read(index::NodeId id, const SsdEntry& e, bool count, bool intact,
-                                bool paged, int rv, uint64_t& seq) {
+                                bool paged, const FileStamp& stamp, int rv, uint64_t& seq) {
     SsdEntry dropped;
     bool drop = false;
     std::lock_guard lk(mu);
@@ -128,11 +145,7 @@ bool SsdTier::Core::settle_read(index::NodeId id, const SsdEntry& e, bool count,
     if (intact) {
         ++counters.reads;
         counters.bytes_read += e.size;
-        if (current && paged && !it->second.verified) {
-            it->second.verified = true;
-            ++verified_entries;
-            set_resident(id, true, true);
-        }
+        if (current && (paged || check_once) && e.size > 0) mark_verified(id, it->second, stamp);
     } else if (rv != -ENOMEM && current) {
         drop = remove_locked(id, dropped);
         if (drop) seq = next_seq++;
@@ -184,15 +197,23 @@ int SsdTier::Core::open_for_kernel(index::NodeId id) {
     int fd = sys::neg_errno(
         ::openat(entries_fd, entry_name(e.offset).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
     struct stat st;
+    bool changed = false;
     if (fd >= 0 && (sys::fstat(fd, &st) < 0 || static_cast<uint64_t>(st.st_size) != e.size)) {
         sys::close(fd);
         fd = -EBADMSG;
+    } else if (fd >= 0 && check_once && stamp_of(st) != e.stamp) {
+        // Written to or replaced since its check (by hand: the tier never
+        // rewrites a file): the daemon reads and checks it again first.
+        sys::close(fd);
+        fd = -EAGAIN;
+        changed = true;
     }
     // The checked pages must all still be there: one that left (reclaim,
     // drop_caches) the kernel would read again from the device, and the
     // device's bytes are checked only by the daemon's reads. Pages evicted
-    // during the open itself are beyond this check (see clairfs(8)).
-    if (fd >= 0 && sys::all_pages_cached(fd, e.size) != 1) {
+    // during the open itself are beyond this check (see clairfs(8)). Not
+    // with check_once, which trusts the device once it has been checked.
+    if (fd >= 0 && !check_once && sys::all_pages_cached(fd, e.size) != 1) {
         sys::close(fd);
         fd = -ENODATA;
     }
@@ -200,10 +221,33 @@ int SsdTier::Core::open_for_kernel(index::NodeId id) {
         std::lock_guard lk(mu);
         unpin(e);
     }
-    if (fd == -ENODATA) unverify(id, e);
+    if (fd == -ENODATA || changed) unverify(id, e);
     // A file changed behind the tier's back since it was verified: the
     // daemon's next read of it drops it.
     return fd == -EBADMSG ? -EAGAIN : fd;
+}
+
+int SsdTier::Core::with_entry_file(index::NodeId id, bool verified_only,
+                                   const std::function<int(int fd, const SsdEntry& e)>& use) {
+    SsdEntry e;
+    {
+        std::lock_guard lk(mu);
+        auto it = enabled.load() ? files.find(id) : files.end();
+        if (it == files.end() || it->second.size == 0) return -ENOENT;
+        if (verified_only && !it->second.verified) return -EAGAIN;
+        e = it->second;
+        pin(e); // its name is not another entry's meanwhile
+    }
+    int fd = sys::neg_errno(
+        ::openat(entries_fd, entry_name(e.offset).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+    int rv = fd;
+    if (fd >= 0) {
+        rv = use(fd, e);
+        sys::close(fd);
+    }
+    std::lock_guard lk(mu);
+    unpin(e);
+    return rv;
 }
 
 BlobRef SsdTier::get(index::NodeId id) {
@@ -236,28 +280,25 @@ int SsdTier::open_for_kernel(index::NodeId id) {
 }
 
 int SsdTier::drop_pages(index::NodeId id) {
-    SsdEntry e;
-    {
-        std::lock_guard lk(core_->mu);
-        auto it = core_->enabled.load() ? core_->files.find(id) : core_->files.end();
-        if (it == core_->files.end() || it->second.size == 0) return -ENOENT;
-        e = it->second;
-        core_->pin(e); // its name is not another entry's meanwhile
-    }
-    int fd = sys::neg_errno(::openat(core_->entries_fd, entry_name(e.offset).c_str(),
-                                     O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
-    int rv = fd;
-    if (fd >= 0) {
-        rv = -::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-        sys::close(fd);
-    }
-    {
-        std::lock_guard lk(core_->mu);
-        core_->unpin(e);
-    }
-    // Its next use reads and checks it again (a prefetch's warm).
-    core_->unverify(id, e);
+    SsdEntry dropped;
+    int rv = core_->with_entry_file(id, false, [&](int fd, const SsdEntry& e) {
+        dropped = e;
+        return -::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    });
+    // Its next use reads and checks it again (a prefetch's warm), unless
+    // the device is trusted once checked.
+    if (rv != -ENOENT && !core_->check_once) core_->unverify(id, dropped);
     return rv;
+}
+
+int SsdTier::read_ahead(index::NodeId id) {
+    return core_->with_entry_file(id, true, [](int fd, const SsdEntry& e) {
+        return -::posix_fadvise(fd, 0, static_cast<off_t>(e.size), POSIX_FADV_WILLNEED);
+    });
+}
+
+bool SsdTier::checks_once() const {
+    return core_->check_once;
 }
 
 void SsdTier::set_drop_listener(std::function<void(index::NodeId)> listener) {

@@ -134,7 +134,7 @@ uint64_t SsdTier::Core::check_entry_files(JournalEntries& keep) {
 std::vector<JournalRecord> SsdTier::Core::adopt(JournalEntries& keep) {
     std::vector<JournalRecord> records;
     for (auto& [id, r] : keep) {
-        files.emplace(id, SsdEntry{r.offset, r.size, r.checksum, r.seq});
+        files.emplace(id, SsdEntry{r.offset, r.size, r.checksum, r.seq, false, {}});
         set_resident(id, true);
         stats.bytes += r.size;
         records.push_back(std::move(r));

@@ -10,6 +10,7 @@
 
 #include <cstring>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <new>
 #include <xxhash.h>
@@ -58,7 +59,7 @@ bool SsdTier::Core::write(index::NodeId id, const BlobRef& blob) {
     case Reservation::held: return true;
     case Reservation::made: break;
     }
-    SsdEntry e{offset, blob->size, XXH3_64bits(blob->bytes.get(), blob->size), 0};
+    SsdEntry e{offset, blob->size, XXH3_64bits(blob->bytes.get(), blob->size), 0, false, {}};
     int rv = e.size > 0 ? store_entry(e, *blob) : 0;
     if (publish(id, rv, e)) {
         if (!journal.failed()) {
@@ -76,7 +77,7 @@ bool SsdTier::Core::write(index::NodeId id, const BlobRef& blob) {
 // The file is written whole blocks at a time (O_DIRECT) and then cut to
 // the entry's size, which is what the kernel reads to when it reads it
 // itself. A failed write leaves no file and gives the blocks back.
-int SsdTier::Core::store_entry(const SsdEntry& e, const Blob& blob) {
+int SsdTier::Core::store_entry(SsdEntry& e, const Blob& blob) {
     take_reserve(e.offset, e.size);
     const std::string name = entry_name(e.offset);
     int flags = O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC | (direct ? O_DIRECT : 0);
@@ -88,6 +89,9 @@ int SsdTier::Core::store_entry(const SsdEntry& e, const Blob& blob) {
         if (cut < 0) sys::close(fd);
         rv = cut < 0 ? cut : write_blob(*device_for(fd, false), blob, 0);
         if (rv == 0) rv = sys::neg_errno(::ftruncate(cut, static_cast<off_t>(e.size)));
+        struct stat st;
+        if (rv == 0) rv = sys::fstat(cut, &st);
+        if (rv == 0) e.stamp = stamp_of(st);
         if (cut >= 0) sys::close(cut);
     }
     if (rv < 0) {
@@ -117,8 +121,11 @@ bool SsdTier::Core::publish(index::NodeId id, int rv, SsdEntry& e) {
     writing.erase(id);
     if (rv == 0 && enabled.load()) {
         e.seq = next_seq++;
-        files.emplace(id, e);
+        auto [it, added] = files.emplace(id, e);
         set_resident(id, true);
+        // Its bytes were checked as they went to the device: trusted from
+        // here on with check_once, as a local copy is once written.
+        if (check_once && e.size > 0) mark_verified(id, it->second, e.stamp);
         stats.bytes += e.size;
         stats.entries = files.size();
         ++counters.writes;

@@ -72,6 +72,7 @@ std::unique_ptr<cache::SsdTier> open_ssd(const config::MountOptions& o, std::str
     s.nodes = nodes;
     double share = total_need ? static_cast<double>(need) / static_cast<double>(total_need) : 1;
     s.io_timeout = io_timeout_of(o);
+    s.check_once = o.fast_path.ssd_check == config::SsdCheck::once;
     if (o.ssd == config::auto_ssd)
         s.capacity = auto_ssd_capacity(s, need, share);
     else

@@ -313,6 +313,14 @@ constexpr OptionSpec specs[] = {
      "reader is 1 MiB past them: always, never, or auto (while the files held by chunk would "
      "take more than half the room the page cache has)",
      in_group<&MountOptions::fast_path, set_choice_field<&FastPath::drop_behind, when_words>>},
+    {"ssd_check", 0, OptionType::choice, "WHEN", "resident",
+     "when the kernel may read a file's SSD entry itself (passthrough) without the daemon "
+     "checking its bytes: resident (only while the pages the daemon's check read are still in "
+     "the page cache, so no byte the disk returns later is served unchecked) or once (after "
+     "one check in the mount, its write or its first read-back, while the entry's file is "
+     "unchanged: the disk trusted as a local copy on it would be; faster where the memory "
+     "budget cannot hold the entries' pages)",
+     in_group<&MountOptions::fast_path, set_choice_field<&FastPath::ssd_check, ssd_check_words>>},
     {"cache_dir", 0, OptionType::text, "DIR", "",
      "local-disk directory for the SSD tier's cache file and journal (one pair per dataset); "
      "a later mount of the unchanged dataset with the same DIR reuses what it holds",

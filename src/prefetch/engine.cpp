@@ -75,7 +75,7 @@ void Engine::attach_ssd(std::unique_ptr<cache::Tier> ssd) {
     // without pinning much beyond what the RAM tier holds anyway.
     if (ssd_)
         writer_ = std::make_unique<SsdWriter>(*ssd_, std::max<uint64_t>(opt_.mem / 8, 64 << 20));
-    kernel_->attach(dynamic_cast<cache::SsdTier*>(ssd_.get()));
+    kernel_->attach(dynamic_cast<cache::SsdTier*>(ssd_.get()), index_.size());
     stager_->set_tiers(stage_tiers());
 }
 

@@ -6,6 +6,22 @@
 
 namespace clairfs::prefetch {
 
+void KernelFiles::attach(cache::SsdTier* ssd, size_t nodes) {
+    ssd_ = ssd;
+    nodes_ = ssd ? nodes : 0;
+    ahead_ = nodes_ ? std::make_unique<std::atomic<bool>[]>(nodes_) : nullptr;
+}
+
+void KernelFiles::read_ahead(const std::vector<index::NodeId>& next) {
+    for (index::NodeId id : next) {
+        if (id >= nodes_ || ahead_[id].exchange(true, std::memory_order_relaxed)) continue;
+        if (ssd_->read_ahead(id) == 0)
+            read_ahead_.fetch_add(1, std::memory_order_relaxed);
+        else // not verified (any more), or gone: asked again next round
+            ahead_[id].store(false, std::memory_order_relaxed);
+    }
+}
+
 cache::BlobRef KernelFiles::warm(index::NodeId id, bool demanded) {
     cache::BlobRef b = ssd_->warm(id, demanded);
     if (b) warmed_.fetch_add(1, std::memory_order_relaxed);
@@ -26,6 +42,7 @@ void KernelFiles::count(bool handed) {
 }
 
 void KernelFiles::closed(index::NodeId id, bool clairvoyant) {
+    if (id < nodes_) ahead_[id].store(false, std::memory_order_relaxed);
     if (!clairvoyant || !ssd_ || !drop_behind()) return;
     if (ssd_->drop_pages(id) == 0) dropped_.fetch_add(1, std::memory_order_relaxed);
 }
@@ -38,6 +55,8 @@ void KernelFiles::status(nlohmann::json& ssd) const {
                      {"unverified_opens", unverified_.load(std::memory_order_relaxed)},
                      {"uncached_opens", uncached_.load(std::memory_order_relaxed)},
                      {"warmed", warmed_.load(std::memory_order_relaxed)},
+                     {"check", ssd_ && ssd_->checks_once() ? "once" : "resident"},
+                     {"read_ahead", read_ahead_.load(std::memory_order_relaxed)},
                      {"drop_behind", drop_behind()},
                      {"pages_dropped", dropped_.load(std::memory_order_relaxed)}};
 }

@@ -10,6 +10,9 @@
 // are the ones the kernel then serves. So an entry is handed over only
 // while those pages are all still in the page cache: one gone would be
 // read again from the device, unchecked (SsdTier::open_for_kernel).
+// Under --ssd-check once a verified entry stays the kernel's with its
+// pages gone, so a prefetch of it asks the kernel to read it into the page
+// cache ahead of its open (read_ahead) instead of the daemon reading it.
 #pragma once
 
 #include "clairfs/cache/ssd_tier.hpp"
@@ -17,14 +20,16 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <nlohmann/json_fwd.hpp>
+#include <vector>
 
 namespace clairfs::prefetch {
 
 class KernelFiles {
 public:
-    // Null: no SSD tier, never on.
-    void attach(cache::SsdTier* ssd) { ssd_ = ssd; }
+    // Null: no SSD tier, never on. `nodes`: the index's size.
+    void attach(cache::SsdTier* ssd, size_t nodes);
     void turn_on(bool on) { on_.store(on && ssd_, std::memory_order_relaxed); }
     bool on() const { return on_.load(std::memory_order_relaxed); }
     // Whether the kernel reads the file itself at its next open.
@@ -32,6 +37,11 @@ public:
     // Whether a prefetch of it should warm (verify) its entry rather than
     // promote it into the RAM tier.
     bool warms(index::NodeId id) const { return on() && ssd_->contains(id); }
+    // --ssd-check once: the files due next that the kernel reads itself
+    // go into the page cache before their open (SsdTier::read_ahead), each
+    // once until its next close; the daemon copies none of their bytes.
+    bool reads_ahead() const { return on() && ssd_->checks_once(); }
+    void read_ahead(const std::vector<index::NodeId>& next);
     // `demanded`: for an open the daemon serves (its pages then let the
     // next open be the kernel's), counted as the tier's hit or miss.
     cache::BlobRef warm(index::NodeId id, bool demanded = false);
@@ -59,9 +69,12 @@ public:
 
 private:
     cache::SsdTier* ssd_ = nullptr;
+    size_t nodes_ = 0;
     std::atomic<bool> on_{false}, drop_behind_{false};
+    // Per node: read ahead since its last close (read_ahead, closed).
+    std::unique_ptr<std::atomic<bool>[]> ahead_;
     std::atomic<uint64_t> handed_{0}, refused_{0}, warmed_{0}, unverified_{0}, uncached_{0},
-        dropped_{0};
+        dropped_{0}, read_ahead_{0};
 };
 
 } // namespace clairfs::prefetch

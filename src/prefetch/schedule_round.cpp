@@ -197,10 +197,20 @@ uint64_t Scheduler::evict(index::NodeId id, const Homes* homes) {
 // daemon. Only that far ahead, so the pages are still there when the file
 // is opened and the page cache never holds a second copy of the whole
 // budget.
+//
+// The same reach for the SSD entries the kernel reads itself under
+// --ssd-check once: the kernel reads each into the page cache then
+// (KernelFiles::read_ahead), so the job's read does not wait on the disk.
 void Scheduler::push_ahead(const Window& window, uint64_t lead) {
-    if (!parts_.page.pushes_ahead()) return;
-    std::vector<index::NodeId> next;
     const size_t reach = std::min<size_t>(lead, lead_target_ / 2);
+    std::vector<index::NodeId> next;
+    if (parts_.kernel.reads_ahead()) {
+        for (size_t i = 0; i < reach; ++i)
+            if (parts_.kernel.reads(window[i])) next.push_back(window[i]);
+        parts_.kernel.read_ahead(next);
+        next.clear();
+    }
+    if (!parts_.page.pushes_ahead()) return;
     for (size_t i = 0; i < reach; ++i) next.push_back(window[i]);
     parts_.page.push_ahead(next);
 }

@@ -56,7 +56,7 @@ public:
         PageCache& page;
         PeerHomes& group;
         const std::vector<uint32_t>& tier_size; // per node
-        const KernelFiles& kernel;              // files the kernel reads from the SSD itself
+        KernelFiles& kernel;                    // files the kernel reads from the SSD itself
     };
     // The engine's own work on this thread: samples as byte ranges (every
     // wake-up while a ranges job is registered) and the first chunks of the

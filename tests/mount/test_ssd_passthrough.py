@@ -21,6 +21,10 @@ tier, where passthrough is on (status passthrough.state "on"):
 - two concurrent passthrough opens share one backing id, kept after the
   last close (tier_ids_kept);
 - a remount reuses the entries and verifies each before handing it over.
+--ssd-check once: entries written in this mount are the kernel's without
+a read-back, and stay its own after drop_caches (no uncached opens); an
+entry file written to by hand is not handed over again: the daemon reads
+it, finds the checksum wrong, drops it and serves the backing file's bytes.
 --no-passthrough (and a build without it): the same bytes through READs,
 ssd.kernel.on false. Exit 77 only without FUSE."""
 import os
@@ -150,6 +154,56 @@ def case_mixed(data, cache, mp, expected):
         ml.check(handed >= len(rels) - 4, f"verified files not passed through: {after['ssd']}")
 
 
+def entry_files(cache):
+    out = []
+    for d in os.listdir(cache):
+        if d.endswith(".cache.d"):
+            out += [os.path.join(cache, d, n) for n in os.listdir(os.path.join(cache, d))]
+    return out
+
+
+def case_once(data, cache, mp, expected):
+    with ml.mounted(data, mp, "--mem", "2M", "--no-detect", "--cache-dir", cache,
+                    "--ssd-check", "once"):
+        st = ml.status(mp)
+        if st["passthrough"]["state"] != "on":
+            ml.read_expected(mp, expected, "passthrough off")
+            return
+        ml.check(st["ssd"]["kernel"]["check"] == "once", f"ssd.kernel {st['ssd']['kernel']}")
+        ml.read_expected(mp, expected, "first pass")
+        ml.check(ml.wait_until(lambda: stored_all(mp), 60), f"not stored: {ml.status(mp)['ssd']}")
+        verified = ml.status(mp)["ssd"]["verified"]
+        # Written here: checked as they went to the disk, no read-back.
+        ml.check(verified >= FILES // 4, f"only {verified} written entries verified")
+        for what in ("after the writes", "after drop_caches again"):
+            ml.drop_caches("3")
+            k0 = ml.status(mp)["ssd"]["kernel"]
+            ml.read_expected(mp, expected, what)
+            k1 = ml.status(mp)["ssd"]["kernel"]
+            handed = k1["opens"] - k0["opens"]
+            uncached = k1["uncached_opens"] - k0["uncached_opens"]
+            ml.log(f"once, {what}: {handed} passed through, {uncached} uncached, {k1}")
+            ml.check(handed >= verified - 2, f"{what}: {handed} of {verified} passed through")
+            ml.check(uncached == 0, f"{what}: {uncached} opens refused for lack of pages")
+        # Entry files written to by hand, their size kept: never served.
+        tampered = [p for p in entry_files(cache) if os.path.getsize(p) >= 8192][:20]
+        ml.check(len(tampered) >= 10, f"entry files: {tampered}")
+        for p in tampered:
+            fd = os.open(p, os.O_WRONLY)
+            try:
+                os.pwrite(fd, b"x" * 4096, 4096)
+            finally:
+                os.close(fd)
+        ml.drop_caches("3")
+        before = ml.status(mp)
+        ml.read_expected(mp, expected, "entries written to by hand")
+        after = ml.status(mp)
+        errors = after["ssd"]["errors"] - before["ssd"]["errors"]
+        ml.log(f"once, tampered: {len(tampered)} files, {errors} ssd errors, ssd {after['ssd']}")
+        ml.check(errors >= 1, f"no tampered entry was caught: {after['ssd']}")
+        ml.check(after["ssd"]["enabled"], f"the tier turned off: {after['ssd']}")
+
+
 def case_off(data, cache, mp, expected):
     with ml.mounted(data, mp, "--mem", "2M", "--no-detect", "--cache-dir", cache,
                     "--no-passthrough"):
@@ -165,11 +219,13 @@ def case_off(data, cache, mp, expected):
 
 def test():
     with ml.temp_dir() as tmp:
-        data, cache, mp = ml.make_dirs(tmp, "data", "cache", "mnt")
+        data, cache, mp, _ = ml.make_dirs(tmp, "data", "cache", "mnt", "cache-once")
         expected = ml.random_dataset(data, FILES, 44, 60_000)
         ml.run_cases(("on", lambda: case_on(data, cache, mp, expected)),
                      ("mixed", lambda: case_mixed(data, cache, mp, expected)),
-                     ("off", lambda: case_off(data, cache, mp, expected)))
+                     ("off", lambda: case_off(data, cache, mp, expected)),
+                     ("once", lambda: case_once(data, os.path.join(tmp, "cache-once"), mp,
+                                                expected)))
 
 
 if __name__ == "__main__":

@@ -56,6 +56,12 @@ struct SsdOptions {
     // --io-timeout: a device request that has not completed by then turns
     // the tier off (0: no bound).
     std::chrono::milliseconds io_timeout{0};
+    // --ssd-check once: an entry checked once in this mount (its write, or
+    // after a remount its first read-back) stays the kernel's to read while
+    // its file is unchanged (inode, size, change time), its pages in the
+    // page cache or not. False (--ssd-check resident): only while every page
+    // the daemon's check read is still in the page cache.
+    bool check_once = false;
     // Wraps the cache file's device; tests use it to inject errors.
     std::function<std::unique_ptr<BlockDevice>(std::unique_ptr<BlockDevice>)> wrap_device;
 };
@@ -125,21 +131,30 @@ public:
     // Whether the entry was read back intact through the page cache in
     // this mount (warm, or any read where the directory takes no O_DIRECT)
     // and its pages are not known to have gone since: only such an entry is
-    // handed to the kernel.
+    // handed to the kernel. With check_once: written in this mount, or read
+    // back intact in it by any read, and its file not seen changed since.
     bool verified(index::NodeId id) const;
+    bool checks_once() const;
     // A read-only descriptor of a verified entry's file, for the kernel to
     // read itself (FUSE passthrough); the caller closes it. -ENOENT: not
     // held (or evicted meanwhile), or an empty file, which has no file;
     // -EAGAIN: held but not verified yet; -ENODATA: verified, but some of
     // its pages have left the page cache (the entry is no longer verified
-    // then). The descriptor stays the entry's bytes after an eviction: an
+    // then; with check_once the pages are not asked, and -EAGAIN also
+    // means its file changed since it was checked, which takes the mark).
+    // The descriptor stays the entry's bytes after an eviction: an
     // evicted file is unlinked, never overwritten.
     int open_for_kernel(index::NodeId id);
     // Drops the entry's file's pages from the page cache (the kernel read
     // it for a job that will not need it again before a prefetch reads it
-    // anew), and with them its verified mark; 0 or -errno, -ENOENT for an
-    // entry not held.
+    // anew), and with them its verified mark unless check_once; 0 or
+    // -errno, -ENOENT for an entry not held.
     int drop_pages(index::NodeId id);
+    // check_once: asks the kernel to read a verified entry's file into the
+    // page cache now (POSIX_FADV_WILLNEED), ahead of the open it is due
+    // for; the daemon copies nothing. 0 or -errno, -ENOENT for an entry not
+    // held, -EAGAIN for one not verified.
+    int read_ahead(index::NodeId id);
     // Told of every entry that leaves the tier (evicted, dropped after a
     // failed read, or the tier turned off), with no lock held, on the
     // thread that dropped it. Set before the tier is shared.

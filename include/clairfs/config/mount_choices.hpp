@@ -68,4 +68,19 @@ constexpr const char* ring_sched_name(RingSched r) {
     return word_of(ring_sched_words, r);
 }
 
+// --ssd-check: when the kernel may read an SSD entry's file itself
+// (passthrough). resident: only while every page the daemon's check of it
+// read is still in the page cache, so no byte the device returns later is
+// served unchecked. once: from its first check in the mount (its write, or
+// after a remount its first read-back) while its file is unchanged, the
+// device trusted as a local copy on it would be.
+enum class SsdCheck : uint8_t { resident, once };
+
+inline constexpr Choice<SsdCheck> ssd_check_words[] = {
+    {SsdCheck::resident, "resident"}, {SsdCheck::once, "once"}};
+
+constexpr const char* ssd_check_name(SsdCheck c) {
+    return word_of(ssd_check_words, c);
+}
+
 } // namespace clairfs::config

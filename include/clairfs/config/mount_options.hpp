@@ -34,6 +34,7 @@ struct FastPath {
     RingSched ring_sched = RingSched::idle; // the ring threads' scheduling policy
     When one_copy = When::automatic;        // drop a RAM-tier file's pages at its last close
     When drop_behind = When::automatic;     // drop a chunked file's pages once read past
+    SsdCheck ssd_check = SsdCheck::resident; // when the kernel reads SSD entries unchecked
 };
 
 // --peers and how the daemons of one launch reach each other.

@@ -656,6 +656,77 @@ TEST_CASE("an entry whose checked pages left the page cache is the daemon's unti
     CHECK(ssd->open_for_kernel(1) == -EAGAIN);
 }
 
+// --ssd-check once: the device is trusted once it has the bytes, as a
+// local copy would be. Written in this mount is checked; a page gone is
+// no reason to check again, and drop_pages() keeps the mark; a file written
+// to or replaced by hand is the daemon's until read and checked again.
+TEST_CASE("with check_once an entry is the kernel's from its write until its file changes") {
+    CacheDir d;
+    Table t({110 * 1000, 70 * 1000, 0});
+    cache::SsdOptions o = options(d.path, MiB, t);
+    o.check_once = true;
+    auto ssd = cache::SsdTier::open(o);
+    CHECK(ssd->checks_once());
+    for (index::NodeId id = 0; id < 3; ++id) REQUIRE(ssd->put(id, t.blob(id)));
+    CHECK(ssd->verified(0));
+    CHECK(ssd->verified(1));
+    CHECK_FALSE(ssd->verified(2)); // empty: it has no file to hand over
+    CHECK(ssd->state().verified == 2);
+    CHECK(ssd->read_ahead(0) == 0);
+    CHECK(ssd->read_ahead(2) == -ENOENT);
+    // Its pages dropped (written with O_DIRECT, there may be none): still
+    // the kernel's, read from the device.
+    CHECK(ssd->drop_pages(0) == 0);
+    CHECK(ssd->verified(0));
+    int fd = ssd->open_for_kernel(0);
+    REQUIRE(fd >= 0);
+    CHECK(read_fd(fd) == t.bytes(0));
+    ::close(fd);
+
+    // Entry 1's file rewritten in place with other bytes of its size.
+    std::string path;
+    for (const auto& e : fs::directory_iterator(ssd->state().entries_dir))
+        if (fs::file_size(e.path()) == 70 * 1000) path = e.path();
+    REQUIRE(!path.empty());
+    ::usleep(20'000); // past the file system's timestamp granularity
+    {
+        int raw = ::open(path.c_str(), O_WRONLY);
+        REQUIRE(raw >= 0);
+        std::string junk(4096, 'x');
+        REQUIRE(::pwrite(raw, junk.data(), junk.size(), 8192) == 4096);
+        ::close(raw);
+    }
+    CHECK(ssd->open_for_kernel(1) == -EAGAIN); // changed: not handed over
+    CHECK_FALSE(ssd->verified(1));
+    CHECK(ssd->read_ahead(1) == -EAGAIN);
+    CHECK(ssd->get(1) == nullptr); // the daemon's read finds the mismatch
+    CHECK_FALSE(ssd->contains(1));
+    CHECK(ssd->state().errors == 1);
+    CHECK(ssd->state().verified == 1);
+}
+
+TEST_CASE("with check_once a remount's entries are checked by their first read, O_DIRECT or not") {
+    CacheDir d;
+    Table t({110 * 1000, 70 * 1000});
+    cache::SsdOptions o = options(d.path, MiB, t);
+    o.check_once = true;
+    {
+        auto ssd = cache::SsdTier::open(o);
+        for (index::NodeId id = 0; id < 2; ++id) REQUIRE(ssd->put(id, t.blob(id)));
+    }
+    auto ssd = cache::SsdTier::open(o);
+    REQUIRE(ssd->state().reused == 2);
+    CHECK_FALSE(ssd->verified(0)); // another mount wrote it: checked first
+    CHECK(ssd->open_for_kernel(0) == -EAGAIN);
+    CHECK(test::view(ssd->get(0)) == t.bytes(0));
+    CHECK(ssd->verified(0));
+    CHECK_FALSE(ssd->verified(1));
+    int fd = ssd->open_for_kernel(0);
+    REQUIRE(fd >= 0);
+    CHECK(read_fd(fd) == t.bytes(0));
+    ::close(fd);
+}
+
 TEST_CASE("an evicted entry is unlinked, never overwritten: a kernel's descriptor keeps its bytes") {
     CacheDir d;
     Table t({100 * 1000, 100 * 1000});

@@ -204,6 +204,19 @@ TEST_CASE("--io-uring: auto by default, on and off, nothing else") {
     CHECK(std::string(io_uring_name(IoUring::auto_)) == "auto");
 }
 
+TEST_CASE("--ssd-check: resident by default, once, nothing else") {
+    using clairfs::config::SsdCheck;
+    MountArgs a;
+    REQUIRE(parse({"/d", "/m"}, a) == "");
+    CHECK(a.options.fast_path.ssd_check == SsdCheck::resident);
+    MountArgs b;
+    REQUIRE(parse({"/d", "/m", "--ssd-check", "once"}, b) == "");
+    CHECK(b.options.fast_path.ssd_check == SsdCheck::once);
+    MountArgs c;
+    CHECK(parse({"/d", "/m", "-o", "ssd_check=never"}, c) ==
+          "invalid value for ssd_check: never (expected resident or once)");
+}
+
 TEST_CASE("--ring-sched: idle by default, normal, nothing else") {
     MountArgs a;
     REQUIRE(parse({"/d", "/m"}, a) == "");

@@ -41,7 +41,7 @@ TEST_CASE("the kernel reads an SSD entry only while on, and only once verified")
     CHECK_FALSE(none.on());
 
     prefetch::KernelFiles k;
-    k.attach(ssd.get());
+    k.attach(ssd.get(), t.files.size());
     CHECK_FALSE(k.warms(0));
     CHECK(k.open(0) == -ENOTSUP);
     k.turn_on(true);
@@ -81,7 +81,7 @@ TEST_CASE("the kernel's entries are dropped behind only where they do not fit th
     TwoEntries e;
     auto& ssd = e.ssd;
     prefetch::KernelFiles k;
-    k.attach(ssd.get());
+    k.attach(ssd.get(), e.t.files.size());
     k.turn_on(true);
     REQUIRE(k.warm(0) != nullptr);
     REQUIRE(k.warm(1) != nullptr);
@@ -124,4 +124,35 @@ TEST_CASE("the kernel's entries are dropped behind only where they do not fit th
     fixed.set_kernel_files(&k);
     fixed.weigh(never, ram);
     CHECK(k.drop_behind());
+}
+
+// --ssd-check once: the files due next are read ahead by the kernel, each
+// once until its next close, and only those the kernel reads itself.
+TEST_CASE("with check_once the kernel's entries are read ahead once per use") {
+    CacheDir d;
+    Table t{{50 * 1000, 70 * 1000}};
+    cache::SsdOptions o = options(d.path, MiB, t);
+    o.check_once = true;
+    auto ssd = cache::SsdTier::open(o);
+    REQUIRE(ssd->put(0, t.blob(0)));
+    prefetch::KernelFiles k;
+    k.attach(ssd.get(), t.files.size());
+    CHECK_FALSE(k.reads_ahead()); // off
+    k.turn_on(true);
+    CHECK(k.reads_ahead());
+    CHECK(k.reads(0));
+    CHECK_FALSE(k.reads(1)); // not held
+    k.read_ahead({0, 1});
+    k.read_ahead({0});
+    nlohmann::json st;
+    k.status(st);
+    CHECK(st["kernel"]["read_ahead"] == 1);
+    CHECK(st["kernel"]["check"] == "once");
+    k.set_drop_behind(true);
+    k.closed(0, true); // drop-behind keeps it the kernel's
+    CHECK(k.reads(0));
+    k.read_ahead({0});
+    k.status(st);
+    CHECK(st["kernel"]["read_ahead"] == 2);
+    CHECK(st["kernel"]["pages_dropped"] == 1);
 }
