@@ -59,7 +59,17 @@ struct SsdEntry {
     // changed since (written, replaced) is not handed to the kernel again
     // before the daemon has read and checked it anew.
     FileStamp stamp;
+    // An entry sharing its file (SsdOptions::place): that file's name, its
+    // bytes' offset in it, and the file's size. Empty `file`: a file of
+    // its own, entry_name(offset), of the entry's size.
+    std::string file;
+    uint64_t at = 0;
+    uint64_t file_size = 0;
 };
+
+// The entry's file's name in <stem>.cache.d, and the size it must have.
+std::string file_of(const SsdEntry& e);
+uint64_t file_size_of(const SsdEntry& e);
 
 // The entry file's name in <stem>.cache.d: its extent's block number in hex.
 std::string entry_name(uint64_t offset);
@@ -73,6 +83,7 @@ struct SsdTier::Core {
 
     // --- Set while opening, read-only afterwards.
     DescribeFile describe;
+    PlaceEntry place;
     size_t nodes = 0;
     unsigned max_io_errors = 8;
     std::string dir;
@@ -105,6 +116,13 @@ struct SsdTier::Core {
     std::unordered_map<index::NodeId, SsdEntry> files;
     std::unordered_set<index::NodeId> writing; // extents reserved, bytes on their way
     uint64_t verified_entries = 0;             // entries with verified set
+    // Files entries share (SsdEntry::file): how many entries are in each,
+    // and the file as the tier's last write into it left it.
+    struct SharedFile {
+        uint32_t entries = 0;
+        FileStamp stamp;
+    };
+    std::unordered_map<std::string, SharedFile> shared;
     // Extents being read, by offset, with their reader counts; an extent
     // evicted meanwhile waits in `retired` (offset -> length) until its last
     // reader is done, so no put can overwrite bytes still being read.
@@ -123,6 +141,7 @@ struct SsdTier::Core {
     // ssd_read.cpp / ssd_write.cpp. `warm`: read through the page cache.
     BlobRef read(index::NodeId id, bool count, bool warm = false);
     int open_for_kernel(index::NodeId id);
+    int open_whole_for_kernel(index::NodeId first, index::NodeId last);
     // The entry's file opened (buffered, read-only) while the entry is
     // pinned, `use` called with it and the entry, and the file closed:
     // use's result, -ENOENT where the entry is not held (or is empty),
@@ -155,8 +174,17 @@ struct SsdTier::Core {
     bool publish(index::NodeId id, int rv, SsdEntry& e);
     uint64_t drop(index::NodeId id);
     // After remove_locked, without mu: the entry's file unlinked, its
-    // extent back in the reserve and then free, and on_drop told.
+    // extent back in the reserve and then free, and on_drop told. An
+    // entry sharing its file takes every other entry of that file with
+    // it: the file is unlinked whole, never cut into, so that a kernel
+    // reading it (passthrough) keeps the bytes it was given.
     void retire(index::NodeId id, const SsdEntry& e);
+    void retire_one(index::NodeId id, const SsdEntry& e, bool unlink);
+    // The entry's place in a shared file, from SsdOptions::place; false
+    // (and e untouched) for an entry with a file of its own.
+    bool place_of(index::NodeId id, SsdEntry& e) const;
+    // store_entry() for an entry sharing its file.
+    int store_shared(SsdEntry& e, const Blob& blob);
 
     // ssd_reserve.cpp: the reserve's blocks taken for an entry's file, or
     // given back; best effort (a failure costs the reserve's guarantee,
@@ -184,6 +212,7 @@ struct SsdTier::Core {
     void journal_evict(index::NodeId id, uint64_t seq);
     void journal_failed(int rv);
     std::string where(uint64_t size, uint64_t off) const; // for messages
+    std::string where(const SsdEntry& e) const;
 
     // ssd_open.cpp / ssd_restart.cpp. open_files returns "" or the one-line
     // reason the tier stays off.

@@ -39,6 +39,12 @@ std::string SsdTier::Core::where(uint64_t size, uint64_t off) const {
     return dir + "/" + entries_name + "/" + entry_name(off) + ", " + human_bytes(size);
 }
 
+std::string SsdTier::Core::where(const SsdEntry& e) const {
+    if (e.file.empty()) return where(e.size, e.offset);
+    return dir + "/" + entries_name + "/" + e.file + " at " + std::to_string(e.at) + ", " +
+           human_bytes(e.size);
+}
+
 void SsdTier::Core::fail(bool io, const std::string& line) {
     uint64_t errors, io_errors;
     bool turn_off;
@@ -71,6 +77,7 @@ void SsdTier::Core::disable(const std::string& reason) {
             dropped.push_back(id);
         }
         files.clear();
+        shared.clear();
         verified_entries = 0;
         stats.bytes = 0;
         stats.entries = 0;

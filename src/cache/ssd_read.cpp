@@ -23,6 +23,14 @@ std::string entry_name(uint64_t offset) {
     return name;
 }
 
+std::string file_of(const SsdEntry& e) {
+    return e.file.empty() ? entry_name(e.offset) : e.file;
+}
+
+uint64_t file_size_of(const SsdEntry& e) {
+    return e.file.empty() ? e.size : e.file_size;
+}
+
 void SsdTier::Core::pin(const SsdEntry& e) {
     if (e.size > 0) ++readers[e.offset];
 }
@@ -57,6 +65,10 @@ bool SsdTier::Core::remove_locked(index::NodeId id, SsdEntry& out) {
     if (it == files.end()) return false;
     out = it->second;
     files.erase(it);
+    if (!out.file.empty()) {
+        auto sf = shared.find(out.file);
+        if (sf != shared.end() && sf->second.entries > 0) --sf->second.entries;
+    }
     set_resident(id, false);
     if (out.verified) --verified_entries;
     stats.bytes -= out.size;
@@ -101,18 +113,18 @@ int SsdTier::Core::read_entry(const SsdEntry& e, std::shared_ptr<Blob>& blob, bo
         return -ENOMEM;
     }
     if (e.size == 0) return 0;
-    const std::string name = entry_name(e.offset);
+    const std::string name = file_of(e);
     int flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC | (direct && !warm ? O_DIRECT : 0);
     int fd = sys::neg_errno(::openat(entries_fd, name.c_str(), flags));
     if (fd < 0) return fd;
     struct stat st;
     if (sys::fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
-        static_cast<uint64_t>(st.st_size) != e.size) {
+        static_cast<uint64_t>(st.st_size) != file_size_of(e)) {
         sys::close(fd);
         return -EBADMSG;
     }
     stamp = stamp_of(st);
-    return device_for(fd, warm)->read(blob->bytes.get(), ExtentAllocator::aligned(e.size), 0);
+    return device_for(fd, warm)->read(blob->bytes.get(), ExtentAllocator::aligned(e.size), e.at);
 }
 
 FileStamp stamp_of(const struct stat& st) {
@@ -164,14 +176,14 @@ void SsdTier::Core::read_failed(index::NodeId id, const SsdEntry& e, int rv, boo
     if (dropped) journal_evict(id, seq);
     if (rv == -ENOENT || rv == -EBADMSG)
         fail(false, "ssd tier: the file of node " + std::to_string(id) + " (" +
-                        where(e.size, e.offset) + ") is " +
+                        where(e) + ") is " +
                         (rv == -ENOENT ? "missing" : "not its size") + "; entry dropped");
     else if (rv < 0)
-        fail(true, "ssd tier: read of " + where(e.size, e.offset) + " failed: " +
+        fail(true, "ssd tier: read of " + where(e) + " failed: " +
                        sys::error_text(rv) + "; entry dropped");
     else
         fail(false, "ssd tier: checksum mismatch for node " + std::to_string(id) + " (" +
-                        where(e.size, e.offset) + "); entry dropped, not served");
+                        where(e) + "); entry dropped, not served");
 }
 
 void SsdTier::Core::unverify(index::NodeId id, const SsdEntry& e) {
@@ -188,7 +200,8 @@ int SsdTier::Core::open_for_kernel(index::NodeId id) {
     {
         std::lock_guard lk(mu);
         auto it = enabled.load() ? files.find(id) : files.end();
-        if (it == files.end() || it->second.size == 0) return -ENOENT;
+        if (it == files.end() || it->second.size == 0 || !it->second.file.empty())
+            return -ENOENT;
         if (!it->second.verified) return -EAGAIN;
         e = it->second;
         pin(e);
@@ -227,6 +240,58 @@ int SsdTier::Core::open_for_kernel(index::NodeId id) {
     return fd == -EBADMSG ? -EAGAIN : fd;
 }
 
+// Checked under mu before the file is opened and again after its fstat:
+// a retire in between (which unlinks a shared file whole) leaves a later
+// file of that name, with another inode or change time, or with entries
+// missing, and it is not handed over.
+int SsdTier::Core::open_whole_for_kernel(index::NodeId first, index::NodeId last) {
+    std::string name;
+    uint64_t size = 0;
+    FileStamp stamp;
+    auto whole = [&](std::string& file) {
+        if (!enabled.load()) return -ENOENT;
+        for (index::NodeId id = first; id <= last; ++id) {
+            auto it = files.find(id);
+            if (it == files.end() || it->second.file.empty()) return -ENOENT;
+            if (id == first) file = it->second.file;
+            if (it->second.file != file) return -ENOENT;
+            if (!it->second.verified) return -EAGAIN;
+        }
+        auto sf = shared.find(file);
+        if (sf == shared.end() || sf->second.entries != last - first + 1) return -ENOENT;
+        stamp = sf->second.stamp;
+        size = files.find(first)->second.file_size;
+        return 0;
+    };
+    {
+        std::lock_guard lk(mu);
+        if (int rv = whole(name); rv < 0) return rv;
+    }
+    int fd = sys::neg_errno(
+        ::openat(entries_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+    if (fd < 0) return fd == -ENOENT ? -ENOENT : -EAGAIN;
+    struct stat st;
+    int rv = sys::fstat(fd, &st);
+    if (rv == 0 && (static_cast<uint64_t>(st.st_size) != size || stamp_of(st).ino != stamp.ino))
+        rv = -EAGAIN;
+    // As open_for_kernel: trusted once checked, or only while every page
+    // the checks read is still cached.
+    if (rv == 0 && check_once && stamp_of(st) != stamp) rv = -EAGAIN;
+    if (rv == 0 && !check_once && sys::all_pages_cached(fd, size) != 1) rv = -ENODATA;
+    if (rv == 0) {
+        std::lock_guard lk(mu);
+        FileStamp before = stamp;
+        std::string again;
+        rv = whole(again);
+        if (rv == 0 && (again != name || stamp != before)) rv = -EAGAIN;
+    }
+    if (rv < 0) {
+        sys::close(fd);
+        return rv == -ENOENT ? -ENOENT : -EAGAIN;
+    }
+    return fd;
+}
+
 int SsdTier::Core::with_entry_file(index::NodeId id, bool verified_only,
                                    const std::function<int(int fd, const SsdEntry& e)>& use) {
     SsdEntry e;
@@ -239,7 +304,7 @@ int SsdTier::Core::with_entry_file(index::NodeId id, bool verified_only,
         pin(e); // its name is not another entry's meanwhile
     }
     int fd = sys::neg_errno(
-        ::openat(entries_fd, entry_name(e.offset).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+        ::openat(entries_fd, file_of(e).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
     int rv = fd;
     if (fd >= 0) {
         rv = use(fd, e);
@@ -277,6 +342,10 @@ bool SsdTier::verified(index::NodeId id) const {
 
 int SsdTier::open_for_kernel(index::NodeId id) {
     return core_->open_for_kernel(id);
+}
+
+int SsdTier::open_whole_for_kernel(index::NodeId first, index::NodeId last) {
+    return core_->open_whole_for_kernel(first, last);
 }
 
 int SsdTier::drop_pages(index::NodeId id) {

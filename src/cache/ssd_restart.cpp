@@ -97,10 +97,17 @@ uint64_t SsdTier::Core::check_entry_files(JournalEntries& keep) {
     std::erase_if(keep, [&](const auto& k) {
         const JournalRecord& r = k.second;
         if (r.size == 0) return false;
-        std::string name = entry_name(r.offset);
+        // An entry sharing a file (a record file's chunk) needs that file
+        // at the record file's size; whether its range holds its bytes is
+        // the checksum's to say at its first read.
+        SsdEntry placed;
+        placed.size = r.size;
+        const bool in_shared = place_of(k.first, placed);
+        std::string name = in_shared ? placed.file : entry_name(r.offset);
         struct stat st;
         bool ok = sys::fstatat(entries_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-                  S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) == r.size;
+                  S_ISREG(st.st_mode) &&
+                  static_cast<uint64_t>(st.st_size) == (in_shared ? placed.file_size : r.size);
         if (ok) {
             named.insert(std::move(name));
         } else {
@@ -134,7 +141,15 @@ uint64_t SsdTier::Core::check_entry_files(JournalEntries& keep) {
 std::vector<JournalRecord> SsdTier::Core::adopt(JournalEntries& keep) {
     std::vector<JournalRecord> records;
     for (auto& [id, r] : keep) {
-        files.emplace(id, SsdEntry{r.offset, r.size, r.checksum, r.seq, false, {}});
+        SsdEntry e{r.offset, r.size, r.checksum, r.seq, false, {}, {}, 0, 0};
+        if (place_of(id, e)) {
+            SharedFile& sf = shared[e.file];
+            struct stat st;
+            if (sf.entries++ == 0 &&
+                sys::fstatat(entries_fd, e.file.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0)
+                sf.stamp = stamp_of(st);
+        }
+        files.emplace(id, std::move(e));
         set_resident(id, true);
         stats.bytes += r.size;
         records.push_back(std::move(r));

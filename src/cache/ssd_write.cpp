@@ -59,8 +59,10 @@ bool SsdTier::Core::write(index::NodeId id, const BlobRef& blob) {
     case Reservation::held: return true;
     case Reservation::made: break;
     }
-    SsdEntry e{offset, blob->size, XXH3_64bits(blob->bytes.get(), blob->size), 0, false, {}};
-    int rv = e.size > 0 ? store_entry(e, *blob) : 0;
+    SsdEntry e{offset, blob->size, XXH3_64bits(blob->bytes.get(), blob->size), 0, false, {},
+               {}, 0, 0};
+    place_of(id, e);
+    int rv = e.size > 0 ? (e.file.empty() ? store_entry(e, *blob) : store_shared(e, *blob)) : 0;
     if (publish(id, rv, e)) {
         if (!journal.failed()) {
             int jrv = journal.append(put_record(e, std::move(file)));
@@ -68,8 +70,11 @@ bool SsdTier::Core::write(index::NodeId id, const BlobRef& blob) {
         }
         return true;
     }
+    // Stored but not published (the shared file was retired meanwhile):
+    // its blocks are back in the reserve's keeping.
+    if (rv == 0 && e.size > 0 && !e.file.empty()) give_reserve(e.offset, e.size);
     if (rv < 0)
-        fail(rv != -ENOMEM, "ssd tier: write of " + where(e.size, offset) +
+        fail(rv != -ENOMEM, "ssd tier: write of " + where(e) +
                                 " failed: " + sys::error_text(rv));
     return false;
 }
@@ -101,6 +106,47 @@ int SsdTier::Core::store_entry(SsdEntry& e, const Blob& blob) {
     return rv;
 }
 
+bool SsdTier::Core::place_of(index::NodeId id, SsdEntry& e) const {
+    SharedPlace p;
+    if (!place || !place(id, p) || p.file.empty() || p.offset % Blob::alignment != 0 ||
+        p.offset + e.size > p.file_size)
+        return false;
+    e.file = std::move(p.file);
+    e.at = p.offset;
+    e.file_size = p.file_size;
+    return true;
+}
+
+// Written at the entry's own offset into the shared file, which is made
+// (sparse, of the record file's size) by the first of its entries and cut
+// back to that size by any write whose whole blocks ran past it. Every
+// cut is to the same size, so none can cut another entry's bytes. A
+// failed write leaves its range unvouched for: no entry names it, and the
+// file is handed to the kernel only once every entry is there.
+int SsdTier::Core::store_shared(SsdEntry& e, const Blob& blob) {
+    take_reserve(e.offset, e.size);
+    int flags = O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | (direct ? O_DIRECT : 0);
+    int fd = sys::neg_errno(::openat(entries_fd, e.file.c_str(), flags, 0600));
+    int rv = fd;
+    if (fd >= 0) {
+        int cut = sys::neg_errno(::dup(fd));
+        if (cut < 0) sys::close(fd);
+        struct stat st;
+        rv = cut < 0 ? cut : sys::fstat(cut, &st);
+        if (rv == 0 && static_cast<uint64_t>(st.st_size) != e.file_size)
+            rv = sys::neg_errno(::ftruncate(cut, static_cast<off_t>(e.file_size)));
+        if (rv == 0) rv = write_blob(*device_for(fd, false), blob, e.at);
+        else if (cut >= 0) sys::close(fd);
+        if (rv == 0 && e.at + ExtentAllocator::aligned(e.size) > e.file_size)
+            rv = sys::neg_errno(::ftruncate(cut, static_cast<off_t>(e.file_size)));
+        if (rv == 0) rv = sys::fstat(cut, &st);
+        if (rv == 0) e.stamp = stamp_of(st);
+        if (cut >= 0) sys::close(cut);
+    }
+    if (rv < 0) give_reserve(e.offset, e.size);
+    return rv;
+}
+
 SsdTier::Core::Reservation SsdTier::Core::reserve_extent(index::NodeId id, uint64_t size,
                                                          uint64_t& offset) {
     std::lock_guard lk(mu);
@@ -119,10 +165,26 @@ SsdTier::Core::Reservation SsdTier::Core::reserve_extent(index::NodeId id, uint6
 bool SsdTier::Core::publish(index::NodeId id, int rv, SsdEntry& e) {
     std::lock_guard lk(mu);
     writing.erase(id);
+    // A write into a shared file that a retire unlinked meanwhile went to
+    // another inode than the file's other entries: not published, or the
+    // file would count as whole without this entry's bytes in it.
+    if (rv == 0 && !e.file.empty()) {
+        auto sf = shared.find(e.file);
+        if (sf != shared.end() && sf->second.entries > 0 && sf->second.stamp.ino != e.stamp.ino)
+            rv = -ESTALE;
+    }
     if (rv == 0 && enabled.load()) {
         e.seq = next_seq++;
         auto [it, added] = files.emplace(id, e);
         set_resident(id, true);
+        if (!e.file.empty()) {
+            SharedFile& sf = shared[e.file];
+            ++sf.entries;
+            // Writes into one file publish out of order: the newest change
+            // time is the file as the tier left it.
+            if (sf.stamp.ino != e.stamp.ino || sf.stamp.ctime_ns < e.stamp.ctime_ns)
+                sf.stamp = e.stamp;
+        }
         // Its bytes were checked as they went to the device: trusted from
         // here on with check_once, as a local copy is once written.
         if (check_once && e.size > 0) mark_verified(id, it->second, e.stamp);
@@ -153,8 +215,31 @@ uint64_t SsdTier::Core::drop(index::NodeId id) {
 // Unlinked, never overwritten: a descriptor the kernel holds (a backing
 // file of an open passed through) keeps the entry's bytes to its close.
 void SsdTier::Core::retire(index::NodeId id, const SsdEntry& e) {
+    if (e.file.empty()) return retire_one(id, e, true);
+    std::vector<std::pair<index::NodeId, SsdEntry>> others;
+    std::vector<uint64_t> seqs;
+    {
+        std::lock_guard lk(mu);
+        std::vector<index::NodeId> ids;
+        for (const auto& [other, oe] : files)
+            if (oe.file == e.file) ids.push_back(other);
+        for (index::NodeId other : ids) {
+            SsdEntry oe;
+            if (!remove_locked(other, oe)) continue;
+            others.emplace_back(other, std::move(oe));
+            seqs.push_back(next_seq++);
+        }
+        shared.erase(e.file);
+    }
+    for (size_t i = 0; i < others.size(); ++i) journal_evict(others[i].first, seqs[i]);
+    ::unlinkat(entries_fd, e.file.c_str(), 0);
+    retire_one(id, e, false);
+    for (const auto& [other, oe] : others) retire_one(other, oe, false);
+}
+
+void SsdTier::Core::retire_one(index::NodeId id, const SsdEntry& e, bool unlink) {
     if (e.size > 0) {
-        ::unlinkat(entries_fd, entry_name(e.offset).c_str(), 0);
+        if (unlink) ::unlinkat(entries_fd, entry_name(e.offset).c_str(), 0);
         give_reserve(e.offset, e.size);
     }
     {

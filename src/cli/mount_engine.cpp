@@ -9,9 +9,12 @@
 #include "mount_table.hpp"
 
 #include <algorithm>
+#include <cinttypes>
+#include <cstdio>
 #include <malloc.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <xxhash.h>
 
 namespace clairfs::cli {
 namespace {
@@ -64,11 +67,13 @@ uint64_t auto_ssd_capacity(const cache::SsdOptions& s, uint64_t need, double sha
 // status, not a failed mount.
 std::unique_ptr<cache::SsdTier> open_ssd(const config::MountOptions& o, std::string dataset,
                                          cache::DescribeFile describe, size_t nodes,
-                                         uint64_t need, uint64_t total_need) {
+                                         uint64_t need, uint64_t total_need,
+                                         cache::PlaceEntry place = {}) {
     cache::SsdOptions s;
     s.dir = absolute_path(o.cache_dir);
     s.dataset = std::move(dataset);
     s.describe = std::move(describe);
+    s.place = std::move(place);
     s.nodes = nodes;
     double share = total_need ? static_cast<double>(need) / static_cast<double>(total_need) : 1;
     s.io_timeout = io_timeout_of(o);
@@ -97,6 +102,24 @@ cache::DescribeFile describe_chunks(const index::Index& idx, const prefetch::Chu
     };
 }
 
+// A file's chunks share one SSD file of the file's size, each at its own
+// offset, named by a hash of the file's path (cache::SharedPlace): the
+// kernel can read the file whole from it once every chunk is there.
+cache::PlaceEntry place_chunks(const index::Index& idx, const prefetch::ChunkMap& map) {
+    return [&idx, &map](index::NodeId id, cache::SharedPlace& out) {
+        if (id >= map.chunks()) return false;
+        prefetch::ChunkRange r = map.range(id);
+        std::string path;
+        idx.relative_path(r.node, path);
+        char name[24];
+        std::snprintf(name, sizeof name, "r-%016" PRIx64, XXH3_64bits(path.data(), path.size()));
+        out.file = name;
+        out.offset = r.offset;
+        out.file_size = idx.node(r.node).size;
+        return true;
+    };
+}
+
 void attach_ssd(const config::MountOptions& o, const std::string& backing_real,
                 const index::Index& idx, prefetch::Engine& engine) {
     prefetch::ChunkStore* chunks = engine.chunks();
@@ -108,7 +131,8 @@ void attach_ssd(const config::MountOptions& o, const std::string& backing_real,
     if (chunks)
         engine.attach_chunk_ssd(open_ssd(o, backing_real + "#chunks",
                                          describe_chunks(idx, chunks->map()),
-                                         chunks->map().chunks(), need.chunks, total));
+                                         chunks->map().chunks(), need.chunks, total,
+                                         place_chunks(idx, chunks->map())));
 }
 
 } // namespace

@@ -32,7 +32,8 @@ bool pass_through(fuse_req_t req, Filesystem& fs, const index::Node& n, index::N
 
 // A tiered file whose SSD entry the kernel may read itself: passed
 // through from the entry's file, and the RAM tier's copy (if any) is not
-// pinned or pushed. Else counted as a cached open (Passthrough::open_tier).
+// pinned or pushed; a file held by chunk, from its SSD file once whole.
+// Else counted as a cached open (Passthrough::open_tier).
 void tier_open(fuse_req_t req, Filesystem& fs, index::NodeId id, OpenFile& of,
                fuse_file_info* fi) {
     int32_t backing = fs.passthrough.open_tier(req, fs, id);
@@ -78,8 +79,7 @@ void fuse_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     fs.opening(id);
     of->blob = fs.engine->opened(id, static_cast<uint32_t>(fuse_req_ctx(req)->pid));
     const prefetch::ReadSource source = fs.engine->source(*n);
-    if (source == prefetch::ReadSource::tiers && fs.engine->ssd_by_kernel())
-        tier_open(req, fs, id, *of, fi);
+    if (fs.engine->ssd_by_kernel(source)) tier_open(req, fs, id, *of, fi);
     // Before the reply: the job's first read may follow it at once.
     if (of->push != prefetch::OpenPush::kernel) of->push = fs.engine->push_on_open(id, of->blob);
     if (source == prefetch::ReadSource::passthrough && !pass_through(req, fs, *n, id, *of, fi))

@@ -121,7 +121,7 @@ int32_t Passthrough::open_tier(fuse_req_t req, Filesystem& fs, index::NodeId id)
     if (const int fd = fs.engine->kernel_file(id); fd >= 0 && kept) {
         sys::close(fd);
         if (int32_t b = share_kept(id, kept)) {
-            fs.engine->kernel_file_served(true);
+            fs.engine->kernel_file_served(id, true);
             return b;
         }
     } else if (fd >= 0) {
@@ -129,7 +129,7 @@ int32_t Passthrough::open_tier(fuse_req_t req, Filesystem& fs, index::NodeId id)
         backing = fuse_passthrough_open(req, fd);
         const int err = errno;
         sys::close(fd); // the kernel holds its own reference
-        fs.engine->kernel_file_served(backing > 0);
+        fs.engine->kernel_file_served(id, backing > 0);
         if (backing <= 0) {
             backing = 0;
             refused(err);

@@ -8,6 +8,7 @@
 #include "clairfs/peer/peers.hpp"
 #include "clairfs/sys/contained.hpp"
 #include "clairfs/sys/join_within.hpp"
+#include "chunks/kernel_shards.hpp"
 #include "job_table.hpp"
 #include "kernel_files.hpp"
 #include "page_cache.hpp"
@@ -21,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include <sys/stat.h>
+#include <utility>
 
 namespace clairfs::prefetch {
 namespace {
@@ -80,21 +82,28 @@ void Engine::attach_ssd(std::unique_ptr<cache::Tier> ssd) {
 }
 
 void Engine::serve_ssd_by_kernel(bool on, std::function<void(index::NodeId)> dropped) {
+    if (KernelShards* k = chunks_ ? chunks_->kernel_shards() : nullptr) k->turn_on(on, dropped);
     auto* ssd = dynamic_cast<cache::SsdTier*>(ssd_.get());
     if (on && ssd) ssd->set_drop_listener(std::move(dropped));
     kernel_->turn_on(on);
 }
 
-bool Engine::ssd_by_kernel() const {
-    return kernel_->on();
+bool Engine::ssd_by_kernel(ReadSource source) const {
+    if (source == ReadSource::tiers) return kernel_->on();
+    const KernelShards* k = chunks_ ? std::as_const(*chunks_).kernel_shards() : nullptr;
+    return source == ReadSource::chunks && k && k->on();
 }
 
 int Engine::kernel_file(index::NodeId id) {
+    if (chunked(id)) return chunks_->kernel_shards()->open(id);
     return kernel_->open(id);
 }
 
-void Engine::kernel_file_served(bool handed) {
-    kernel_->count(handed);
+void Engine::kernel_file_served(index::NodeId id, bool handed) {
+    if (chunked(id))
+        chunks_->kernel_shards()->count(id, handed);
+    else
+        kernel_->count(handed);
 }
 
 void Engine::attach_peers(std::unique_ptr<peer::Peers> peers) {

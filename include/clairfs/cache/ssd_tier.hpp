@@ -43,6 +43,17 @@ DescribeFile describe_index(const index::Index& idx);
 // counts as room, or a remount would shrink it and lose entries.
 std::string cache_file_stem(const std::string& dataset);
 
+// An entry's place in a file it shares (SsdOptions::place): the file's
+// name in the entries' directory (unique to the record file, never a hex
+// block number, which names an entry's own file), the entry's offset in
+// it, a multiple of 4 KiB, and the file's size.
+struct SharedPlace {
+    std::string file;
+    uint64_t offset = 0;
+    uint64_t file_size = 0;
+};
+using PlaceEntry = std::function<bool(index::NodeId id, SharedPlace& out)>;
+
 struct SsdOptions {
     std::string dir;       // --cache-dir; must exist
     uint64_t capacity = 0; // --ssd; the cache file's size, rounded down to 4 KiB
@@ -62,6 +73,14 @@ struct SsdOptions {
     // page cache or not. False (--ssd-check resident): only while every page
     // the daemon's check read is still in the page cache.
     bool check_once = false;
+    // Where an entry's bytes go when it shares one file with others: the
+    // chunks of a record file (a TFRecord shard) live in one sparse file
+    // of the record file's size, each at its own offset, so that the
+    // kernel can read the record file itself from it (FUSE passthrough
+    // reads a backing file at the FUSE file's own offsets) once every
+    // chunk is there (open_whole_for_kernel). Null, or false for an id:
+    // the entry has a file of its own.
+    PlaceEntry place;
     // Wraps the cache file's device; tests use it to inject errors.
     std::function<std::unique_ptr<BlockDevice>(std::unique_ptr<BlockDevice>)> wrap_device;
 };
@@ -145,6 +164,13 @@ public:
     // The descriptor stays the entry's bytes after an eviction: an
     // evicted file is unlinked, never overwritten.
     int open_for_kernel(index::NodeId id);
+    // The same for the shared file of entries first .. last (one record
+    // file's chunks, SsdOptions::place): a descriptor of it once every one
+    // of them is held and verified and the file is as the tier last wrote
+    // it (check_once: its inode and change time; else every page of it in
+    // the page cache). -ENOENT where one is not held or they do not share
+    // one file, -EAGAIN where one is not verified or the file changed.
+    int open_whole_for_kernel(index::NodeId first, index::NodeId last);
     // Drops the entry's file's pages from the page cache (the kernel read
     // it for a job that will not need it again before a prefetch reads it
     // anew), and with them its verified mark unless check_once; 0 or

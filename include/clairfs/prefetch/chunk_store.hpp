@@ -36,6 +36,7 @@ namespace clairfs::prefetch {
 
 class SsdWriter;
 class DropBehind;
+class KernelShards;
 
 struct ChunkOptions {
     uint64_t ram = 0;      // RAM budget for chunks, bytes (> 0)
@@ -124,6 +125,10 @@ public:
     uint64_t ssd_bytes() const;               // the SSD tier's bytes (0 without one)
     uint64_t ssd_room(uint64_t planned) const; // as Engine::stage_room
     bool stage_idle() const; // no stage-in fetch queued or being read, nothing to write
+    // The record files the kernel reads whole from the SSD tier (null
+    // without one; prefetch/chunks/kernel_shards.hpp).
+    KernelShards* kernel_shards() { return kernel_.get(); }
+    const KernelShards* kernel_shards() const { return kernel_.get(); }
     // Status key "chunks" (clairfs-control(5)).
     void status(nlohmann::json& out) const;
 
@@ -161,6 +166,7 @@ private:
     std::unique_ptr<SsdWriter> writer_; // after ssd_: drains into it when destroyed
     std::unique_ptr<FetchPool> pool_;   // after the tiers: its threads admit into them
     std::unique_ptr<DropBehind> behind_; // null without a dropper
+    std::unique_ptr<KernelShards> kernel_; // with an SSD tier
     // The smallest READ that tells a stream: a page fault is one page.
     static constexpr size_t stream_read = 64 << 10;
     // How far behind a stream's READs its pages are dropped, at least;

@@ -130,10 +130,13 @@ public:
     // At an OPEN of a tiered file: a descriptor of its SSD entry for the
     // kernel to read itself (a verified entry: part of the rule source()
     // begins), or -errno, when the daemon serves it as before; then
-    // whether the kernel took it.
+    // whether the kernel took it. For a file held by chunk, its SSD file
+    // once whole (chunks/kernel_shards.hpp).
     int kernel_file(index::NodeId id);
-    bool ssd_by_kernel() const;
-    void kernel_file_served(bool handed);
+    // Whether files of `source` (tiers or chunks) may be passed through
+    // from the SSD tier at all.
+    bool ssd_by_kernel(ReadSource source) const;
+    void kernel_file_served(index::NodeId id, bool handed);
     // Before start(): the SSD tier of the chunks.
     void attach_chunk_ssd(std::unique_ptr<cache::Tier> ssd);
     // An open() of a regular file by process `pid`: tells the jobs; returns

@@ -3,6 +3,7 @@
 
 #include "clairfs/log.hpp"
 #include "drop_behind.hpp"
+#include "kernel_shards.hpp"
 #include "prefetch/ssd_status.hpp"
 #include "prefetch/ssd_writer.hpp"
 
@@ -42,6 +43,10 @@ ChunkStore::~ChunkStore() {
 void ChunkStore::attach_ssd(std::unique_ptr<cache::Tier> ssd) {
     ssd_ = std::move(ssd);
     if (ssd_) writer_ = std::make_unique<SsdWriter>(*ssd_, writer_bound(opt_));
+    if (auto* tier = dynamic_cast<cache::SsdTier*>(ssd_.get())) {
+        kernel_ = std::make_unique<KernelShards>(map_, index_);
+        kernel_->attach(tier);
+    }
 }
 
 void ChunkStore::set_dropper(Dropper drop) {
@@ -254,6 +259,12 @@ void ChunkStore::read_done(ChunkId first, ChunkId last, uint64_t off, size_t siz
     // stream's READs of --max-read on several threads.
     const uint64_t near = std::max<uint64_t>(cs, 2 * opt_.readahead);
     bool sequential = prev == UINT64_MAX ? off == 0 : off + near >= prev && off <= prev + near;
+    if (kernel_) {
+        const index::NodeId node = map_.range(first).node;
+        kernel_->saw_read(map_.file_index(first),
+                          sequential &&
+                              (size >= stream_read || off + size >= index_.node(node).size));
+    }
     if (!sequential) return;
     read_ahead(last);
     // A stream (READs of the kernel's read-ahead size, not an mmap
@@ -389,6 +400,7 @@ void ChunkStore::status(nlohmann::json& out) const {
              {"evictions", evictions_.load(std::memory_order_relaxed)},
              {"rejected", r.rejected}}}};
     out["ssd"] = ssd_ ? ssd_tier_status(*ssd_, "chunks", writer_.get()) : nlohmann::json(nullptr);
+    if (kernel_) kernel_->status(out["ssd"]);
 }
 
 } // namespace clairfs::prefetch

@@ -5,6 +5,7 @@
 // says which of them open next (list_files: the shards, in the order the
 // pipeline opens them): their first chunks are fetched before the opens,
 // soonest first, from the SSD tier if it holds them.
+#include "kernel_shards.hpp"
 #include "prefetch/timeline.hpp"
 #include "range_jobs.hpp"
 
@@ -39,6 +40,9 @@ void prefetch_shard_heads(ChunkStore& chunks, const std::vector<JobView>& views)
     while (seen.size() < head_files && future.next(id)) {
         if (!map.covers(id) || std::find(seen.begin(), seen.end(), id) != seen.end()) continue;
         seen.push_back(id);
+        // The kernel reads it whole from the SSD tier itself: no READ of
+        // it will take chunks from RAM.
+        if (const KernelShards* k = chunks.kernel_shards(); k && k->reads(id)) continue;
         ChunkId c = map.chunk_at(id, 0);
         for (uint32_t k = 0; k < head_chunks && c != no_chunk; ++k, c = map.next_in_file(c)) {
             walked += map.range(c).length;

@@ -792,3 +792,117 @@ TEST_CASE("an entry whose file was cut short is dropped, not served, and not a d
     CHECK(ssd->state().io_errors == 0);
     CHECK(ssd->state().errors == 1);
 }
+
+namespace {
+
+// Entries 0..2 as the chunks of one record file, at their own offsets in
+// one shared file; entry 3 in a file of its own.
+constexpr uint64_t chunk = 8192;
+const std::vector<uint64_t> record_sizes{chunk, chunk, 5000, 3000};
+constexpr uint64_t record_size = 2 * chunk + 5000;
+
+cache::SsdOptions shared_options(const CacheDir& d, const Table& t, bool once) {
+    cache::SsdOptions o = options(d.path, MiB, t);
+    o.check_once = once;
+    o.place = [](index::NodeId id, cache::SharedPlace& out) {
+        if (id > 2) return false;
+        out.file = "r-record";
+        out.offset = id * chunk;
+        out.file_size = record_size;
+        return true;
+    };
+    return o;
+}
+
+std::string record_bytes(const Table& t) {
+    return t.bytes(0) + t.bytes(1) + t.bytes(2);
+}
+
+} // namespace
+
+TEST_CASE("a record file's chunks share one file, handed to the kernel whole once all are there") {
+    CacheDir d;
+    Table t(record_sizes);
+    auto ssd = cache::SsdTier::open(shared_options(d, t, true));
+    REQUIRE(ssd->put(0, t.blob(0)));
+    REQUIRE(ssd->put(2, t.blob(2))); // out of order: the last, short chunk first
+    const fs::path shared = fs::path(ssd->state().entries_dir) / "r-record";
+    REQUIRE(fs::exists(shared));
+    CHECK(fs::file_size(shared) == record_size);
+    CHECK(ssd->open_whole_for_kernel(0, 2) == -ENOENT); // chunk 1 missing
+    REQUIRE(ssd->put(1, t.blob(1)));
+    REQUIRE(ssd->put(3, t.blob(3)));
+    CHECK(ssd->open_whole_for_kernel(0, 3) == -ENOENT); // 3 is not in it
+    CHECK(ssd->open_for_kernel(1) == -ENOENT);          // a chunk alone is never handed over
+    size_t files = 0;
+    for (const auto& e : fs::directory_iterator(ssd->state().entries_dir)) {
+        (void)e;
+        ++files;
+    }
+    CHECK(files == 2);
+    for (index::NodeId id = 0; id < 4; ++id) CHECK(test::view(ssd->get(id)) == t.bytes(id));
+    int fd = ssd->open_whole_for_kernel(0, 2);
+    REQUIRE(fd >= 0);
+    CHECK(read_fd(fd) == record_bytes(t));
+
+    // A chunk that leaves takes the whole file with it (unlinked, never cut
+    // into): the descriptor the kernel holds keeps every byte.
+    std::vector<index::NodeId> dropped;
+    ssd->set_drop_listener([&](index::NodeId id) { dropped.push_back(id); });
+    CHECK(ssd->evict(1) == chunk);
+    std::sort(dropped.begin(), dropped.end());
+    CHECK(dropped == std::vector<index::NodeId>{0, 1, 2});
+    CHECK_FALSE(fs::exists(shared));
+    CHECK(ssd->contains(3));
+    CHECK(ssd->stats().entries == 1);
+    CHECK(read_fd(fd) == record_bytes(t));
+    ::close(fd);
+    CHECK(ssd->open_whole_for_kernel(0, 2) == -ENOENT);
+    // Written again: a new file, whole again.
+    for (index::NodeId id = 0; id < 3; ++id) REQUIRE(ssd->put(id, t.blob(id)));
+    fd = ssd->open_whole_for_kernel(0, 2);
+    REQUIRE(fd >= 0);
+    CHECK(read_fd(fd) == record_bytes(t));
+    ::close(fd);
+}
+
+TEST_CASE("a shared file is the kernel's only once checked, and not after a change by hand") {
+    CacheDir d;
+    Table t(record_sizes);
+    {
+        // --ssd-check resident: O_DIRECT reads check bytes, not pages.
+        auto ssd = cache::SsdTier::open(shared_options(d, t, false));
+        for (index::NodeId id = 0; id < 3; ++id) REQUIRE(ssd->put(id, t.blob(id)));
+        CHECK(ssd->open_whole_for_kernel(0, 2) == -EAGAIN);
+        for (index::NodeId id = 0; id < 3; ++id) REQUIRE(ssd->warm(id) != nullptr);
+        int fd = ssd->open_whole_for_kernel(0, 2);
+        REQUIRE(fd >= 0);
+        CHECK(read_fd(fd) == record_bytes(t));
+        ::close(fd);
+    }
+    // A remount takes the chunks back, unverified until read.
+    auto ssd = cache::SsdTier::open(shared_options(d, t, true));
+    REQUIRE(ssd->state().reused == 3);
+    CHECK(ssd->open_whole_for_kernel(0, 2) == -EAGAIN);
+    for (index::NodeId id = 0; id < 3; ++id) CHECK(test::view(ssd->get(id)) == t.bytes(id));
+    int fd = ssd->open_whole_for_kernel(0, 2);
+    REQUIRE(fd >= 0);
+    ::close(fd);
+    // Written to by hand: not handed over; the chunk it hit fails its
+    // check and takes the file with it.
+    const fs::path shared = fs::path(ssd->state().entries_dir) / "r-record";
+    ::usleep(20'000);
+    {
+        int raw = ::open(shared.c_str(), O_WRONLY);
+        REQUIRE(raw >= 0);
+        std::string junk(100, 'x');
+        REQUIRE(::pwrite(raw, junk.data(), junk.size(), chunk + 10) == 100);
+        ::close(raw);
+    }
+    CHECK(ssd->open_whole_for_kernel(0, 2) == -EAGAIN);
+    CHECK(test::view(ssd->get(0)) == t.bytes(0));
+    CHECK(ssd->get(1) == nullptr);
+    CHECK_FALSE(ssd->contains(0));
+    CHECK_FALSE(fs::exists(shared));
+    CHECK(ssd->state().errors == 1);
+}
