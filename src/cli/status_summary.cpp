@@ -267,6 +267,18 @@ std::string ram_line(const json& s) {
     return line("ram:", ram);
 }
 
+// The opens the kernel served from the SSD tier itself (passthrough),
+// and under which check: "; 120 files read by the kernel (--ssd-check
+// once)"; nothing while it is off.
+std::string kernel_reads(const json& k, const char* what) {
+    if (const json& on = status_at(k, "on"); !on.is_boolean() || !on.get<bool>()) return "";
+    std::string out = "; " + std::to_string(static_cast<uint64_t>(number(status_at(k, "opens")))) +
+                      " " + what + " read by the kernel";
+    if (const json& check = status_at(k, "check"); check.is_string())
+        out += " (--ssd-check " + check.get<std::string>() + ")";
+    return out;
+}
+
 std::string ssd_line(const json& s) {
     if (!status_at(s, "ssd/enabled").is_boolean()) return "";
     if (status_at(s, "ssd/enabled").get<bool>()) {
@@ -275,7 +287,8 @@ std::string ssd_line(const json& s) {
                  bytes_text(number(status_at(s, "ssd/bytes"))).c_str(),
                  bytes_text(number(status_at(s, "ssd/capacity"))).c_str(),
                  number(status_at(s, "ssd/hits")), number(status_at(s, "ssd/errors")));
-        return line("ssd:", buf + skipped_writes(status_at(s, "ssd")));
+        return line("ssd:", buf + skipped_writes(status_at(s, "ssd")) +
+                                kernel_reads(status_at(s, "ssd/kernel"), "files"));
     }
     if (const json& err = status_at(s, "ssd/error"); err.is_string())
         return line("ssd:", "off: " + err.get<std::string>());
@@ -311,7 +324,8 @@ std::string chunk_ssd(const json& c) {
                  bytes_text(number(status_at(c, "ssd/bytes"))).c_str(),
                  bytes_text(number(status_at(c, "ssd/capacity"))).c_str(),
                  number(status_at(c, "ssd/hits")));
-        return buf + skipped_writes(status_at(c, "ssd"));
+        return buf + skipped_writes(status_at(c, "ssd")) +
+               kernel_reads(status_at(c, "ssd/kernel"), "whole files");
     }
     if (const json& err = status_at(c, "ssd/error"); err.is_string())
         return "; ssd off: " + err.get<std::string>();

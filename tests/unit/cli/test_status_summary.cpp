@@ -32,6 +32,19 @@ TEST_CASE("the SSD lines name skipped writes only when there were some") {
     CHECK(told.find("3 hits, 352 writes skipped") != std::string::npos);
 }
 
+TEST_CASE("the SSD lines count the opens the kernel served itself, and under which check") {
+    json s = {{"mode", "unregistered"}, {"ssd", ssd(0)},
+              {"chunks", {{"files", 1}, {"chunks", 4}, {"chunk_size", 1 << 20}, {"ssd", ssd(0)}}}};
+    s["ssd"]["kernel"] = {{"on", false}, {"opens", 0}, {"check", "resident"}};
+    CHECK(cli::status_summary(s).find("read by the kernel") == std::string::npos);
+    s["ssd"]["kernel"] = {{"on", true}, {"opens", 120}, {"check", "once"}};
+    s["chunks"]["ssd"]["kernel"] = {{"on", true}, {"opens", 7}};
+    std::string told = cli::status_summary(s);
+    CHECK(told.find("0 errors; 120 files read by the kernel (--ssd-check once)") !=
+          std::string::npos);
+    CHECK(told.find("3 hits; 7 whole files read by the kernel") != std::string::npos);
+}
+
 TEST_CASE("the chain search's line says what it is doing, and what it found") {
     json loader = {{"root", "train"},        {"mode", "clairvoyant"}, {"epoch", 0},
                    {"match_rate", 1.0},      {"epochs", json::array()},
