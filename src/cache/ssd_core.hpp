@@ -6,7 +6,10 @@
 //
 // Layout in --cache-dir, per dataset: <stem>.cache.d/ holds one file per
 // entry, exactly the file's size, so that the kernel can read it itself
-// (FUSE passthrough reads a backing file at the FUSE file's own offsets);
+// (FUSE passthrough reads a backing file at the FUSE file's own offsets),
+// or, for entries that share one (SsdOptions::place: a record file's
+// chunks), one sparse file of the record file's size, each entry at its
+// own offset;
 // <stem>.cache is the reserve, preallocated to --ssd less the entries'
 // extents, so a full disk shows at mount and another process filling the
 // disk cannot starve the tier; <stem>.journal names what is held.

@@ -325,7 +325,9 @@ bool Engine::tiered(const index::Node& n) const {
 
 ReadSource Engine::source(const index::Node& n) const {
     if (tiered(n)) return ReadSource::tiers;
-    // Not passed through: a file held by chunk's READs are what fill the tiers.
+    // Not passed through from the backing store: a file held by chunk's
+    // READs are what fill the tiers (once whole in the SSD tier it may be
+    // passed through from there: kernel_file()).
     if (chunked(index_.id_of(n))) return ReadSource::chunks;
     return n.size > opt_.passthrough_above ? ReadSource::passthrough : ReadSource::backing;
 }

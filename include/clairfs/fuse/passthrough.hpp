@@ -6,7 +6,8 @@
 // The daemon still sees every OPEN, so following the job is unchanged.
 //
 // The files the SSD tier holds and has verified are passed through too,
-// from their entry's file (prefetch/kernel_files.hpp). Their backing id is
+// from their entry's file (prefetch/kernel_files.hpp), and files held by
+// chunk from their SSD file once whole (prefetch/chunks/kernel_shards.hpp). Their backing id is
 // kept while the entry is in the tier (up to max_kept of them), not opened
 // at every OPEN, and closed once the entry has left and its last open is
 // released.

@@ -10,9 +10,10 @@
 //
 // RAM keeps chunks least recently used first out: the window read ahead is
 // always the newest, and a chunk read is kept as long as room allows. The
-// SSD tier (a cache file of its own in --cache-dir) keeps every chunk
-// fetched from the backing store until it is full, and takes them back at
-// a remount over the unchanged files.
+// SSD tier (one of its own in --cache-dir) keeps every chunk fetched from
+// the backing store until it is full, a file's chunks in one sparse file
+// of its size, and takes them back at a remount over the unchanged files;
+// a file whole there may be read by the kernel itself (KernelShards).
 #pragma once
 
 #include "clairfs/cache/backing_store.hpp"
