@@ -471,6 +471,25 @@ def make_files(root, sizes, seed=2):
     return data
 
 
+def write_random_files(root, sizes, rng):
+    """Files of random bytes at the relative paths of `sizes` ({path:
+    size}), drawn from `rng` in order; returns {path: bytes}."""
+    out = {}
+    for rel, size in sizes.items():
+        os.makedirs(os.path.dirname(os.path.join(root, rel)) or root, exist_ok=True)
+        out[rel] = rng.randbytes(size)
+        with open(os.path.join(root, rel), "wb") as f:
+            f.write(out[rel])
+    return out
+
+
+def chunk_options(cache, chunk, *more):
+    """A mount holding files above 1 MiB (a sixteenth of --mem 16M) by
+    chunks of `chunk` bytes, with a 64 MiB SSD tier in `cache`."""
+    return ("--mem", "16M", "--chunk-size", str(chunk), "--no-detect", "--cache-dir", cache,
+            "--ssd", "64M", *more)
+
+
 def file_digest(path):
     h = hashlib.sha256()
     with open(path, "rb") as f:

@@ -54,19 +54,12 @@ KEPT = 10 * CHUNK
 
 def make_dataset(root):
     expected = ml.random_dataset(root, SMALL, 41, 60_000)
-    rng = random.Random(6)
-    for rel, size in SIZES.items():
-        os.makedirs(os.path.dirname(os.path.join(root, rel)) or root, exist_ok=True)
-        data = rng.randbytes(size)
-        with open(os.path.join(root, rel), "wb") as f:
-            f.write(data)
-        expected[rel] = data
+    expected.update(ml.write_random_files(root, SIZES, random.Random(6)))
     return expected
 
 
 def options(cache, *more):
-    return ("--mem", "16M", "--chunk-size", str(CHUNK), "--no-detect", "--cache-dir", cache,
-            "--ssd", "64M", *more)
+    return ml.chunk_options(cache, CHUNK, *more)
 
 
 def chunks(mp):

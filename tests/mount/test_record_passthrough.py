@@ -34,19 +34,13 @@ RANDOM = "db/data.mdb"
 
 def make_dataset(root):
     expected = ml.random_dataset(root, 10, 45, 60_000)
-    rng = random.Random(7)
-    for rel, size in list(SHARDS.items()) + [(RANDOM, 2 * ml.MIB + 5)]:
-        os.makedirs(os.path.dirname(os.path.join(root, rel)), exist_ok=True)
-        data = rng.randbytes(size)
-        with open(os.path.join(root, rel), "wb") as f:
-            f.write(data)
-        expected[rel] = data
+    expected.update(ml.write_random_files(root, {**SHARDS, RANDOM: 2 * ml.MIB + 5},
+                                          random.Random(7)))
     return expected
 
 
 def options(cache, *more):
-    return ("--mem", "16M", "--chunk-size", str(CHUNK), "--no-detect", "--cache-dir", cache,
-            "--ssd", "64M", *more)
+    return ml.chunk_options(cache, CHUNK, *more)
 
 
 def kernel(mp):
