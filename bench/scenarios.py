@@ -89,6 +89,10 @@ Scenarios:
                         the kernel's at every open, read ahead into the page
                         cache before it, instead of checked again each
                         epoch where its pages did not stay.
+  clairfs-ssd-registered-check-once-no-drop-behind
+                        the same with --drop-behind never: the page cache
+                        keeps what the kernel read of the entries until
+                        reclaim takes it (as a local copy's is kept).
   clairfs-ssd-registered-ra-128k
                         clairfs-ssd-registered with the mount's kernel
                         readahead put back to the kernel's 128 KiB right
@@ -228,7 +232,8 @@ ALL = ["local-warm", "local-budget", "direct", "copy-first", "rclone",
        "clairfs-registered-wrong-seed",
        "clairfs-ssd-registered-blksize-1m", "clairfs-registered-dev-fuse",
        "clairfs-ssd-registered-dev-fuse", "clairfs-ssd-registered-no-passthrough",
-       "clairfs-ssd-registered-ra-128k", "clairfs-ssd-registered-check-once"]
+       "clairfs-ssd-registered-ra-128k", "clairfs-ssd-registered-check-once",
+       "clairfs-ssd-registered-check-once-no-drop-behind"]
 NEEDS_VAL = ("clairfs-registered-train", "clairfs-registered-trainval")
 FRAMEWORKS = ("torch", "keras", "tfrecord", "lmdb")
 # The jobs run by the frameworks interpreter, and the modules each needs.
@@ -1143,6 +1148,9 @@ class Bench:
                   lambda r: self.sc_clairfs(r, "job", ssd=True, readahead_kb=128),
               "clairfs-ssd-registered-check-once":
                   lambda r: self.sc_clairfs(r, "job", ssd=True, ssd_check="once"),
+              "clairfs-ssd-registered-check-once-no-drop-behind":
+                  lambda r: self.sc_clairfs(r, "job", ssd=True, ssd_check="once",
+                                            drop_behind=False),
               }[sc]
         try:
             r.update(fn(r))

@@ -45,6 +45,19 @@ struct FileStamp {
 };
 FileStamp stamp_of(const struct stat& st);
 
+// An entry file kept open (SsdOptions::open_files). Shared by the entry
+// in `files` and the copies taken out of it, so a use that outlives the
+// entry's eviction still has the file it asked for, never a descriptor
+// number reused meanwhile; closed with the last copy, which the tier lets
+// go without mu.
+struct EntryFd {
+    explicit EntryFd(int f) : fd(f) {}
+    ~EntryFd();
+    EntryFd(const EntryFd&) = delete;
+    EntryFd& operator=(const EntryFd&) = delete;
+    const int fd;
+};
+
 struct SsdEntry {
     uint64_t offset = 0; // in the cache file; the extent is aligned(size) long
     uint64_t size = 0;
@@ -68,6 +81,9 @@ struct SsdEntry {
     std::string file;
     uint64_t at = 0;
     uint64_t file_size = 0;
+    // Its file, kept open once used for the kernel (entry_fd); null until
+    // then, and for entries sharing a file.
+    std::shared_ptr<const EntryFd> open;
 };
 
 // The entry's file's name in <stem>.cache.d, and the size it must have.
@@ -98,6 +114,7 @@ struct SsdTier::Core {
     bool reserve_existed = false; // before this mount
     bool direct = false;
     bool check_once = false; // SsdOptions::check_once
+    size_t max_open_files = 0; // SsdOptions::open_files
     // Whether the reserve shrinks and grows with the entries (holes are
     // punched); false where the file system cannot punch holes: then no
     // space is held beyond the entries themselves.
@@ -119,6 +136,7 @@ struct SsdTier::Core {
     std::unordered_map<index::NodeId, SsdEntry> files;
     std::unordered_set<index::NodeId> writing; // extents reserved, bytes on their way
     uint64_t verified_entries = 0;             // entries with verified set
+    uint64_t kept_files = 0;                   // entries with `open` set
     // Files entries share (SsdEntry::file): how many entries are in each,
     // and the file as the tier's last write into it left it.
     struct SharedFile {
@@ -145,12 +163,19 @@ struct SsdTier::Core {
     BlobRef read(index::NodeId id, bool count, bool warm = false);
     int open_for_kernel(index::NodeId id);
     int open_whole_for_kernel(index::NodeId first, index::NodeId last);
-    // The entry's file opened (buffered, read-only) while the entry is
-    // pinned, `use` called with it and the entry, and the file closed:
+    // The entry's file (kept open, or opened buffered and read-only by
+    // name) while the entry is pinned, `use` called with it and the entry:
     // use's result, -ENOENT where the entry is not held (or is empty),
     // -EAGAIN where `verified_only` and it is not verified.
     int with_entry_file(index::NodeId id, bool verified_only,
                         const std::function<int(int fd, const SsdEntry& e)>& use);
+    // The file of the pinned entry `e` (a copy taken under mu): its kept
+    // descriptor, or one opened by name now and kept if the entry is still
+    // the same put and there is room; null and -errno in `err`.
+    std::shared_ptr<const EntryFd> entry_fd(index::NodeId id, const SsdEntry& e, int& err);
+    // The kept descriptor `fd` is no longer the entry's (its file was
+    // found replaced): the next use opens the file by name.
+    void forget_fd(index::NodeId id, const std::shared_ptr<const EntryFd>& fd);
     // read()'s steps: the entry pinned under mu (false: a miss), its bytes
     // read without mu (0 or -errno), the read counted and the entry unpinned
     // (and dropped if the read failed: true and the drop's seq), and the

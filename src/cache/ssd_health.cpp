@@ -65,6 +65,8 @@ void SsdTier::Core::fail(bool io, const std::string& line) {
 
 void SsdTier::Core::disable(const std::string& reason) {
     std::vector<index::NodeId> dropped;
+    // Their kept files are closed after the lock, with this.
+    std::unordered_map<index::NodeId, SsdEntry> gone;
     {
         std::lock_guard lk(mu);
         if (!enabled.load()) return;
@@ -76,9 +78,10 @@ void SsdTier::Core::disable(const std::string& reason) {
             free_extent(e);
             dropped.push_back(id);
         }
-        files.clear();
+        gone.swap(files);
         shared.clear();
         verified_entries = 0;
+        kept_files = 0;
         stats.bytes = 0;
         stats.entries = 0;
         stats.capacity = 0; // planners must not count on its room
@@ -115,6 +118,7 @@ SsdState SsdTier::state() const {
     s.cache_file = core_->dir + "/" + core_->cache_name;
     s.entries_dir = core_->dir + "/" + core_->entries_name;
     s.verified = core_->verified_entries;
+    s.open_files = core_->kept_files;
     s.allocated = core_->extents.used_bytes();
     s.largest_free = s.enabled ? core_->extents.largest_free() : 0;
     return s;

@@ -130,7 +130,7 @@ std::string cache_file_stem(const std::string& dataset) {
 
 SsdTier::Core::Core(const SsdOptions& o)
     : describe(o.describe), place(o.place), nodes(o.nodes), max_io_errors(o.max_io_errors ? o.max_io_errors : 1),
-      dir(o.dir), check_once(o.check_once) {
+      dir(o.dir), check_once(o.check_once), max_open_files(o.open_files) {
     if (nodes) resident = std::make_unique<std::atomic<uint8_t>[]>(nodes);
 }
 

@@ -63,8 +63,9 @@ void SsdTier::Core::set_resident(index::NodeId id, bool held, bool verified) {
 bool SsdTier::Core::remove_locked(index::NodeId id, SsdEntry& out) {
     auto it = files.find(id);
     if (it == files.end()) return false;
-    out = it->second;
+    out = std::move(it->second); // a kept file closes with `out`, after mu
     files.erase(it);
+    if (out.open) --kept_files;
     if (!out.file.empty()) {
         auto sf = shared.find(out.file);
         if (sf != shared.end() && sf->second.entries > 0) --sf->second.entries;
@@ -195,6 +196,40 @@ void SsdTier::Core::unverify(index::NodeId id, const SsdEntry& e) {
     set_resident(id, true, false);
 }
 
+EntryFd::~EntryFd() {
+    sys::close(fd);
+}
+
+std::shared_ptr<const EntryFd> SsdTier::Core::entry_fd(index::NodeId id, const SsdEntry& e,
+                                                       int& err) {
+    if (e.open) return e.open;
+    // Buffered: the kernel reads it for the job, through its page cache.
+    int fd = sys::neg_errno(
+        ::openat(entries_fd, file_of(e).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+    if (fd < 0) {
+        err = fd;
+        return nullptr;
+    }
+    auto ref = std::make_shared<const EntryFd>(fd);
+    if (!e.file.empty()) return ref; // a shared file: one entry of many
+    std::lock_guard lk(mu);
+    auto it = files.find(id);
+    if (it != files.end() && it->second.seq == e.seq && !it->second.open &&
+        kept_files < max_open_files) {
+        it->second.open = ref;
+        ++kept_files;
+    }
+    return ref;
+}
+
+void SsdTier::Core::forget_fd(index::NodeId id, const std::shared_ptr<const EntryFd>& fd) {
+    std::lock_guard lk(mu);
+    auto it = files.find(id);
+    if (it == files.end() || !fd || it->second.open != fd) return;
+    it->second.open.reset(); // `fd` still holds it: not closed under mu
+    --kept_files;
+}
+
 int SsdTier::Core::open_for_kernel(index::NodeId id) {
     SsdEntry e;
     {
@@ -206,18 +241,17 @@ int SsdTier::Core::open_for_kernel(index::NodeId id) {
         e = it->second;
         pin(e);
     }
-    // Buffered: the kernel reads it for the job, through its page cache.
-    int fd = sys::neg_errno(
-        ::openat(entries_fd, entry_name(e.offset).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+    int fd = 0;
+    std::shared_ptr<const EntryFd> file = entry_fd(id, e, fd);
     struct stat st;
     bool changed = false;
-    if (fd >= 0 && (sys::fstat(fd, &st) < 0 || static_cast<uint64_t>(st.st_size) != e.size)) {
-        sys::close(fd);
+    if (file && (sys::fstat(file->fd, &st) < 0 || static_cast<uint64_t>(st.st_size) != e.size)) {
         fd = -EBADMSG;
-    } else if (fd >= 0 && check_once && stamp_of(st) != e.stamp) {
+    } else if (file && ((check_once && stamp_of(st) != e.stamp) ||
+                        (e.stamp.ino != 0 && stamp_of(st).ino != e.stamp.ino))) {
         // Written to or replaced since its check (by hand: the tier never
-        // rewrites a file): the daemon reads and checks it again first.
-        sys::close(fd);
+        // rewrites a file), or a kept file the name no longer leads to:
+        // the daemon reads and checks it again first.
         fd = -EAGAIN;
         changed = true;
     }
@@ -226,10 +260,14 @@ int SsdTier::Core::open_for_kernel(index::NodeId id) {
     // device's bytes are checked only by the daemon's reads. Pages evicted
     // during the open itself are beyond this check (see clairfs(8)). Not
     // with check_once, which trusts the device once it has been checked.
-    if (fd >= 0 && !check_once && sys::all_pages_cached(fd, e.size) != 1) {
-        sys::close(fd);
+    if (file && fd == 0 && !check_once && sys::all_pages_cached(file->fd, e.size) != 1)
         fd = -ENODATA;
-    }
+    // The caller's own descriptor of the kept file: a dup costs less than
+    // an open by name.
+    if (file && fd == 0) fd = sys::neg_errno(::fcntl(file->fd, F_DUPFD_CLOEXEC, 0));
+    // A kept file found not the checked one (replaced by hand, or cut) is
+    // let go: the daemon's next read, and the next open, go by name.
+    if (file && (fd == -EBADMSG || changed)) forget_fd(id, file);
     {
         std::lock_guard lk(mu);
         unpin(e);
@@ -303,13 +341,8 @@ int SsdTier::Core::with_entry_file(index::NodeId id, bool verified_only,
         e = it->second;
         pin(e); // its name is not another entry's meanwhile
     }
-    int fd = sys::neg_errno(
-        ::openat(entries_fd, file_of(e).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
-    int rv = fd;
-    if (fd >= 0) {
-        rv = use(fd, e);
-        sys::close(fd);
-    }
+    int rv = 0;
+    if (std::shared_ptr<const EntryFd> file = entry_fd(id, e, rv)) rv = use(file->fd, e);
     std::lock_guard lk(mu);
     unpin(e);
     return rv;

@@ -141,7 +141,7 @@ uint64_t SsdTier::Core::check_entry_files(JournalEntries& keep) {
 std::vector<JournalRecord> SsdTier::Core::adopt(JournalEntries& keep) {
     std::vector<JournalRecord> records;
     for (auto& [id, r] : keep) {
-        SsdEntry e{r.offset, r.size, r.checksum, r.seq, false, {}, {}, 0, 0};
+        SsdEntry e{r.offset, r.size, r.checksum, r.seq, false, {}, {}, 0, 0, {}};
         if (place_of(id, e)) {
             SharedFile& sf = shared[e.file];
             struct stat st;

@@ -60,7 +60,7 @@ bool SsdTier::Core::write(index::NodeId id, const BlobRef& blob) {
     case Reservation::made: break;
     }
     SsdEntry e{offset, blob->size, XXH3_64bits(blob->bytes.get(), blob->size), 0, false, {},
-               {}, 0, 0};
+               {}, 0, 0, {}};
     place_of(id, e);
     int rv = e.size > 0 ? (e.file.empty() ? store_entry(e, *blob) : store_shared(e, *blob)) : 0;
     if (publish(id, rv, e)) {

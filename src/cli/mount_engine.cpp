@@ -6,6 +6,7 @@
 #include "clairfs/config/memory_budget.hpp"
 #include "clairfs/log.hpp"
 #include "clairfs/peer/peers.hpp"
+#include "clairfs/sys/syscalls.hpp"
 #include "mount_table.hpp"
 
 #include <algorithm>
@@ -78,6 +79,10 @@ std::unique_ptr<cache::SsdTier> open_ssd(const config::MountOptions& o, std::str
     double share = total_need ? static_cast<double>(need) / static_cast<double>(total_need) : 1;
     s.io_timeout = io_timeout_of(o);
     s.check_once = o.fast_path.ssd_check == config::SsdCheck::once;
+    // Half the descriptors (up to 65,536, the backing ids kept) for the
+    // entry files the kernel reads, the rest for everything else; none for
+    // record files' chunks, which share one file each.
+    if (!place) s.open_files = std::min<uint64_t>(sys::raise_open_files_limit() / 2, 1 << 16);
     if (o.ssd == config::auto_ssd)
         s.capacity = auto_ssd_capacity(s, need, share);
     else

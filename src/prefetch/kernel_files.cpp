@@ -48,7 +48,11 @@ void KernelFiles::closed(index::NodeId id, bool clairvoyant) {
 }
 
 void KernelFiles::status(nlohmann::json& ssd) const {
-    if (ssd_) ssd["verified"] = ssd_->state().verified;
+    if (ssd_) {
+        const cache::SsdState st = ssd_->state();
+        ssd["verified"] = st.verified;
+        ssd["open_files"] = st.open_files;
+    }
     ssd["kernel"] = {{"on", on()},
                      {"opens", handed_.load(std::memory_order_relaxed)},
                      {"refused", refused_.load(std::memory_order_relaxed)},

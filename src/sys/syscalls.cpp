@@ -5,6 +5,7 @@
 #include <cstring>
 #include <linux/openat2.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <vector>
@@ -84,6 +85,17 @@ int readlinkat(int dirfd, const char* path, std::string& out) {
 
 const char* error_text(int neg_err) {
     return std::strerror(neg_err < 0 ? -neg_err : neg_err);
+}
+
+uint64_t raise_open_files_limit() {
+    struct rlimit r {};
+    if (::getrlimit(RLIMIT_NOFILE, &r) < 0) return 1024;
+    if (r.rlim_cur < r.rlim_max) {
+        struct rlimit up = r;
+        up.rlim_cur = r.rlim_max;
+        if (::setrlimit(RLIMIT_NOFILE, &up) == 0) r = up;
+    }
+    return r.rlim_cur == RLIM_INFINITY ? uint64_t{1} << 20 : r.rlim_cur;
 }
 
 } // namespace clairfs::sys

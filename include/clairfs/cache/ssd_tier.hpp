@@ -73,6 +73,12 @@ struct SsdOptions {
     // page cache or not. False (--ssd-check resident): only while every page
     // the daemon's check read is still in the page cache.
     bool check_once = false;
+    // Entry files kept open, at most: a file the kernel reads (passed
+    // through, read ahead, dropped behind) stays open while its entry is
+    // held, so that each later open of it costs an fstat, not an openat by
+    // name and a close. 0: none kept. The mount gives it a share of
+    // RLIMIT_NOFILE.
+    size_t open_files = 0;
     // Where an entry's bytes go when it shares one file with others: the
     // chunks of a record file (a TFRecord shard) live in one sparse file
     // of the record file's size, each at its own offset, so that the
@@ -93,6 +99,7 @@ struct SsdState {
     std::string cache_file; // the reserve's path, for messages
     std::string entries_dir; // the entries' directory
     uint64_t verified = 0;   // entries the kernel may read now (SsdTier::verified)
+    uint64_t open_files = 0; // entry files kept open (SsdOptions::open_files)
     uint64_t errors = 0;    // failed reads and writes, checksum mismatches, journal failures
     uint64_t io_errors = 0; // ... of which device errors, the ones that turn the tier off
     uint64_t reads = 0;     // device reads that returned intact bytes

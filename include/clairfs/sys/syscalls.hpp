@@ -88,6 +88,11 @@ int all_pages_cached(int fd, uint64_t size);
 // kernels before 6.5 (public so that a test reaches it here).
 int all_pages_cached_by_mincore(int fd, uint64_t size);
 
+// The soft RLIMIT_NOFILE raised to the hard one, and returned: a daemon
+// keeping many files open needs more than the 1024 a login shell gives,
+// and the hard limit is the administrator's bound, not this process's.
+uint64_t raise_open_files_limit();
+
 // Reads a symlink target of any length into `out`.
 int readlinkat(int dirfd, const char* path, std::string& out);
 
