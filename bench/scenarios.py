@@ -235,6 +235,9 @@ ALL = ["local-warm", "local-budget", "direct", "copy-first", "rclone",
        "clairfs-ssd-registered-ra-128k", "clairfs-ssd-registered-check-once",
        "clairfs-ssd-registered-check-once-no-drop-behind"]
 NEEDS_VAL = ("clairfs-registered-train", "clairfs-registered-trainval")
+# Where the jobs' interpreters and libraries live (their page cache is
+# dropped before the daemon-alone memory is read again; see daemon_alone).
+LIBRARY_ROOTS = ("/usr/lib", "/opt/clairfs-venv", "/usr/local/lib")
 FRAMEWORKS = ("torch", "keras", "tfrecord", "lmdb")
 # The jobs run by the frameworks interpreter, and the modules each needs.
 VENV_MODULES = {"keras": ("tensorflow", "keras"), "tfrecord": ("tensorflow",),
@@ -708,7 +711,8 @@ class Bench:
         if alone:
             r["mem_daemon_alone"] = alone
             log(f"    the cgroup after the job: {alone['file'] >> 20} MiB page cache + "
-                f"{alone['anon'] >> 20} MiB anonymous")
+                f"{alone['anon'] >> 20} MiB anonymous; less the libraries' pages "
+                f"{alone['file_less_libraries'] >> 20} MiB page cache")
         return out
 
     def sc_local_budget(self, r):
@@ -836,7 +840,8 @@ class Bench:
                     r["mem_daemon_alone"] = alone
                     log(f"    daemon alone in the memory cgroup: {alone['file'] >> 20} MiB page "
                         f"cache + {alone['anon'] >> 20} MiB anonymous (the daemon's own "
-                        f"{alone['daemon_rss_anon'] >> 20} MiB)")
+                        f"{alone['daemon_rss_anon'] >> 20} MiB); less the libraries' pages "
+                        f"{alone['file_less_libraries'] >> 20} MiB page cache")
             try:
                 with open(os.path.join(mnt, ".clairfs", "status")) as f:
                     r["clairfs_status"] = json.load(f)
@@ -896,13 +901,21 @@ class Bench:
             time.sleep(0.1)
         time.sleep(1)  # the exited processes' pages uncharged
         f, a, sh = cgroup_memory.split(cgroup_memory.read_stat(cg))
+        # The page cache of the job's interpreter and libraries (torch's
+        # alone is some 500 MiB) is charged here too and is not the
+        # dataset: dropped, what stays is the mount's pages and the
+        # daemon's own.
+        cgroup_memory.drop_file_pages(LIBRARY_ROOTS)
+        time.sleep(0.5)
+        f_less, _, _ = cgroup_memory.split(cgroup_memory.read_stat(cg))
         rss_anon = 0
         if pid:
             with open(f"/proc/{pid}/status") as st:
                 for line in st:
                     if line.startswith("RssAnon:"):
                         rss_anon = int(line.split()[1]) << 10
-        return {"file": f, "anon": a, "shmem": sh, "daemon_rss_anon": rss_anon}
+        return {"file": f, "anon": a, "shmem": sh, "daemon_rss_anon": rss_anon,
+                "file_less_libraries": f_less}
 
     def control_write(self, mnt, reg):
         """Writes one registration to MNT/.clairfs/control; a refusal (EINVAL)
@@ -1494,6 +1507,9 @@ def summarize(scenarios, runs, unavailable, files, dataset_bytes=None, floor=Non
         alone = [r["mem_daemon_alone"] for r in rs if r.get("mem_daemon_alone")]
         if alone and dataset_bytes:
             e["daemon_alone_x_dataset"] = [(x["file"] + x["anon"]) / dataset_bytes for x in alone]
+            e["daemon_alone_less_libraries_x_dataset"] = [
+                (x["file_less_libraries"] + x["anon"]) / dataset_bytes
+                for x in alone if "file_less_libraries" in x]
         if dataset_bytes and e["mem_held_max"]:
             e["mem_held_x_dataset"] = e["mem_held_max"] / dataset_bytes
         if dataset_bytes and e["run_shared_fs_bytes"] is not None:

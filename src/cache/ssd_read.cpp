@@ -395,7 +395,8 @@ int SsdTier::drop_pages(index::NodeId id) {
 
 int SsdTier::read_ahead(index::NodeId id) {
     return core_->with_entry_file(id, true, [](int fd, const SsdEntry& e) {
-        return -::posix_fadvise(fd, 0, static_cast<off_t>(e.size), POSIX_FADV_WILLNEED);
+        return -::posix_fadvise(fd, static_cast<off_t>(e.at), static_cast<off_t>(e.size),
+                                POSIX_FADV_WILLNEED);
     });
 }
 

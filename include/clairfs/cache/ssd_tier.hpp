@@ -183,9 +183,10 @@ public:
     // anew), and with them its verified mark unless check_once; 0 or
     // -errno, -ENOENT for an entry not held.
     int drop_pages(index::NodeId id);
-    // check_once: asks the kernel to read a verified entry's file into the
-    // page cache now (POSIX_FADV_WILLNEED), ahead of the open it is due
-    // for; the daemon copies nothing. 0 or -errno, -ENOENT for an entry not
+    // check_once: asks the kernel to read a verified entry's bytes into the
+    // page cache now (POSIX_FADV_WILLNEED; an entry sharing its file: its
+    // range of that file), ahead of the open it is due for; the daemon
+    // copies nothing. 0 or -errno, -ENOENT for an entry not
     // held, -EAGAIN for one not verified.
     int read_ahead(index::NodeId id);
     // Told of every entry that leaves the tier (evicted, dropped after a

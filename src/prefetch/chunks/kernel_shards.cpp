@@ -10,7 +10,8 @@ namespace clairfs::prefetch {
 KernelShards::KernelShards(const ChunkMap& map, const index::Index& idx)
     : map_(map), index_(idx),
       streamed_(std::make_unique<std::atomic<bool>[]>(std::max<size_t>(map.files(), 1))),
-      handed_(std::make_unique<std::atomic<bool>[]>(std::max<size_t>(map.files(), 1))) {}
+      handed_(std::make_unique<std::atomic<bool>[]>(std::max<size_t>(map.files(), 1))),
+      ahead_(std::make_unique<std::atomic<bool>[]>(std::max<size_t>(map.files(), 1))) {}
 
 void KernelShards::turn_on(bool on, std::function<void(index::NodeId)> dropped) {
     if (!ssd_) return;
@@ -42,8 +43,20 @@ int KernelShards::open(index::NodeId node) {
 
 void KernelShards::count(index::NodeId node, bool handed) {
     (handed ? opens_ : refused_).fetch_add(1, std::memory_order_relaxed);
-    if (map_.covers(node))
-        handed_[map_.file_index(map_.chunk_at(node, 0))].store(handed, std::memory_order_relaxed);
+    if (!map_.covers(node)) return;
+    const size_t f = map_.file_index(map_.chunk_at(node, 0));
+    handed_[f].store(handed, std::memory_order_relaxed);
+    ahead_[f].store(false, std::memory_order_relaxed); // read ahead again before its next open
+}
+
+void KernelShards::read_ahead(index::NodeId node, uint32_t chunks) {
+    if (!reads(node) || !ssd_->checks_once()) return;
+    ChunkId c = map_.chunk_at(node, 0);
+    if (ahead_[map_.file_index(c)].exchange(true, std::memory_order_relaxed)) return;
+    uint32_t done = 0;
+    for (uint32_t k = 0; k < chunks && c != no_chunk; ++k, c = map_.next_in_file(c))
+        done += ssd_->read_ahead(c) == 0 ? 1 : 0;
+    if (done) read_ahead_.fetch_add(1, std::memory_order_relaxed);
 }
 
 bool KernelShards::reads(index::NodeId node) const {
@@ -56,7 +69,8 @@ void KernelShards::status(nlohmann::json& out) const {
                      {"opens", opens_.load(std::memory_order_relaxed)},
                      {"refused", refused_.load(std::memory_order_relaxed)},
                      {"not_whole_opens", not_whole_.load(std::memory_order_relaxed)},
-                     {"not_streamed_opens", not_streamed_.load(std::memory_order_relaxed)}};
+                     {"not_streamed_opens", not_streamed_.load(std::memory_order_relaxed)},
+                     {"read_ahead", read_ahead_.load(std::memory_order_relaxed)}};
 }
 
 } // namespace clairfs::prefetch

@@ -50,6 +50,11 @@ public:
     // chunk of it has left the tier since: its first chunks need no
     // prefetch into RAM (prefetch_shard_heads).
     bool reads(index::NodeId node) const;
+    // A file the kernel reads itself, due to open soon: its first `chunks`
+    // chunks read ahead into the page cache from its SSD file (--ssd-check
+    // once only: under resident the file is not the kernel's), once per
+    // open, so that its reader's first reads wait for no disk.
+    void read_ahead(index::NodeId node, uint32_t chunks);
     // Key "kernel" of status's "chunks".
     void status(nlohmann::json& out) const;
 
@@ -59,9 +64,10 @@ private:
     cache::SsdTier* ssd_ = nullptr;
     std::atomic<bool> on_{false};
     // Per covered file (ChunkMap::file_index): read as a stream lately;
-    // handed to the kernel at its last open.
-    std::unique_ptr<std::atomic<bool>[]> streamed_, handed_;
-    std::atomic<uint64_t> opens_{0}, refused_{0}, not_whole_{0}, not_streamed_{0};
+    // handed to the kernel at its last open; its head
+    // read ahead since its last open.
+    std::unique_ptr<std::atomic<bool>[]> streamed_, handed_, ahead_;
+    std::atomic<uint64_t> opens_{0}, refused_{0}, not_whole_{0}, not_streamed_{0}, read_ahead_{0};
 };
 
 } // namespace clairfs::prefetch

@@ -41,8 +41,12 @@ void prefetch_shard_heads(ChunkStore& chunks, const std::vector<JobView>& views)
         if (!map.covers(id) || std::find(seen.begin(), seen.end(), id) != seen.end()) continue;
         seen.push_back(id);
         // The kernel reads it whole from the SSD tier itself: no READ of
-        // it will take chunks from RAM.
-        if (const KernelShards* k = chunks.kernel_shards(); k && k->reads(id)) continue;
+        // it will take chunks from RAM; its head is read ahead into the
+        // page cache instead.
+        if (KernelShards* k = chunks.kernel_shards(); k && k->reads(id)) {
+            k->read_ahead(id, head_chunks);
+            continue;
+        }
         ChunkId c = map.chunk_at(id, 0);
         for (uint32_t k = 0; k < head_chunks && c != no_chunk; ++k, c = map.next_in_file(c)) {
             walked += map.range(c).length;
