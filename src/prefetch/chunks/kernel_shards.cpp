@@ -49,8 +49,18 @@ void KernelShards::count(index::NodeId node, bool handed) {
     ahead_[f].store(false, std::memory_order_relaxed); // read ahead again before its next open
 }
 
+bool KernelShards::will_read(index::NodeId node) const {
+    if (reads(node)) return true;
+    if (!on() || !map_.covers(node) || index_.node(node).size == 0) return false;
+    ChunkId c = map_.chunk_at(node, 0);
+    if (!streamed_[map_.file_index(c)].load(std::memory_order_relaxed)) return false;
+    for (; c != no_chunk; c = map_.next_in_file(c))
+        if (!ssd_->verified(c)) return false;
+    return true;
+}
+
 void KernelShards::read_ahead(index::NodeId node, uint32_t chunks) {
-    if (!reads(node) || !ssd_->checks_once()) return;
+    if (!ssd_->checks_once() || !will_read(node)) return;
     ChunkId c = map_.chunk_at(node, 0);
     if (ahead_[map_.file_index(c)].exchange(true, std::memory_order_relaxed)) return;
     uint32_t done = 0;

@@ -50,6 +50,10 @@ public:
     // chunk of it has left the tier since: its first chunks need no
     // prefetch into RAM (prefetch_shard_heads).
     bool reads(index::NodeId node) const;
+    // Whether the kernel reads the file itself at its next open, as far as
+    // can be told before it: it did at its last open, or it was read as a
+    // stream and every chunk is in the tier and verified.
+    bool will_read(index::NodeId node) const;
     // A file the kernel reads itself, due to open soon: its first `chunks`
     // chunks read ahead into the page cache from its SSD file (--ssd-check
     // once only: under resident the file is not the kernel's), once per

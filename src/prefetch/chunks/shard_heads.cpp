@@ -22,6 +22,10 @@ namespace {
 // later, and its chunks would hold RAM the open files' read-ahead needs.
 constexpr uint32_t head_files = 2;
 constexpr uint32_t head_chunks = 2;
+// Files the kernel reads itself have their heads read into the page cache
+// instead, which holds no RAM of the chunks': as many files as eight
+// parallel readers open next.
+constexpr uint32_t kernel_head_files = 8;
 
 } // namespace
 
@@ -37,16 +41,19 @@ void prefetch_shard_heads(ChunkStore& chunks, const std::vector<JobView>& views)
     std::vector<index::NodeId> seen; // a file several ranks open comes once per rank
     Timeline future(views);
     index::NodeId id;
-    while (seen.size() < head_files && future.next(id)) {
+    KernelShards* kernel = chunks.kernel_shards();
+    const uint32_t files = kernel && kernel->on() ? kernel_head_files : head_files;
+    while (seen.size() < files && future.next(id)) {
         if (!map.covers(id) || std::find(seen.begin(), seen.end(), id) != seen.end()) continue;
         seen.push_back(id);
         // The kernel reads it whole from the SSD tier itself: no READ of
         // it will take chunks from RAM; its head is read ahead into the
         // page cache instead.
-        if (KernelShards* k = chunks.kernel_shards(); k && k->reads(id)) {
-            k->read_ahead(id, head_chunks);
+        if (kernel && kernel->will_read(id)) {
+            kernel->read_ahead(id, head_chunks);
             continue;
         }
+        if (seen.size() > head_files) continue; // only the kernel's are read so far ahead
         ChunkId c = map.chunk_at(id, 0);
         for (uint32_t k = 0; k < head_chunks && c != no_chunk; ++k, c = map.next_in_file(c)) {
             walked += map.range(c).length;
