@@ -51,7 +51,10 @@ void KernelShards::count(index::NodeId node, bool handed) {
 
 bool KernelShards::will_read(index::NodeId node) const {
     if (reads(node)) return true;
-    if (!on() || !map_.covers(node) || index_.node(node).size == 0) return false;
+    // Under resident a file is the kernel's only while the checked pages
+    // stay, which no look ahead can tell.
+    if (!on() || !ssd_->checks_once() || !map_.covers(node) || index_.node(node).size == 0)
+        return false;
     ChunkId c = map_.chunk_at(node, 0);
     if (!streamed_[map_.file_index(c)].load(std::memory_order_relaxed)) return false;
     for (; c != no_chunk; c = map_.next_in_file(c))

@@ -51,8 +51,9 @@ public:
     // prefetch into RAM (prefetch_shard_heads).
     bool reads(index::NodeId node) const;
     // Whether the kernel reads the file itself at its next open, as far as
-    // can be told before it: it did at its last open, or it was read as a
-    // stream and every chunk is in the tier and verified.
+    // can be told before it: it did at its last open, or (--ssd-check
+    // once) it was read as a stream and every chunk is in the tier and
+    // verified.
     bool will_read(index::NodeId node) const;
     // A file the kernel reads itself, due to open soon: its first `chunks`
     // chunks read ahead into the page cache from its SSD file (--ssd-check
@@ -68,8 +69,7 @@ private:
     cache::SsdTier* ssd_ = nullptr;
     std::atomic<bool> on_{false};
     // Per covered file (ChunkMap::file_index): read as a stream lately;
-    // handed to the kernel at its last open; its head
-    // read ahead since its last open.
+    // handed to the kernel at its last open; its head read ahead since.
     std::unique_ptr<std::atomic<bool>[]> streamed_, handed_, ahead_;
     std::atomic<uint64_t> opens_{0}, refused_{0}, not_whole_{0}, not_streamed_{0}, read_ahead_{0};
 };
