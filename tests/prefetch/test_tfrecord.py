@@ -144,7 +144,7 @@ def case_chunked(tmp, registered=False, once=False):
         c = st["chunks"]
         ml.check(c is not None and c["files"] == 8, f"{what}: status chunks {c}")
         kernel = c["ssd"]["kernel"]
-        passthrough = ml.status(mp)["passthrough"]["state"] == "on"
+        passthrough = st["passthrough"]["state"] == "on"
         if once and passthrough:
             ml.check(kernel["opens"] >= 8, f"{what}: shards not passed through: {kernel}")
             ml.check(kernel["read_ahead"] > 0, f"{what}: no shard's head read ahead: {kernel}")

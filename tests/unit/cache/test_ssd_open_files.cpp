@@ -16,17 +16,10 @@
 
 using namespace clairfs;
 namespace fs = std::filesystem;
-using test::CacheDir, test::Table, test::options, test::MiB;
+using test::CacheDir, test::Table, test::options, test::MiB, test::read_fd,
+    test::entry_file_of_size;
 
 namespace {
-
-std::string all_of(int fd) {
-    std::string out;
-    char buf[65536];
-    for (ssize_t n; (n = ::pread(fd, buf, sizeof buf, static_cast<off_t>(out.size()))) > 0;)
-        out.append(buf, static_cast<size_t>(n));
-    return out;
-}
 
 // This process's descriptors open on a file in `dir`.
 size_t open_in(const std::string& dir) {
@@ -37,13 +30,6 @@ size_t open_in(const std::string& dir) {
         if (!ec && target.string().starts_with(dir + "/")) ++n;
     }
     return n;
-}
-
-// The entry file of `size` bytes in the tier's directory.
-std::string entry_of_size(const cache::SsdTier& ssd, uint64_t size) {
-    for (const auto& e : fs::directory_iterator(ssd.state().entries_dir))
-        if (fs::file_size(e.path()) == size) return e.path();
-    return "";
 }
 
 // `path` replaced (renamed over) by a new file of `bytes`.
@@ -73,7 +59,7 @@ TEST_CASE("entry files the kernel reads stay open up to the limit and close with
     for (index::NodeId id = 0; id < 3; ++id) {
         int fd = ssd->open_for_kernel(id);
         REQUIRE(fd >= 0);
-        CHECK(all_of(fd) == t.bytes(id)); // the caller's own descriptor
+        CHECK(read_fd(fd) == t.bytes(id)); // the caller's own descriptor
         ::close(fd);
     }
     CHECK(ssd->state().open_files == 2); // the third found no room
@@ -87,7 +73,7 @@ TEST_CASE("entry files the kernel reads stay open up to the limit and close with
     // A second open of a kept entry is handed the same checked bytes.
     int again = ssd->open_for_kernel(0);
     REQUIRE(again >= 0);
-    CHECK(all_of(again) == t.bytes(0));
+    CHECK(read_fd(again) == t.bytes(0));
     ::close(again);
 
     // Evicted: its kept file closes (after the tier's lock); the room goes
@@ -123,7 +109,7 @@ TEST_CASE("a kept entry file written in place or replaced by hand is not handed 
 
     // Entry 0 written in place through another descriptor: its kept file
     // shows the change.
-    std::string path0 = entry_of_size(*ssd, 110 * 1000);
+    std::string path0 = entry_file_of_size(*ssd, 110 * 1000);
     REQUIRE(!path0.empty());
     {
         int raw = ::open(path0.c_str(), O_WRONLY);
@@ -141,7 +127,7 @@ TEST_CASE("a kept entry file written in place or replaced by hand is not handed 
     // the checked inode moved its change time, so its kept file is let go;
     // the name leads to a file nobody checked, which the daemon's read
     // finds wrong and drops.
-    std::string path1 = entry_of_size(*ssd, 70 * 1000);
+    std::string path1 = entry_file_of_size(*ssd, 70 * 1000);
     REQUIRE(!path1.empty());
     replace_file(path1, std::string(70 * 1000, 'y'));
     CHECK(ssd->open_for_kernel(1) == -EAGAIN);
@@ -167,7 +153,7 @@ TEST_CASE("an entry file replaced by the same bytes is handed over again once ch
     ::close(fd);
     REQUIRE(ssd->state().open_files == 1);
 
-    std::string path = entry_of_size(*ssd, 90 * 1000);
+    std::string path = entry_file_of_size(*ssd, 90 * 1000);
     REQUIRE(!path.empty());
     replace_file(path, t.bytes(0));
     // The daemon checks the new file by name (its pages now the cached,
@@ -178,7 +164,7 @@ TEST_CASE("an entry file replaced by the same bytes is handed over again once ch
     REQUIRE(ssd->warm(0) != nullptr);
     fd = ssd->open_for_kernel(0);
     REQUIRE(fd >= 0);
-    CHECK(all_of(fd) == t.bytes(0));
+    CHECK(read_fd(fd) == t.bytes(0));
     ::close(fd);
     CHECK(ssd->state().open_files == 1);
     CHECK(ssd->state().errors == 0);

@@ -25,7 +25,8 @@
 using namespace clairfs;
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
-using test::CacheDir, test::Table, test::options, test::check_disabled, test::K4, test::MiB;
+using test::CacheDir, test::Table, test::options, test::check_disabled, test::K4, test::MiB,
+    test::read_fd, test::entry_file_of_size;
 
 namespace {
 
@@ -567,14 +568,6 @@ TEST_CASE("libaio transfers: many chunks in flight, a short read at the end, err
 
 namespace {
 
-std::string read_fd(int fd) {
-    std::string out;
-    char buf[65536];
-    for (ssize_t n; (n = ::pread(fd, buf, sizeof buf, static_cast<off_t>(out.size()))) > 0;)
-        out.append(buf, static_cast<size_t>(n));
-    return out;
-}
-
 uint64_t allocated_bytes(const std::string& path) {
     struct stat st;
     REQUIRE(::stat(path.c_str(), &st) == 0);
@@ -630,9 +623,7 @@ TEST_CASE("an entry whose checked pages left the page cache is the daemon's unti
     REQUIRE(ssd->warm(1) != nullptr);
     // Entry 0's file, found by its size; one page of it dropped, as reclaim
     // would.
-    std::string path;
-    for (const auto& e : fs::directory_iterator(ssd->state().entries_dir))
-        if (fs::file_size(e.path()) == 110 * 1000) path = e.path();
+    std::string path = entry_file_of_size(*ssd, 110 * 1000);
     REQUIRE(!path.empty());
     int raw = ::open(path.c_str(), O_RDONLY);
     REQUIRE(raw >= 0);
@@ -684,9 +675,7 @@ TEST_CASE("with check_once an entry is the kernel's from its write until its fil
     ::close(fd);
 
     // Entry 1's file rewritten in place with other bytes of its size.
-    std::string path;
-    for (const auto& e : fs::directory_iterator(ssd->state().entries_dir))
-        if (fs::file_size(e.path()) == 70 * 1000) path = e.path();
+    std::string path = entry_file_of_size(*ssd, 70 * 1000);
     REQUIRE(!path.empty());
     ::usleep(20'000); // past the file system's timestamp granularity
     {

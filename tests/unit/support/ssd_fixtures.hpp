@@ -13,6 +13,7 @@
 #include <doctest/doctest.h>
 #include <filesystem>
 #include <string>
+#include <unistd.h>
 #include <vector>
 
 namespace clairfs::test {
@@ -99,5 +100,24 @@ inline void check_disabled(cache::SsdTier& t, const std::string& starts) {
     CHECK(held.empty());
     CHECK(t.stats().misses == misses + 1);
     CHECK(t.stats().capacity == 0);
+}
+
+// The whole file behind `fd`, read from its start with pread (the
+// descriptor's offset is left alone).
+inline std::string read_fd(int fd) {
+    std::string out;
+    char buf[65536];
+    for (ssize_t n; (n = ::pread(fd, buf, sizeof buf, static_cast<off_t>(out.size()))) > 0;)
+        out.append(buf, static_cast<size_t>(n));
+    return out;
+}
+
+// The path of the (last listed) entry file of `size` bytes in the tier's
+// entries directory, or "" if none is.
+inline std::string entry_file_of_size(const cache::SsdTier& ssd, uint64_t size) {
+    std::string path;
+    for (const auto& e : std::filesystem::directory_iterator(ssd.state().entries_dir))
+        if (std::filesystem::file_size(e.path()) == size) path = e.path();
+    return path;
 }
 } // namespace clairfs::test
