@@ -242,32 +242,35 @@ int SsdTier::Core::open_for_kernel(index::NodeId id) {
         pin(e);
     }
     int fd = 0;
-    std::shared_ptr<const EntryFd> file = entry_fd(id, e, fd);
-    struct stat st;
     bool changed = false;
-    if (file && (sys::fstat(file->fd, &st) < 0 || static_cast<uint64_t>(st.st_size) != e.size)) {
-        fd = -EBADMSG;
-    } else if (file && ((check_once && stamp_of(st) != e.stamp) ||
-                        (e.stamp.ino != 0 && stamp_of(st).ino != e.stamp.ino))) {
-        // Written to or replaced since its check (by hand: the tier never
-        // rewrites a file), or a kept file the name no longer leads to:
-        // the daemon reads and checks it again first.
-        fd = -EAGAIN;
-        changed = true;
+    if (std::shared_ptr<const EntryFd> file = entry_fd(id, e, fd)) {
+        struct stat st;
+        if (sys::fstat(file->fd, &st) < 0 || static_cast<uint64_t>(st.st_size) != e.size) {
+            fd = -EBADMSG;
+        } else if ((check_once && stamp_of(st) != e.stamp) ||
+                   (e.stamp.ino != 0 && stamp_of(st).ino != e.stamp.ino)) {
+            // Written to or replaced since its check (by hand: the tier
+            // never rewrites a file), or a kept file the name no longer
+            // leads to: the daemon reads and checks it again first.
+            fd = -EAGAIN;
+            changed = true;
+        } else if (!check_once && sys::all_pages_cached(file->fd, e.size) != 1) {
+            // The checked pages must all still be there: one that left
+            // (reclaim, drop_caches) the kernel would read again from the
+            // device, and the device's bytes are checked only by the
+            // daemon's reads. Pages evicted during the open itself are
+            // beyond this check (see clairfs(8)). Not with check_once,
+            // which trusts the device once it has been checked.
+            fd = -ENODATA;
+        } else {
+            // The caller's own descriptor of the kept file: a dup costs
+            // less than an open by name.
+            fd = sys::neg_errno(::fcntl(file->fd, F_DUPFD_CLOEXEC, 0));
+        }
+        // A kept file found not the checked one (replaced by hand, or cut)
+        // is let go: the daemon's next read, and the next open, go by name.
+        if (fd == -EBADMSG || changed) forget_fd(id, file);
     }
-    // The checked pages must all still be there: one that left (reclaim,
-    // drop_caches) the kernel would read again from the device, and the
-    // device's bytes are checked only by the daemon's reads. Pages evicted
-    // during the open itself are beyond this check (see clairfs(8)). Not
-    // with check_once, which trusts the device once it has been checked.
-    if (file && fd == 0 && !check_once && sys::all_pages_cached(file->fd, e.size) != 1)
-        fd = -ENODATA;
-    // The caller's own descriptor of the kept file: a dup costs less than
-    // an open by name.
-    if (file && fd == 0) fd = sys::neg_errno(::fcntl(file->fd, F_DUPFD_CLOEXEC, 0));
-    // A kept file found not the checked one (replaced by hand, or cut) is
-    // let go: the daemon's next read, and the next open, go by name.
-    if (file && (fd == -EBADMSG || changed)) forget_fd(id, file);
     {
         std::lock_guard lk(mu);
         unpin(e);
