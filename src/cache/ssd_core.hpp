@@ -213,6 +213,8 @@ struct SsdTier::Core {
     bool place_of(index::NodeId id, SsdEntry& e) const;
     // store_entry() for an entry sharing its file.
     int store_shared(SsdEntry& e, const Blob& blob);
+    // The entry's last partial block, through the page cache (ssd_write.cpp).
+    int write_tail(int fd, const Blob& blob, uint64_t head, uint64_t at);
 
     // ssd_reserve.cpp: the reserve's blocks taken for an entry's file, or
     // given back; best effort (a failure costs the reserve's guarantee,

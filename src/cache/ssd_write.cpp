@@ -19,9 +19,9 @@ namespace clairfs::cache {
 namespace {
 
 // O_DIRECT needs an aligned buffer of whole blocks with a deterministic
-// tail; a blob from Blob::make is one, any other is copied.
-int write_blob(BlockDevice& dev, const Blob& b, uint64_t offset) {
-    uint64_t len = ExtentAllocator::aligned(b.size);
+// tail; a blob from Blob::make is one, any other is copied. `len` bytes of
+// it, a multiple of the block size.
+int write_blocks(BlockDevice& dev, const Blob& b, uint64_t len, uint64_t offset) {
     auto addr = reinterpret_cast<uintptr_t>(b.bytes.get());
     if (b.capacity >= len && addr % Blob::alignment == 0)
         return dev.write(b.bytes.get(), len, offset);
@@ -33,6 +33,11 @@ int write_blob(BlockDevice& dev, const Blob& b, uint64_t offset) {
     }
     std::memcpy(copy->bytes.get(), b.bytes.get(), b.size);
     return dev.write(copy->bytes.get(), len, offset);
+}
+
+// The whole blocks of the entry before its last partial one.
+uint64_t whole_blocks(uint64_t size) {
+    return size / Blob::alignment * Blob::alignment;
 }
 
 } // namespace
@@ -79,9 +84,10 @@ bool SsdTier::Core::write(index::NodeId id, const BlobRef& blob) {
     return false;
 }
 
-// The file is written whole blocks at a time (O_DIRECT) and then cut to
-// the entry's size, which is what the kernel reads to when it reads it
-// itself. A failed write leaves no file and gives the blocks back.
+// The file is written whole blocks at a time (O_DIRECT), then its last
+// partial block through the page cache (write_tail), so that it ends at the
+// entry's size, which is what the kernel reads to when it reads it itself.
+// A failed write leaves no file and gives the blocks back.
 int SsdTier::Core::store_entry(SsdEntry& e, const Blob& blob) {
     take_reserve(e.offset, e.size);
     const std::string name = entry_name(e.offset);
@@ -89,11 +95,14 @@ int SsdTier::Core::store_entry(SsdEntry& e, const Blob& blob) {
     int fd = sys::neg_errno(::openat(entries_fd, name.c_str(), flags, 0600));
     int rv = fd;
     if (fd >= 0) {
-        // The device owns `fd`; the cut to size needs a descriptor after it.
+        // The device owns `fd`; the tail and the fstat need a descriptor
+        // after it.
         int cut = sys::neg_errno(::dup(fd));
         if (cut < 0) sys::close(fd);
-        rv = cut < 0 ? cut : write_blob(*device_for(fd, false), blob, 0);
-        if (rv == 0) rv = sys::neg_errno(::ftruncate(cut, static_cast<off_t>(e.size)));
+        const uint64_t head = whole_blocks(e.size);
+        rv = cut < 0 ? cut : head > 0 ? write_blocks(*device_for(fd, false), blob, head, 0) : 0;
+        if (cut >= 0 && head == 0) sys::close(fd);
+        if (rv == 0) rv = write_tail(cut, blob, head, 0);
         struct stat st;
         if (rv == 0) rv = sys::fstat(cut, &st);
         if (rv == 0) e.stamp = stamp_of(st);
@@ -118,11 +127,12 @@ bool SsdTier::Core::place_of(index::NodeId id, SsdEntry& e) const {
 }
 
 // Written at the entry's own offset into the shared file, which is made
-// (sparse, of the record file's size) by the first of its entries and cut
-// back to that size by any write whose whole blocks ran past it. Every
-// cut is to the same size, so none can cut another entry's bytes. A
-// failed write leaves its range unvouched for: no entry names it, and the
-// file is handed to the kernel only once every entry is there.
+// (sparse, of the record file's size) by the first of its entries. An
+// entry whose whole blocks would run past the file's end (its last) writes
+// its last partial block through the page cache (write_tail) instead, so
+// no write changes the file's size and none can cut another entry's
+// bytes. A failed write leaves its range unvouched for: no entry names it,
+// and the file is handed to the kernel only once every entry is there.
 int SsdTier::Core::store_shared(SsdEntry& e, const Blob& blob) {
     take_reserve(e.offset, e.size);
     int flags = O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | (direct ? O_DIRECT : 0);
@@ -135,15 +145,42 @@ int SsdTier::Core::store_shared(SsdEntry& e, const Blob& blob) {
         rv = cut < 0 ? cut : sys::fstat(cut, &st);
         if (rv == 0 && static_cast<uint64_t>(st.st_size) != e.file_size)
             rv = sys::neg_errno(::ftruncate(cut, static_cast<off_t>(e.file_size)));
-        if (rv == 0) rv = write_blob(*device_for(fd, false), blob, e.at);
+        const bool last = e.at + ExtentAllocator::aligned(e.size) > e.file_size;
+        const uint64_t head = last ? whole_blocks(e.size) : ExtentAllocator::aligned(e.size);
+        if (rv == 0 && head > 0) rv = write_blocks(*device_for(fd, false), blob, head, e.at);
         else if (cut >= 0) sys::close(fd);
-        if (rv == 0 && e.at + ExtentAllocator::aligned(e.size) > e.file_size)
-            rv = sys::neg_errno(::ftruncate(cut, static_cast<off_t>(e.file_size)));
+        if (rv == 0 && last) rv = write_tail(cut, blob, head, e.at);
         if (rv == 0) rv = sys::fstat(cut, &st);
         if (rv == 0) e.stamp = stamp_of(st);
         if (cut >= 0) sys::close(cut);
     }
     if (rv < 0) give_reserve(e.offset, e.size);
+    return rv;
+}
+
+// The bytes of `blob` from `head` (a block boundary) to its end, written at
+// `at + head` through the page cache. Cutting a file written in whole
+// blocks back to a size inside its last block would make ext4 read that
+// block back, synchronously, to zero its end: 92 us of a 250 us store of a
+// 110 KB entry, measured. The page's writeback is started at once, so a
+// later drop-behind finds it clean, not waiting to be written.
+int SsdTier::Core::write_tail(int fd, const Blob& blob, uint64_t head, uint64_t at) {
+    if (head >= blob.size) return 0;
+    int t = sys::neg_errno(::dup(fd));
+    if (t < 0) return t;
+    int fl = ::fcntl(t, F_GETFL);
+    // The dup shares the file description, written O_DIRECT a moment ago;
+    // nothing else uses it now.
+    if (fl < 0 || (fl & O_DIRECT && ::fcntl(t, F_SETFL, fl & ~O_DIRECT) < 0)) {
+        int rv = -errno;
+        sys::close(t);
+        return rv;
+    }
+    const uint64_t off = at + head;
+    int rv = device_for(t, true)->write(blob.bytes.get() + head, blob.size - head, off);
+    if (rv == 0)
+        (void)::sync_file_range(fd, static_cast<off_t>(off), static_cast<off_t>(blob.size - head),
+                                SYNC_FILE_RANGE_WRITE);
     return rv;
 }
 
