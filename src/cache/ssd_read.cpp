@@ -172,8 +172,11 @@ void SsdTier::Core::read_failed(index::NodeId id, const SsdEntry& e, int rv, boo
         LOG_WARN("ssd tier: no memory for a %s file (node %u)", human_bytes(e.size).c_str(), id);
         return;
     }
-    // Its file went with an eviction that raced this read: a miss.
-    if (!dropped && rv == -ENOENT) return;
+    // Its file went with an eviction that raced this read: a miss. A bad
+    // copy another read of the same entry dropped first (a prefetch's check
+    // racing an open's) was counted by that read: one error per bad entry,
+    // each followed by one refetch.
+    if (!dropped && (rv == -ENOENT || rv == 0 || rv == -EBADMSG)) return;
     if (dropped) journal_evict(id, seq);
     if (rv == -ENOENT || rv == -EBADMSG)
         fail(false, "ssd tier: the file of node " + std::to_string(id) + " (" +

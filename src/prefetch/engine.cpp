@@ -96,7 +96,9 @@ bool Engine::ssd_by_kernel(ReadSource source) const {
 
 int Engine::kernel_file(index::NodeId id) {
     if (chunked(id)) return chunks_->kernel_shards()->open(id);
-    return kernel_->open(id);
+    // Held in RAM, the daemon serves it from there: no check of the entry
+    // just to hand it over.
+    return kernel_->open(id, !ram_.contains(id));
 }
 
 void Engine::kernel_file_served(index::NodeId id, bool handed) {

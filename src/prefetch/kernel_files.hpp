@@ -46,8 +46,10 @@ public:
     // next open be the kernel's), counted as the tier's hit or miss.
     cache::BlobRef warm(index::NodeId id, bool demanded = false);
     // At an OPEN: the entry's descriptor for the kernel, or -errno
-    // (SsdTier::open_for_kernel; -ENOTSUP while off).
-    int open(index::NodeId id);
+    // (SsdTier::open_for_kernel; -ENOTSUP while off). An entry not
+    // verified, or whose checked pages are gone, is checked first if
+    // `check` (not where the RAM tier holds the file).
+    int open(index::NodeId id, bool check = true);
     // The OPEN's outcome: handed over (the tier's hit), or refused by the
     // kernel (the daemon serves it then).
     void count(bool handed);
@@ -74,7 +76,7 @@ private:
     // Per node: read ahead since its last close (read_ahead, closed).
     std::unique_ptr<std::atomic<bool>[]> ahead_;
     std::atomic<uint64_t> handed_{0}, refused_{0}, warmed_{0}, unverified_{0}, uncached_{0},
-        dropped_{0}, read_ahead_{0};
+        dropped_{0}, read_ahead_{0}, warmed_at_open_{0};
 };
 
 } // namespace clairfs::prefetch
