@@ -60,15 +60,18 @@ def log(msg):
 
 def generate(back, nfiles, seed):
     """Reference-style sizes (mean ~110 KB, median ~93 KB: a log-normal),
-    random bytes, in 100 class directories."""
+    random bytes, in 100 class directories. Returns the bytes written."""
     rng = random.Random(seed)
+    total = 0
     for i in range(nfiles):
         d = os.path.join(back, "c%03d" % (i % 100))
         os.makedirs(d, exist_ok=True)
         size = max(4096, min(int(rng.lognormvariate(11.44, 0.55)), 2 << 20))
         with open(os.path.join(d, "f%06d.jpg" % i), "wb") as f:
             f.write(rng.randbytes(size))
+        total += size
     os.sync()
+    return total
 
 
 def job_order(back, epochs):

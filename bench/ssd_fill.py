@@ -20,7 +20,6 @@ the page cache, so any is the tier reading back what it wrote).
 import argparse
 import json
 import os
-import random
 import shutil
 import statistics
 import subprocess
@@ -30,6 +29,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from file_cost import wait_mounted, unmount  # noqa: E402
+from file_profile import generate  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -37,19 +37,6 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 def log(msg):
     print("[%s] %s" % (time.strftime("%H:%M:%S"), msg), file=sys.stderr, flush=True)
-
-
-def generate(back, nfiles):
-    rng = random.Random(0)
-    total = 0
-    for i in range(nfiles):
-        d = os.path.join(back, "c%03d" % (i % 100))
-        os.makedirs(d, exist_ok=True)
-        size = max(4096, min(int(rng.lognormvariate(11.44, 0.55)), 2 << 20))
-        with open(os.path.join(d, "f%06d.jpg" % i), "wb") as f:
-            f.write(rng.randbytes(size))
-        total += size
-    return total
 
 
 def warm(back):
@@ -143,7 +130,7 @@ def main():
     try:
         back = os.path.join(work, "data")
         log("writing %d files under %s" % (args.files, back))
-        total = generate(back, args.files)
+        total = generate(back, args.files, 0)
         results = {label: [] for label, _ in binaries}
         for r in range(args.rounds):
             for label, path in binaries:
